@@ -1,0 +1,51 @@
+/*
+ * cycle.h — one scheduling cycle over a cluster state, pool by pool:
+ * snapshot, virtual eviction of background pods, fair share, AI placement
+ * (allocate, reclaim, preempt), background re-offer, commit.
+ *
+ * The cycle changes the state only in its commit step, and only in ways the
+ * decisions it logs describe.  Policy failures never fail a cycle: they are
+ * reported as events and the built-in policy is used instead.  A cycle fails
+ * (returns -1) only when memory runs out; the state is then unchanged.
+ *
+ * Not thread-safe: a cycle owns its state, policy and log while it runs.
+ */
+#ifndef US_CYCLE_H
+#define US_CYCLE_H
+
+#include "events.h"
+#include "policy.h"
+#include "state.h"
+
+typedef struct us_cycle_opts {
+    /* Among nodes the placement policy scores the same for an AI pod,
+     * prefer the one whose use displaces the least background work (then
+     * the node name).  false: plain invisible planning, ties by name. */
+    bool background_aware_ties;
+    /* A background pod whose termination grace exceeds this (seconds) draws
+     * a warning: it delays AI work pipelined onto its resources. */
+    double long_grace;
+} us_cycle_opts;
+
+void us_cycle_opts_default(us_cycle_opts *o);
+
+/* Per-queue figures a cycle computed, summed over pools (engine units). */
+typedef struct us_queue_figures {
+    us_res allocated;
+    double fair[US_NRES];
+} us_queue_figures;
+
+typedef struct us_cycle_counts {
+    int background_evictions;
+    int preemptions;
+    int reclaims;
+} us_cycle_counts;
+
+/* Run one cycle at virtual time now.  pol may be NULL: built-in policies.
+ * Appends decisions and events to log; fills figs[0..st->nqueues) when
+ * non-NULL; adds to counts when non-NULL. */
+int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *o,
+                 us_cycle_log *log, us_queue_figures *figs, us_cycle_counts *counts,
+                 us_err *err);
+
+#endif

@@ -1,0 +1,32 @@
+/*
+ * error.h — how the engine reports failure: a code and a message.
+ *
+ * Every fallible function returns 0 on success or -1 on failure and, when
+ * given a non-NULL us_err, fills it.  The engine never aborts or exits on bad
+ * input or a bad policy.  An us_err is a plain value owned by the caller.
+ */
+#ifndef US_ERROR_H
+#define US_ERROR_H
+
+enum {
+    US_OK = 0,
+    US_EINVAL = 1,   /* malformed input: the message names the JSON path */
+    US_ENOMEM = 2,   /* an allocation failed */
+    US_EIO = 3,      /* a file could not be read */
+    US_EPOLICY = 4   /* a policy failed, broke its budget or its contract */
+};
+
+typedef struct us_err {
+    int code;
+    char msg[1024];
+} us_err;
+
+/* Fill err (if non-NULL) with code and a printf-style message; returns -1 so
+ * callers can `return us_err_set(...)`. */
+int us_err_set(us_err *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The usual out-of-memory error. */
+int us_err_nomem(us_err *err);
+
+#endif

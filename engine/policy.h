@@ -1,0 +1,122 @@
+/*
+ * policy.h — the Lua policy host: loads a policy directory (fairshare.lua,
+ * placement.lua, background.lua) into one sandboxed Lua 5.4 state and calls
+ * its functions with views of the snapshot, under an instruction and memory
+ * budget per call.
+ *
+ * The host only runs policies and converts values; it does not judge them.
+ * Checking a result against the scheduling invariants is the caller's job
+ * (fairshare.c, placement.c, reoffer.c), which falls back to the built-in
+ * C policies (builtin.h) when a result is rejected.
+ *
+ * A us_policy is owned by its creator and freed with us_policy_free.  It is
+ * not thread-safe: one thread at a time per us_policy.
+ */
+#ifndef US_POLICY_H
+#define US_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+#include "state.h"
+
+typedef struct us_policy us_policy;
+
+typedef struct us_policy_limits {
+    uint64_t instructions;  /* VM instructions per call; 0: default (10,000,000) */
+    size_t memory;          /* bytes of Lua heap; 0: default (64 MiB) */
+} us_policy_limits;
+
+/* Load and compile dir/fairshare.lua, dir/placement.lua, dir/background.lua.
+ * Each must return a table holding its required function (see
+ * docs/policies.md).  Returns NULL and fills err on failure (message names
+ * file:line). lim may be NULL for defaults. */
+us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *err);
+void us_policy_free(us_policy *p);
+
+/* The directory it was loaded from, and an id: a hex hash of the three
+ * files' bytes (stable across runs). Owned by p. */
+const char *us_policy_dir(const us_policy *p);
+const char *us_policy_id(const us_policy *p);
+
+/* Seed math.random for a cycle, so runs stay deterministic. */
+void us_policy_seed(us_policy *p, uint64_t seed);
+
+/* ---- fair share ---------------------------------------------------------
+ * Lua: fairshare.compute(view) -> { [queue_name] = {gpu=, cpu=, memory=} }
+ */
+typedef struct us_fs_queue {
+    const char *name;
+    int parent;                 /* index into the same array, or -1 */
+    int priority;
+    us_qres res[US_NRES];       /* quota, limit, weight effective on this pool */
+    us_res demand;              /* AI requests of pending+placed pods; parents: sum of children */
+    us_res allocated;           /* AI pods holding resources; parents: sum of children */
+} us_fs_queue;
+
+typedef struct us_fs_input {
+    const char *pool;
+    us_res capacity;            /* schedulable capacity of the pool */
+    const us_fs_queue *queues;  /* every queue, in state order */
+    size_t nqueues;
+} us_fs_input;
+
+/* On success fills fair[q * US_NRES + r] (engine units) for every queue. */
+int us_policy_fairshare(us_policy *p, const us_fs_input *in, double *fair, us_err *err);
+
+/* ---- placement ----------------------------------------------------------
+ * Lua: placement.score(pod, node) -> number (higher is better)
+ */
+typedef struct us_pod_view {
+    const us_pod *pod;
+    const us_workload *wl;
+    const char *queue;
+} us_pod_view;
+
+typedef struct us_node_view {
+    const us_node *node;
+    us_res allocated;           /* planned use, before this pod */
+    int free_gpus;              /* whole devices free in the plan */
+} us_node_view;
+
+/* Scores pod on each of nodes[0..n); fills scores[0..n). */
+int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *nodes,
+                    size_t n, double *scores, us_err *err);
+
+/* ---- background re-offer -------------------------------------------------
+ * Lua: background.reoffer(view) -> { keep = {pod_name, ...},
+ *                                    place = { [pod_name] = node_name } }
+ */
+typedef struct us_bg_node {
+    const us_node *node;
+    us_res free;                /* idle after the AI plan and releasing pods;
+                                   running background pods NOT subtracted */
+    int free_gpus;              /* whole devices, same accounting */
+} us_bg_node;
+
+typedef struct us_bg_pod {
+    const us_pod *pod;
+    const us_workload *wl;
+    int node;                   /* running: index into us_bg_input.nodes; pending: -1 */
+    const int *candidates;      /* pending: feasible node indices (selector, pin,
+                                   cordon) into us_bg_input.nodes, ascending */
+    size_t ncandidates;
+} us_bg_pod;
+
+typedef struct us_bg_input {
+    const us_bg_node *nodes;    /* sorted by node name */
+    size_t nnodes;
+    const us_bg_pod *running;   /* background pods on nodes (running or pipelined) */
+    size_t nrunning;
+    const us_bg_pod *pending;
+    size_t npending;
+} us_bg_input;
+
+/* On success fills keep[0..nrunning) and place[0..npending) (a node index
+ * into in->nodes, or -1 to leave pending).  Names the policy returns that are
+ * not in the input are an error. */
+int us_policy_reoffer(us_policy *p, const us_bg_input *in, bool *keep, int *place,
+                      us_err *err);
+
+#endif

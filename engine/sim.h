@@ -1,0 +1,47 @@
+/*
+ * sim.h — the simulator: runs a scenario's cycles over virtual time as
+ * DESIGN.md's simulation semantics say (timeline, submissions, durations,
+ * grace periods), recording every cycle's decisions, events and per-queue
+ * figures.
+ *
+ * us_sim_run consumes the scenario's state (it is the simulated cluster);
+ * the result owns its own copies of everything it reports.  Not thread-safe.
+ */
+#ifndef US_SIM_H
+#define US_SIM_H
+
+#include "cycle.h"
+#include "scenario.h"
+
+typedef struct us_sim_opts {
+    us_cycle_opts cycle;
+    const char *policy_dir;     /* NULL: built-in default policies dir */
+    us_policy_limits limits;
+} us_sim_opts;
+
+typedef struct us_sim_cycle {
+    int index;                  /* 1-based */
+    double time;
+    us_cycle_log log;
+    us_queue_figures *queues;   /* [nqueues] after the cycle */
+} us_sim_cycle;
+
+typedef struct us_sim_result {
+    char *scenario;
+    us_sim_cycle *cycles;
+    size_t ncycles, cap_cycles;
+    size_t nqueues;
+    double final_time;
+    us_cycle_counts totals;
+    int ai_pods_pending;        /* AI pods pending at the end */
+} us_sim_result;
+
+void us_sim_opts_default(us_sim_opts *o);
+
+/* Run sc to its horizon with policy pol (NULL: built-in C policies).
+ * On success sc->state holds the final cluster.  0 or -1. */
+int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o,
+               us_sim_result *res, us_err *err);
+void us_sim_result_free(us_sim_result *res);
+
+#endif

@@ -1,0 +1,211 @@
+/*
+ * state.c — the cluster state's storage: adding objects, lookups, labels,
+ * derived queue fields and the static background rules.
+ *
+ * It never schedules anything; lifecycle.c changes objects over time and
+ * cycle.c decides placements.
+ */
+#include "state.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *const us_res_names[US_NRES] = {"gpu", "cpu", "memory"};
+const char *const us_pod_state_names[] = {"pending", "pipelined", "running",
+                                          "releasing", "completed"};
+
+const char *us_labels_get(const us_labels *l, const char *key) {
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].key, key) == 0) return l->items[i].value;
+    return NULL;
+}
+
+bool us_labels_match(const us_labels *l, const us_labels *sel) {
+    for (size_t i = 0; i < sel->n; i++) {
+        const char *v = us_labels_get(l, sel->items[i].key);
+        if (!v || strcmp(v, sel->items[i].value) != 0) return false;
+    }
+    return true;
+}
+
+int us_labels_copy(us_labels *dst, const us_labels *src) {
+    dst->items = NULL;
+    dst->n = 0;
+    if (src->n == 0) return 0;
+    dst->items = calloc(src->n, sizeof *dst->items);
+    if (!dst->items) return -1;
+    for (size_t i = 0; i < src->n; i++) {
+        dst->items[i].key = strdup(src->items[i].key);
+        dst->items[i].value = strdup(src->items[i].value);
+        dst->n = i + 1;
+        if (!dst->items[i].key || !dst->items[i].value) {
+            us_labels_free(dst);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void us_labels_free(us_labels *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    l->items = NULL;
+    l->n = 0;
+}
+
+void us_state_init(us_state *st) { memset(st, 0, sizeof *st); }
+
+void us_node_free(us_node *n) {
+    free(n->name);
+    free(n->pool);
+    us_labels_free(&n->labels);
+}
+
+void us_queue_free(us_queue *q) {
+    free(q->name);
+    for (size_t i = 0; i < q->npools; i++) free(q->pools[i].pool);
+    free(q->pools);
+}
+
+void us_workload_free(us_workload *w) {
+    free(w->name);
+    free(w->pool);
+    us_labels_free(&w->node_selector);
+    us_labels_free(&w->labels);
+}
+
+void us_state_free(us_state *st) {
+    for (size_t i = 0; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
+    for (size_t i = 0; i < st->nqueues; i++) us_queue_free(&st->queues[i]);
+    for (size_t i = 0; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
+    for (size_t i = 0; i < st->npods; i++) free(st->pods[i].name);
+    free(st->nodes);
+    free(st->queues);
+    free(st->workloads);
+    free(st->pods);
+    memset(st, 0, sizeof *st);
+}
+
+/* Make room for one more element in a growable array. */
+static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
+    if (n < *cap) return 0;
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *p = realloc(*arr, ncap * elem);
+    if (!p) return -1;
+    *arr = p;
+    *cap = ncap;
+    return 0;
+}
+
+int us_state_node_index(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->nnodes; i++)
+        if (strcmp(st->nodes[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int us_state_queue_index(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->nqueues; i++)
+        if (strcmp(st->queues[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int us_state_workload_index(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->nworkloads; i++)
+        if (strcmp(st->workloads[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+int us_state_add_node(us_state *st, us_node *n) {
+    if (grow((void **)&st->nodes, &st->cap_nodes, st->nnodes, sizeof *n) < 0) {
+        us_node_free(n);
+        return -1;
+    }
+    st->nodes[st->nnodes] = *n;
+    return (int)st->nnodes++;
+}
+
+int us_state_add_queue(us_state *st, us_queue *q) {
+    if (grow((void **)&st->queues, &st->cap_queues, st->nqueues, sizeof *q) < 0) {
+        us_queue_free(q);
+        return -1;
+    }
+    st->queues[st->nqueues] = *q;
+    return (int)st->nqueues++;
+}
+
+int us_state_add_workload(us_state *st, us_workload *w) {
+    if (grow((void **)&st->workloads, &st->cap_workloads, st->nworkloads, sizeof *w) < 0) {
+        us_workload_free(w);
+        return -1;
+    }
+    st->workloads[st->nworkloads] = *w;
+    return (int)st->nworkloads++;
+}
+
+int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
+    if (grow((void **)&st->pods, &st->cap_pods, st->npods, sizeof *st->pods) < 0) return -1;
+    char *copy = strdup(name);
+    if (!copy) return -1;
+    us_pod *p = &st->pods[st->npods];
+    memset(p, 0, sizeof *p);
+    p->name = copy;
+    p->workload = w;
+    p->node = -1;
+    p->pin = pin;
+    p->state = US_POD_PENDING;
+    p->shared_dev = -1;
+    p->seq = st->next_seq++;
+    return (int)st->npods++;
+}
+
+void us_state_derive_queues(us_state *st) {
+    for (size_t i = 0; i < st->nqueues; i++) st->queues[i].leaf = true;
+    for (size_t i = 0; i < st->nqueues; i++) {
+        us_queue *q = &st->queues[i];
+        if (q->parent >= 0) st->queues[q->parent].leaf = false;
+        int d = 0;
+        /* bounded walk: the loader rejects cycles, but never trust a loop */
+        for (int p = q->parent; p >= 0 && d <= (int)st->nqueues; p = st->queues[p].parent) d++;
+        q->depth = d;
+    }
+}
+
+us_qres us_queue_res(const us_queue *q, const char *pool, int r) {
+    for (size_t i = 0; i < q->npools; i++)
+        if (strcmp(q->pools[i].pool, pool) == 0 && q->pools[i].set[r]) return q->pools[i].res[r];
+    return q->res[r];
+}
+
+/* A queue "has quota" on a pool when any resource's quota is non-zero
+ * (unlimited counts) or its over-quota weight is non-zero. */
+static bool queue_entitled(const us_queue *q, const char *pool) {
+    for (int r = 0; r < US_NRES; r++) {
+        us_qres x = us_queue_res(q, pool, r);
+        if (x.quota != 0 || x.over_quota_weight != 0) return true;
+    }
+    return false;
+}
+
+void us_state_check_rules(us_state *st) {
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        us_workload *w = &st->workloads[i];
+        w->blocked = NULL;
+        if (!w->background) continue;
+        if (w->preemptibility == US_NON_PREEMPTIBLE)
+            w->blocked = "background workloads must be preemptible; this one is "
+                         "non-preemptible, so it is never scheduled";
+        else if (w->preemptibility == US_SEMI_PREEMPTIBLE)
+            w->blocked = "background workloads must be preemptible; this one is "
+                         "semi-preemptible, so it is never scheduled";
+        else if (us_req_is_fractional(w->request))
+            w->blocked = "background workloads must request whole GPUs; a fractional "
+                         "GPU request is never scheduled";
+        else if (w->queue >= 0 && queue_entitled(&st->queues[w->queue], w->pool))
+            w->blocked = "background workloads must run in a queue with quota 0 and "
+                         "over-quota weight 0 for every resource on their pool; this "
+                         "queue has quota, so the workload is never scheduled";
+    }
+}

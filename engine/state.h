@@ -1,0 +1,227 @@
+/*
+ * state.h — the cluster state: node pools, nodes, the queue tree, workloads
+ * and their pods, and the resource vectors they are measured in.
+ *
+ * us_state owns every object it holds; strings and arrays inside it are freed
+ * by us_state_free.  Objects refer to each other by index (a pod names its
+ * workload and node by index), so arrays may grow without invalidating links.
+ * Nodes, queues and workloads are never removed from their arrays (a removed
+ * node is flagged `removed`), which keeps indices stable for a whole run.
+ *
+ * Not thread-safe: a state belongs to one thread at a time.
+ */
+#ifndef US_STATE_H
+#define US_STATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Resources, always in these integer units inside the engine:
+ * gpu in milli-devices (1000 = one device), cpu in millicores, memory in
+ * bytes.  Integers keep sums exact, so the same input gives the same output. */
+enum { US_GPU, US_CPU, US_MEM, US_NRES };
+typedef struct us_res {
+    int64_t v[US_NRES];
+} us_res;
+
+extern const char *const us_res_names[US_NRES]; /* "gpu", "cpu", "memory" */
+
+#define US_GPU_UNIT 1000  /* milli-devices in one GPU */
+#define US_MAX_GPUS 64    /* devices a node may have */
+#define US_UNLIMITED (-1) /* quota -1: unlimited; limit -1: no limit */
+
+static inline us_res us_res_add(us_res a, us_res b) {
+    for (int i = 0; i < US_NRES; i++) a.v[i] += b.v[i];
+    return a;
+}
+static inline us_res us_res_sub(us_res a, us_res b) {
+    for (int i = 0; i < US_NRES; i++) a.v[i] -= b.v[i];
+    return a;
+}
+/* true when every component of a is <= the one of b */
+static inline bool us_res_le(us_res a, us_res b) {
+    for (int i = 0; i < US_NRES; i++)
+        if (a.v[i] > b.v[i]) return false;
+    return true;
+}
+static inline bool us_res_is_zero(us_res a) {
+    for (int i = 0; i < US_NRES; i++)
+        if (a.v[i] != 0) return false;
+    return true;
+}
+
+/* An ordered set of string pairs (labels, node selectors). Keys are unique. */
+typedef struct us_kv {
+    char *key, *value;
+} us_kv;
+typedef struct us_labels {
+    us_kv *items;
+    size_t n;
+} us_labels;
+
+/* Value of key, or NULL. */
+const char *us_labels_get(const us_labels *l, const char *key);
+/* true when every pair of sel is in l (an empty selector matches all). */
+bool us_labels_match(const us_labels *l, const us_labels *sel);
+/* Deep copy; returns 0, or -1 on allocation failure (dst left empty). */
+int us_labels_copy(us_labels *dst, const us_labels *src);
+void us_labels_free(us_labels *l);
+
+typedef struct us_node {
+    char *name;
+    char *pool;
+    us_res cap;          /* cap.v[US_GPU] == gpus * US_GPU_UNIT */
+    int gpus;            /* whole devices, 0..US_MAX_GPUS */
+    us_labels labels;
+    bool unschedulable;  /* cordoned: nothing new is placed */
+    bool removed;        /* left the cluster (timeline remove_node) */
+} us_node;
+
+/* One resource of one queue. */
+typedef struct us_qres {
+    int64_t quota;            /* engine units; US_UNLIMITED for unlimited */
+    int64_t limit;            /* engine units; US_UNLIMITED for none */
+    double over_quota_weight;
+} us_qres;
+
+/* Per-pool override of some of a queue's resources. */
+typedef struct us_qpool {
+    char *pool;
+    us_qres res[US_NRES];
+    bool set[US_NRES];        /* which resources the override names */
+} us_qpool;
+
+typedef struct us_queue {
+    char *name;
+    int parent;               /* index into us_state.queues, or -1 */
+    int priority;
+    us_qres res[US_NRES];
+    us_qpool *pools;
+    size_t npools;
+    bool leaf;                /* derived: no queue names it as parent */
+    int depth;                /* derived: 0 for a root */
+} us_queue;
+
+typedef enum us_preemptibility {
+    US_PREEMPTIBLE,
+    US_NON_PREEMPTIBLE,
+    US_SEMI_PREEMPTIBLE
+} us_preemptibility;
+
+typedef enum us_controller {
+    US_CTRL_NONE,
+    US_CTRL_JOB,
+    US_CTRL_DEPLOYMENT,
+    US_CTRL_DAEMONSET
+} us_controller;
+
+typedef enum us_wl_state {
+    US_WL_WAITING,    /* not submitted yet (submit_at in the future) */
+    US_WL_ACTIVE,     /* submitted: its pods exist */
+    US_WL_COMPLETED,  /* ran for its duration, or a timeline `complete` */
+    US_WL_DELETED     /* timeline `delete` */
+} us_wl_state;
+
+#define US_BACKGROUND_LABEL "kai.scheduler/background"
+#define US_PREEMPTIBILITY_LABEL "kai.scheduler/preemptibility"
+
+typedef struct us_workload {
+    char *name;
+    int queue;                 /* index of a leaf queue */
+    int priority;
+    us_preemptibility preemptibility;
+    us_controller controller;
+    int replicas;              /* ignored for daemonsets: one pod per node */
+    int min_member;
+    char *pool;
+    us_labels node_selector;
+    us_labels labels;
+    double termination_grace;  /* seconds */
+    double submit_at;          /* seconds */
+    double duration;           /* seconds of running; < 0: until deleted */
+    bool background;           /* label kai.scheduler/background: "true" */
+    us_res request;            /* per pod */
+
+    /* Why this workload is never scheduled (a broken scheduling rule), or
+     * NULL.  Static text; set by us_state_check_rules. */
+    const char *blocked;
+
+    /* run-time */
+    us_wl_state state;
+    double started_at;         /* when the gang last started running; < 0 never */
+} us_workload;
+
+typedef enum us_pod_state {
+    US_POD_PENDING,
+    US_POD_PIPELINED,
+    US_POD_RUNNING,
+    US_POD_RELEASING,
+    US_POD_COMPLETED
+} us_pod_state;
+
+extern const char *const us_pod_state_names[]; /* "pending", ... */
+
+typedef struct us_pod {
+    char *name;
+    int workload;          /* index into us_state.workloads */
+    int node;              /* index into us_state.nodes, or -1 */
+    int pin;               /* daemonset pods: the node they belong to; else -1 */
+    us_pod_state state;
+    int shared_dev;        /* fractional-GPU pods: device slot on node; else -1 */
+    double release_at;     /* releasing pods: when their resources are free */
+    uint64_t seq;          /* creation order, for stable ordering */
+} us_pod;
+
+typedef struct us_state {
+    us_node *nodes;
+    size_t nnodes, cap_nodes;
+    us_queue *queues;
+    size_t nqueues, cap_queues;
+    us_workload *workloads;
+    size_t nworkloads, cap_workloads;
+    us_pod *pods;
+    size_t npods, cap_pods;
+    uint64_t next_seq;
+} us_state;
+
+void us_state_init(us_state *st);
+void us_state_free(us_state *st);
+
+/* Lookups by name; -1 when absent.  Linear: for loading and tests. */
+int us_state_node_index(const us_state *st, const char *name);
+int us_state_queue_index(const us_state *st, const char *name);
+int us_state_workload_index(const us_state *st, const char *name);
+
+/* Append an object (taking ownership of every pointer inside it); returns
+ * its index, or -1 on allocation failure (the object is then freed). */
+int us_state_add_node(us_state *st, us_node *n);
+int us_state_add_queue(us_state *st, us_queue *q);
+int us_state_add_workload(us_state *st, us_workload *w);
+/* Append a new pending pod of workload w named name (copied).  pin is the
+ * node a daemonset pod belongs to, or -1.  Returns the pod index or -1. */
+int us_state_add_pod(us_state *st, int w, const char *name, int pin);
+
+/* Free one node/queue/workload/pod's owned memory (not the struct). */
+void us_node_free(us_node *n);
+void us_queue_free(us_queue *q);
+void us_workload_free(us_workload *w);
+
+/* Recompute derived queue fields (leaf, depth). */
+void us_state_derive_queues(us_state *st);
+
+/* Effective quota/limit/weight of queue q on pool (per-pool overrides
+ * applied). */
+us_qres us_queue_res(const us_queue *q, const char *pool, int r);
+
+/* Mark workloads that break a background rule as blocked (with a reason).
+ * Called after loading; idempotent. */
+void us_state_check_rules(us_state *st);
+
+/* Whole devices and fractional share of a request. */
+static inline int us_req_whole_gpus(us_res req) { return (int)(req.v[US_GPU] / US_GPU_UNIT); }
+static inline bool us_req_is_fractional(us_res req) {
+    return req.v[US_GPU] % US_GPU_UNIT != 0;
+}
+
+#endif
