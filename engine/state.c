@@ -75,6 +75,7 @@ void us_workload_free(us_workload *w) {
     free(w->pool);
     us_labels_free(&w->node_selector);
     us_labels_free(&w->labels);
+    free(w->last_status);
 }
 
 void us_state_free(us_state *st) {
@@ -208,4 +209,16 @@ void us_state_check_rules(us_state *st) {
                          "over-quota weight 0 for every resource on their pool; this "
                          "queue has quota, so the workload is never scheduled";
     }
+}
+
+void us_state_compact_pods(us_state *st) {
+    size_t j = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        if (st->pods[i].gone) {
+            free(st->pods[i].name);
+            continue;
+        }
+        st->pods[j++] = st->pods[i];
+    }
+    st->npods = j;
 }

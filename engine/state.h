@@ -150,6 +150,8 @@ typedef struct us_workload {
     /* run-time */
     us_wl_state state;
     double started_at;         /* when the gang last started running; < 0 never */
+    bool warned;               /* its rule warnings (blocked, long grace) were emitted */
+    char *last_status;         /* last pending status event sent (latch), or NULL */
 } us_workload;
 
 typedef enum us_pod_state {
@@ -171,6 +173,7 @@ typedef struct us_pod {
     int shared_dev;        /* fractional-GPU pods: device slot on node; else -1 */
     double release_at;     /* releasing pods: when their resources are free */
     uint64_t seq;          /* creation order, for stable ordering */
+    bool gone;             /* left the cluster; dropped by us_state_compact_pods */
 } us_pod;
 
 typedef struct us_state {
@@ -201,6 +204,9 @@ int us_state_add_workload(us_state *st, us_workload *w);
 /* Append a new pending pod of workload w named name (copied).  pin is the
  * node a daemonset pod belongs to, or -1.  Returns the pod index or -1. */
 int us_state_add_pod(us_state *st, int w, const char *name, int pin);
+
+/* Drop pods marked gone, keeping the order of the rest. */
+void us_state_compact_pods(us_state *st);
 
 /* Free one node/queue/workload/pod's owned memory (not the struct). */
 void us_node_free(us_node *n);

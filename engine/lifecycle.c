@@ -1,0 +1,202 @@
+/*
+ * lifecycle.c — state transitions a cluster makes by itself: controllers
+ * creating and recreating pods, deletion, completion, nodes coming and
+ * going, grace periods ending.  See lifecycle.h.
+ *
+ * It never decides where a pod runs: new and recreated pods are pending.
+ */
+#include "lifecycle.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static bool live(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
+                        p->state == US_POD_RUNNING);
+}
+
+static bool has_live_pod(const us_state *st, int w, const char *name) {
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && live(&st->pods[i]) &&
+            strcmp(st->pods[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static bool node_runs_daemon(const us_state *st, const us_workload *w, int n) {
+    const us_node *node = &st->nodes[n];
+    return !node->removed && strcmp(node->pool, w->pool) == 0 &&
+           us_labels_match(&node->labels, &w->node_selector);
+}
+
+static int add_daemon_pod(us_state *st, int w, int n) {
+    char name[512];
+    snprintf(name, sizeof name, "%s-%s", st->workloads[w].name, st->nodes[n].name);
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && st->pods[i].pin == n && live(&st->pods[i])) return 0;
+    return us_state_add_pod(st, w, name, n) < 0 ? -1 : 0;
+}
+
+int us_life_submit(us_state *st, int w, double now) {
+    (void)now;
+    us_workload *wl = &st->workloads[w];
+    wl->state = US_WL_ACTIVE;
+    wl->started_at = -1;
+    if (wl->controller == US_CTRL_DAEMONSET) {
+        for (size_t n = 0; n < st->nnodes; n++)
+            if (node_runs_daemon(st, wl, (int)n) && add_daemon_pod(st, w, (int)n) < 0) return -1;
+        return 0;
+    }
+    int have = 0;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && live(&st->pods[i])) have++;
+    char name[512];
+    for (int i = 0; have < wl->replicas; i++) {
+        snprintf(name, sizeof name, "%s-%d", wl->name, i);
+        if (has_live_pod(st, w, name)) continue;
+        if (us_state_add_pod(st, w, name, -1) < 0) return -1;
+        have++;
+    }
+    return 0;
+}
+
+/* A pod stops holding its node: it terminates for its grace period. */
+static void terminate(us_state *st, us_pod *p, double now) {
+    double grace = st->workloads[p->workload].termination_grace;
+    if (p->state == US_POD_RUNNING && grace > 0) {
+        p->state = US_POD_RELEASING;
+        p->release_at = now + grace;
+    } else if (p->state != US_POD_RELEASING) {
+        p->gone = true;   /* pending or pipelined pods hold nothing */
+    }
+}
+
+int us_life_delete(us_state *st, int w, double now) {
+    st->workloads[w].state = US_WL_DELETED;
+    for (size_t i = 0; i < st->npods; i++) {
+        us_pod *p = &st->pods[i];
+        if (p->workload == w && live(p)) terminate(st, p, now);
+    }
+    us_state_compact_pods(st);
+    return 0;
+}
+
+int us_life_complete(us_state *st, int w, double now) {
+    (void)now;
+    st->workloads[w].state = US_WL_COMPLETED;
+    for (size_t i = 0; i < st->npods; i++) {
+        us_pod *p = &st->pods[i];
+        if (p->workload != w || !live(p)) continue;
+        if (p->state == US_POD_RUNNING) {
+            p->state = US_POD_COMPLETED;  /* keeps its node for the record */
+        } else {
+            p->gone = true;               /* never ran: nothing to report */
+        }
+    }
+    us_state_compact_pods(st);
+    return 0;
+}
+
+int us_life_add_node(us_state *st, int n, double now) {
+    (void)now;
+    st->nodes[n].removed = false;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state == US_WL_ACTIVE && wl->controller == US_CTRL_DAEMONSET &&
+            node_runs_daemon(st, wl, n) && add_daemon_pod(st, (int)w, n) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int us_life_remove_node(us_state *st, int n, double now) {
+    st->nodes[n].removed = true;
+    size_t npods = st->npods;
+    for (size_t i = 0; i < npods; i++) {
+        us_pod *p = &st->pods[i];
+        if (p->gone) continue;
+        if (p->pin == n) {           /* a daemonset pod goes with its node */
+            p->gone = true;
+            continue;
+        }
+        if (p->node != n) continue;
+        if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED) {
+            p->gone = p->state == US_POD_RELEASING;
+            continue;
+        }
+        /* lost with the node; the controller recreates it pending */
+        p->state = US_POD_PENDING;
+        p->node = -1;
+        p->shared_dev = -1;
+    }
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        int evicted;
+        if (st->workloads[w].state == US_WL_ACTIVE &&
+            us_life_gang_reset(st, (int)w, now, &evicted) < 0)
+            return -1;
+    }
+    us_state_compact_pods(st);
+    return 0;
+}
+
+void us_life_cordon(us_state *st, int n, bool cordoned) { st->nodes[n].unschedulable = cordoned; }
+
+int us_life_evict(us_state *st, int pod, double now) {
+    us_pod *p = &st->pods[pod];
+    int w = p->workload, pin = p->pin;
+    bool was_running = p->state == US_POD_RUNNING;
+    char *name = p->name;
+    double grace = st->workloads[w].termination_grace;
+    if (was_running && grace > 0) {
+        p->state = US_POD_RELEASING;
+        p->release_at = now + grace;
+        if (st->workloads[w].state != US_WL_ACTIVE) return -2;
+        /* the new incarnation shares the name; add_pod copies it */
+        return us_state_add_pod(st, w, name, pin);
+    }
+    /* nothing to release: the same pod object becomes the new incarnation */
+    if (st->workloads[w].state != US_WL_ACTIVE) {
+        p->gone = true;
+        return -2;
+    }
+    p->state = US_POD_PENDING;
+    p->node = -1;
+    p->shared_dev = -1;
+    p->seq = st->next_seq++;
+    return pod;
+}
+
+int us_life_count_holding(const us_state *st, int w) {
+    int n = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (p->workload == w && !p->gone &&
+            (p->state == US_POD_RUNNING || p->state == US_POD_PIPELINED))
+            n++;
+    }
+    return n;
+}
+
+int us_life_gang_reset(us_state *st, int w, double now, int *evicted) {
+    *evicted = 0;
+    int holding = us_life_count_holding(st, w);
+    if (holding == 0 || holding >= st->workloads[w].min_member) return 0;
+    size_t npods = st->npods;   /* recreated pods are appended past this */
+    for (size_t i = 0; i < npods; i++) {
+        us_pod *p = &st->pods[i];
+        if (p->workload != w || p->gone ||
+            (p->state != US_POD_RUNNING && p->state != US_POD_PIPELINED))
+            continue;
+        if (us_life_evict(st, (int)i, now) == -1) return -1;
+        (*evicted)++;
+    }
+    st->workloads[w].started_at = -1;
+    return 0;
+}
+
+void us_life_expire(us_state *st, double now) {
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].state == US_POD_RELEASING && st->pods[i].release_at <= now)
+            st->pods[i].gone = true;
+    us_state_compact_pods(st);
+}

@@ -1,0 +1,47 @@
+/*
+ * lifecycle.h — how workloads, pods and nodes change over time outside a
+ * scheduling decision: submission (controllers create pods), deletion,
+ * completion, nodes joining and leaving, cordons, grace periods ending, and
+ * the controller recreating an evicted pod.
+ *
+ * These are the state transitions a cluster makes by itself; the simulator
+ * drives them from a timeline and the embedding API from its caller.  They
+ * never place a pod (cycle.c does).  Every function returns 0, or -1 when
+ * memory runs out.  Not thread-safe.
+ */
+#ifndef US_LIFECYCLE_H
+#define US_LIFECYCLE_H
+
+#include "state.h"
+
+/* Submit workload w: its controller creates the pods it lacks (a daemonset
+ * one per matching node of its pool, others up to `replicas`). */
+int us_life_submit(us_state *st, int w, double now);
+/* Delete w: pending pods vanish, running pods terminate (releasing). */
+int us_life_delete(us_state *st, int w, double now);
+/* Complete w: its pods finish and free their resources at once. */
+int us_life_complete(us_state *st, int w, double now);
+
+int us_life_add_node(us_state *st, int n, double now);
+/* The node leaves: its daemonset pods go with it; other pods on it are
+ * lost and recreated pending; a gang that falls below min_member restarts. */
+int us_life_remove_node(us_state *st, int n, double now);
+void us_life_cordon(us_state *st, int n, bool cordoned);
+
+/* Evict a pod: it terminates (releasing for its grace period, or gone at
+ * once with grace 0) and, if its workload is active, the controller
+ * recreates it pending under the same name.  Returns the new pod's index,
+ * or -2 when none was created, or -1 when memory runs out. */
+int us_life_evict(us_state *st, int pod, double now);
+
+/* A gang below min_member goes back to pending whole: evict every pod of w
+ * still running or pipelined.  Sets *evicted to how many it evicted. */
+int us_life_gang_reset(us_state *st, int w, double now, int *evicted);
+
+/* Releasing pods whose grace has ended leave (call before a cycle). */
+void us_life_expire(us_state *st, double now);
+
+/* Pods of w that run or are pipelined. */
+int us_life_count_holding(const us_state *st, int w);
+
+#endif

@@ -1,0 +1,515 @@
+/*
+ * output.c — rendering a finished simulation as the JSON document of
+ * DESIGN.md or as a per-cycle account in words.
+ *
+ * Owns only the presentation: output units (gpu in devices, cpu in
+ * millicores or cores, memory in bytes or binary units) and layout.  It must
+ * never change the result or the state it reads, and never read a clock:
+ * the same run always renders to the same bytes.
+ */
+#include "output.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+/* Beyond this magnitude cJSON would print an integral double with an
+ * exponent ("%1.15g"), so such integers are written as raw text. */
+#define BIG_INT 1000000000000000LL
+
+static cJSON *int_item(int64_t v) {
+    if (v > -BIG_INT && v < BIG_INT) return cJSON_CreateNumber((double)v);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%" PRId64, v);
+    cJSON *it = cJSON_CreateRaw(buf);
+    if (it) {
+        it->valuedouble = (double)v;
+        it->valueint = v > 0 ? INT32_MAX : INT32_MIN;
+    }
+    return it;
+}
+
+static cJSON *str_item(const char *s) {
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
+/* Add item under key; takes item even on failure (it is then deleted). */
+static int put(cJSON *obj, const char *key, cJSON *item) {
+    if (!item) return -1;
+    if (!cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        return -1;
+    }
+    return 0;
+}
+
+static int push(cJSON *arr, cJSON *item) {
+    if (!item) return -1;
+    if (!cJSON_AddItemToArray(arr, item)) {
+        cJSON_Delete(item);
+        return -1;
+    }
+    return 0;
+}
+
+cJSON *us_output_res(us_res r) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, us_res_names[US_GPU], cJSON_CreateNumber((double)r.v[US_GPU] / US_GPU_UNIT)) < 0 ||
+        put(o, us_res_names[US_CPU], int_item(r.v[US_CPU])) < 0 ||
+        put(o, us_res_names[US_MEM], int_item(r.v[US_MEM])) < 0)
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* Fair shares are fractional in engine units; output rounds them to the
+ * engine's unit (milli-device, millicore, byte) so figures stay exact. */
+static us_res round_fair(const double fair[US_NRES]) {
+    us_res r;
+    for (int i = 0; i < US_NRES; i++) r.v[i] = isfinite(fair[i]) ? llround(fair[i]) : 0;
+    return r;
+}
+
+static cJSON *decision_json(const us_decision *d) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, "op", cJSON_CreateString(us_op_names[d->op])) < 0 ||
+        put(o, "pod", str_item(d->pod)) < 0 || put(o, "node", str_item(d->node)) < 0)
+        goto fail;
+    if (d->op == US_OP_PIPELINE) {
+        cJSON *w = cJSON_CreateArray();
+        if (put(o, "waits_for", w) < 0) goto fail;
+        for (size_t i = 0; i < d->nwaits; i++)
+            if (push(w, str_item(d->waits_for[i])) < 0) goto fail;
+    }
+    if (d->action != US_ACT_NONE &&
+        put(o, "action", cJSON_CreateString(us_action_names[d->action])) < 0)
+        goto fail;
+    if (d->op == US_OP_EVICT && d->evictor && put(o, "evictor", cJSON_CreateString(d->evictor)) < 0)
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *event_json(const us_event *e) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, "type", str_item(e->type)) < 0 || put(o, "reason", str_item(e->reason)) < 0 ||
+        put(o, "object", str_item(e->object)) < 0 || put(o, "message", str_item(e->message)) < 0)
+        goto fail;
+    if (e->annotations.n) {
+        cJSON *a = cJSON_CreateObject();
+        if (put(o, "annotations", a) < 0) goto fail;
+        for (size_t i = 0; i < e->annotations.n; i++)
+            if (put(a, e->annotations.items[i].key, str_item(e->annotations.items[i].value)) < 0)
+                goto fail;
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *cycle_json(const us_sim_cycle *c) {
+    cJSON *o = cJSON_CreateObject(), *decisions, *events;
+    if (!o) return NULL;
+    if (put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
+        put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
+        put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
+        put(o, "events", events = cJSON_CreateArray()) < 0)
+        goto fail;
+    for (size_t i = 0; i < c->log.ndecisions; i++)
+        if (push(decisions, decision_json(&c->log.decisions[i])) < 0) goto fail;
+    for (size_t i = 0; i < c->log.nevents; i++)
+        if (push(events, event_json(&c->log.events[i])) < 0) goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static const char *workload_name(const us_state *st, int w) {
+    return w >= 0 && (size_t)w < st->nworkloads ? st->workloads[w].name : NULL;
+}
+
+static const char *node_name(const us_state *st, int n) {
+    return n >= 0 && (size_t)n < st->nnodes ? st->nodes[n].name : NULL;
+}
+
+static cJSON *pod_json(const us_state *st, const us_pod *p) {
+    int w = p->workload;
+    bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, "name", str_item(p->name)) < 0 ||
+        put(o, "workload", str_item(workload_name(st, w))) < 0 ||
+        put(o, "node", str_item(node_name(st, p->node))) < 0 ||
+        put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
+        put(o, "background", cJSON_CreateBool(bg)) < 0)
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The figures of queue q after the last cycle; NULL when there are none. */
+static const us_queue_figures *last_figures(const us_sim_result *res, size_t q) {
+    if (!res->ncycles || q >= res->nqueues) return NULL;
+    const us_sim_cycle *c = &res->cycles[res->ncycles - 1];
+    return c->queues ? &c->queues[q] : NULL;
+}
+
+static cJSON *queue_json(const us_sim_result *res, const us_state *st, size_t q) {
+    const us_queue_figures *f = last_figures(res, q);
+    us_res alloc = {{0}}, fair = {{0}};
+    if (f) {
+        alloc = f->allocated;
+        fair = round_fair(f->fair);
+    }
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, "name", str_item(st->queues[q].name)) < 0 ||
+        put(o, "allocated", us_output_res(alloc)) < 0 ||
+        put(o, "fair_share", us_output_res(fair)) < 0)
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *final_json(const us_sim_result *res, const us_state *st) {
+    cJSON *o = cJSON_CreateObject(), *pods, *queues;
+    if (!o) return NULL;
+    if (put(o, "time", cJSON_CreateNumber(res->final_time)) < 0 ||
+        put(o, "pods", pods = cJSON_CreateArray()) < 0 ||
+        put(o, "queues", queues = cJSON_CreateArray()) < 0)
+        goto fail;
+    for (size_t i = 0; i < st->npods; i++)
+        if (push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
+    for (size_t q = 0; q < st->nqueues; q++)
+        if (push(queues, queue_json(res, st, q)) < 0) goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *summary_json(const us_sim_result *res) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return NULL;
+    if (put(o, "cycles", cJSON_CreateNumber((double)res->ncycles)) < 0 ||
+        put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
+        put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
+        put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
+        put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0)
+        goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
+    cJSON *doc = cJSON_CreateObject(), *cycles;
+    if (!doc) return NULL;
+    if (put(doc, "scenario", str_item(res->scenario)) < 0 ||
+        put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
+        goto fail;
+    for (size_t i = 0; i < res->ncycles; i++)
+        if (push(cycles, cycle_json(&res->cycles[i])) < 0) goto fail;
+    if (put(doc, "final", final_json(res, final)) < 0 || put(doc, "summary", summary_json(res)) < 0)
+        goto fail;
+    return doc;
+fail:
+    cJSON_Delete(doc);
+    return NULL;
+}
+
+int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
+    int rc = -1;
+    char *text = NULL;
+    cJSON *doc = us_output_document(res, final);
+    if (!doc || !(text = cJSON_Print(doc))) {
+        us_err_nomem(err);
+        goto cleanup;
+    }
+    if (fputs(text, f) == EOF || fputc('\n', f) == EOF || fflush(f) == EOF) {
+        us_err_set(err, US_EIO, "cannot write the output");
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(text);
+    cJSON_Delete(doc);
+    return rc;
+}
+
+/* ---- text ---------------------------------------------------------------- */
+
+/* v with at most dec decimals and no trailing zeros: "16", "0.1", "2.667". */
+static const char *fmt_num(char *buf, size_t n, double v, int dec) {
+    snprintf(buf, n, "%.*f", dec, v);
+    if (strchr(buf, '.')) {
+        char *e = buf + strlen(buf) - 1;
+        while (*e == '0') *e-- = '\0';
+        if (*e == '.') *e = '\0';
+    }
+    if (strcmp(buf, "-0") == 0) strcpy(buf, "0");
+    return buf;
+}
+
+/* Bytes in the largest binary unit that keeps the figure >= 1: "64Mi". */
+static const char *fmt_bytes(char *buf, size_t n, int64_t b) {
+    static const char *const units[] = {"B", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+    double x = (double)b;
+    int u = 0;
+    if (b == 0) {
+        snprintf(buf, n, "0");
+        return buf;
+    }
+    while (fabs(x) >= 1024 && u < 6) {
+        x /= 1024;
+        u++;
+    }
+    char num[64];
+    snprintf(buf, n, "%s%s", fmt_num(num, sizeof num, x, 1), units[u]);
+    return buf;
+}
+
+/* One resource of r as a person reads it: devices, cores, binary bytes. */
+static const char *fmt_res(char *buf, size_t n, us_res r, int i) {
+    switch (i) {
+    case US_GPU: return fmt_num(buf, n, (double)r.v[US_GPU] / US_GPU_UNIT, 3);
+    case US_CPU: return fmt_num(buf, n, (double)r.v[US_CPU] / 1000.0, 3);
+    default: return fmt_bytes(buf, n, r.v[US_MEM]);
+    }
+}
+
+static const char *fmt_time(char *buf, size_t n, double t) {
+    char num[64];
+    snprintf(buf, n, "%ss", fmt_num(num, sizeof num, t, 3));
+    return buf;
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+static int slen(const char *s) { return s ? (int)strlen(s) : 0; }
+static const char *nz(const char *s) { return s ? s : "-"; }
+
+static void text_decisions(FILE *f, const us_cycle_log *log) {
+    int w = 0;
+    for (size_t i = 0; i < log->ndecisions; i++) w = imax(w, slen(log->decisions[i].pod));
+    for (size_t i = 0; i < log->ndecisions; i++) {
+        const us_decision *d = &log->decisions[i];
+        fprintf(f, "  %-8s  %-*s  %s %s", us_op_names[d->op], w, nz(d->pod),
+                d->op == US_OP_EVICT ? "from" : "->", nz(d->node));
+        if (d->op == US_OP_PIPELINE && d->nwaits) {
+            fputs("  waiting for ", f);
+            for (size_t k = 0; k < d->nwaits; k++)
+                fprintf(f, "%s%s", k ? ", " : "", nz(d->waits_for[k]));
+        }
+        if (d->action == US_ACT_NONE)
+            fputs("  (after pipeline)", f);
+        else if (d->op == US_OP_EVICT && d->evictor)
+            fprintf(f, "  (%s, for %s)", us_action_names[d->action], d->evictor);
+        else
+            fprintf(f, "  (%s)", us_action_names[d->action]);
+        fputc('\n', f);
+    }
+}
+
+static void text_events(FILE *f, const us_cycle_log *log) {
+    int w = 0;
+    for (size_t i = 0; i < log->nevents; i++) w = imax(w, slen(log->events[i].object));
+    for (size_t i = 0; i < log->nevents; i++) {
+        const us_event *e = &log->events[i];
+        fprintf(f, "  %-7s  %-*s  %s: %s\n", nz(e->type), w, nz(e->object), nz(e->reason),
+                nz(e->message));
+    }
+}
+
+/* A queue table row as text cells: name, then "used / fair" per resource. */
+typedef struct row {
+    const char *name;
+    int depth;
+    char used[US_NRES][32], fair[US_NRES][32];
+} row;
+
+/* Queue q's figures after cycle c, rounded as output shows them. */
+static void queue_figures(const us_sim_cycle *c, size_t q, us_res *alloc, us_res *fair) {
+    *alloc = c->queues[q].allocated;
+    *fair = round_fair(c->queues[q].fair);
+}
+
+/* shown[2q], shown[2q+1]: queue q's allocated and fair share as last
+ * printed (zero before the first table). */
+static bool figures_changed(const us_sim_cycle *c, size_t nq, const us_res *shown) {
+    for (size_t q = 0; c->queues && q < nq; q++) {
+        us_res alloc, fair;
+        queue_figures(c, q, &alloc, &fair);
+        if (memcmp(&alloc, &shown[2 * q], sizeof alloc) || memcmp(&fair, &shown[2 * q + 1], sizeof fair))
+            return true;
+    }
+    return false;
+}
+
+/* Print the queues whose figures differ from shown[], then remember them. */
+static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, size_t nq,
+                            us_res *shown) {
+    static const char *const heads[US_NRES] = {"gpu", "cpu (cores)", "memory"};
+    int rc = -1;
+    size_t n = 0;
+    row *rows = NULL;
+    if (!c->queues || !nq) return 0;
+    if (!(rows = calloc(nq, sizeof *rows))) goto cleanup;
+    for (size_t q = 0; q < nq; q++) {
+        us_res alloc, fair;
+        queue_figures(c, q, &alloc, &fair);
+        if (!memcmp(&alloc, &shown[2 * q], sizeof alloc) &&
+            !memcmp(&fair, &shown[2 * q + 1], sizeof fair))
+            continue;
+        row *r = &rows[n++];
+        r->name = st->queues[q].name;
+        r->depth = st->queues[q].depth;
+        for (int i = 0; i < US_NRES; i++) {
+            fmt_res(r->used[i], sizeof r->used[i], alloc, i);
+            fmt_res(r->fair[i], sizeof r->fair[i], fair, i);
+        }
+        shown[2 * q] = alloc;
+        shown[2 * q + 1] = fair;
+    }
+    rc = 0;
+    if (!n) goto cleanup;
+    int wn = (int)strlen("queue"), wu[US_NRES] = {0}, wf[US_NRES] = {0};
+    for (size_t k = 0; k < n; k++) {
+        wn = imax(wn, 2 * rows[k].depth + slen(rows[k].name));
+        for (int i = 0; i < US_NRES; i++) {
+            wu[i] = imax(wu[i], slen(rows[k].used[i]));
+            wf[i] = imax(wf[i], slen(rows[k].fair[i]));
+        }
+    }
+    /* Each cell is "used / fair", aligned on the slash; a header wider than
+     * its cells widens the fair part. */
+    for (int i = 0; i < US_NRES; i++) wf[i] = imax(wf[i], slen(heads[i]) - wu[i] - 3);
+    fprintf(f, "  %-*s", wn, "queue");
+    for (int i = 0; i < US_NRES; i++) fprintf(f, "   %-*s", wu[i] + 3 + wf[i], heads[i]);
+    fputs("   (used / fair share)\n", f);
+    for (size_t k = 0; k < n; k++) {
+        const row *r = &rows[k];
+        fprintf(f, "  %*s%-*s", 2 * r->depth, "", wn - 2 * r->depth, nz(r->name));
+        for (int i = 0; i < US_NRES; i++) {
+            int pad = i + 1 < US_NRES ? wf[i] : 0; /* no trailing blanks */
+            fprintf(f, "   %*s / %-*s", wu[i], r->used[i], pad, r->fair[i]);
+        }
+        fputc('\n', f);
+    }
+cleanup:
+    free(rows);
+    return rc;
+}
+
+static void text_quiet(FILE *f, const us_sim_result *res, size_t from, size_t to) {
+    char t1[64], t2[64];
+    const us_sim_cycle *a = &res->cycles[from], *b = &res->cycles[to];
+    if (from == to)
+        fprintf(f, "cycle %d  t=%s: no change\n\n", a->index, fmt_time(t1, sizeof t1, a->time));
+    else
+        fprintf(f, "cycles %d-%d  t=%s-%s: no change\n\n", a->index, b->index,
+                fmt_time(t1, sizeof t1, a->time), fmt_time(t2, sizeof t2, b->time));
+}
+
+static void text_final_pods(FILE *f, const us_state *st) {
+    int wp = 0, wn = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        wp = imax(wp, slen(st->pods[i].name));
+        wn = imax(wn, slen(nz(node_name(st, st->pods[i].node))));
+    }
+    for (int s = US_POD_PENDING; s <= US_POD_COMPLETED; s++) {
+        size_t count = 0;
+        for (size_t i = 0; i < st->npods; i++) count += st->pods[i].state == (us_pod_state)s;
+        if (!count) continue;
+        fprintf(f, "  %s (%zu)\n", us_pod_state_names[s], count);
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *p = &st->pods[i];
+            if (p->state != (us_pod_state)s) continue;
+            int w = p->workload;
+            bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
+            if (bg)
+                fprintf(f, "    %-*s  %-*s  background\n", wp, nz(p->name), wn,
+                        nz(node_name(st, p->node)));
+            else
+                fprintf(f, "    %-*s  %s\n", wp, nz(p->name), nz(node_name(st, p->node)));
+        }
+    }
+}
+
+int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
+    int rc = -1;
+    char t1[64], t2[64];
+    size_t nq = res->nqueues < final->nqueues ? res->nqueues : final->nqueues;
+    us_res *shown = calloc(2 * nq + 1, sizeof *shown);
+    if (!shown) {
+        us_err_nomem(err);
+        goto cleanup;
+    }
+
+    fprintf(f, "understory simulation: %s\n", res->scenario ? res->scenario : "(unnamed)");
+    size_t active_nodes = 0;
+    for (size_t i = 0; i < final->nnodes; i++) active_nodes += !final->nodes[i].removed;
+    fprintf(f, "  %zu cycle%s", res->ncycles, res->ncycles == 1 ? "" : "s");
+    if (res->ncycles)
+        fprintf(f, ", t=%s to %s", fmt_time(t1, sizeof t1, res->cycles[0].time),
+                fmt_time(t2, sizeof t2, res->cycles[res->ncycles - 1].time));
+    fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n\n", active_nodes,
+            active_nodes == 1 ? "" : "s", final->nqueues, final->nqueues == 1 ? "" : "s",
+            final->nworkloads, final->nworkloads == 1 ? "" : "s");
+
+    size_t quiet_from = 0;
+    bool quiet = false;
+    for (size_t i = 0; i < res->ncycles; i++) {
+        const us_sim_cycle *c = &res->cycles[i];
+        if (!c->log.ndecisions && !c->log.nevents && !figures_changed(c, nq, shown)) {
+            if (!quiet) quiet_from = i;
+            quiet = true;
+            continue;
+        }
+        if (quiet) text_quiet(f, res, quiet_from, i - 1);
+        quiet = false;
+        fprintf(f, "cycle %d  t=%s\n", c->index, fmt_time(t1, sizeof t1, c->time));
+        text_decisions(f, &c->log);
+        text_events(f, &c->log);
+        if (text_queue_table(f, final, c, nq, shown) < 0) {
+            us_err_nomem(err);
+            goto cleanup;
+        }
+        fputc('\n', f);
+    }
+    if (quiet) text_quiet(f, res, quiet_from, res->ncycles - 1);
+
+    fprintf(f, "final  t=%s\n", fmt_time(t1, sizeof t1, res->final_time));
+    if (!final->npods) fputs("  no pods\n", f);
+    text_final_pods(f, final);
+    fputs("\nsummary\n", f);
+    fprintf(f, "  cycles                %zu\n", res->ncycles);
+    fprintf(f, "  background evictions  %d\n", res->totals.background_evictions);
+    fprintf(f, "  preemptions           %d\n", res->totals.preemptions);
+    fprintf(f, "  reclaims              %d\n", res->totals.reclaims);
+    fprintf(f, "  AI pods pending       %d\n", res->ai_pods_pending);
+    if (fflush(f) == EOF || ferror(f)) {
+        us_err_set(err, US_EIO, "cannot write the output");
+        goto cleanup;
+    }
+    rc = 0;
+cleanup:
+    free(shown);
+    return rc;
+}

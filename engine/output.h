@@ -1,0 +1,45 @@
+/*
+ * output.h — rendering a finished simulation: the JSON document of
+ * DESIGN.md ("Simulator output") and a readable per-cycle account for
+ * humans.
+ *
+ * Rendering only reads the result and the final state; it never changes
+ * them and never consults a clock, so the same run renders to the same
+ * bytes.  Not thread-safe with respect to the objects it reads.
+ */
+#ifndef US_OUTPUT_H
+#define US_OUTPUT_H
+
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "error.h"
+#include "sim.h"
+#include "state.h"
+
+/* The engine's version, reported by `understory --version` and by the Lua
+ * module as `understory.version`. */
+#define US_VERSION "0.1.0"
+
+/* A resource vector in output units: {"gpu": devices (a number),
+ * "cpu": millicores, "memory": bytes}.  Integers whose magnitude reaches
+ * 1e15 are stored as raw JSON text (cJSON_Raw, valuedouble also set) so that
+ * they still print as exact integers.  NULL on allocation failure. */
+cJSON *us_output_res(us_res r);
+
+/* The whole output document (see DESIGN.md).  final is the state after the
+ * run (the scenario's state once us_sim_run returned).  Every cycle is
+ * listed, including quiet ones.  The caller frees it with cJSON_Delete.
+ * NULL on allocation failure. */
+cJSON *us_output_document(const us_sim_result *res, const us_state *final);
+
+/* The document, formatted, and a newline.  0, or -1 with err filled. */
+int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
+
+/* A per-cycle account in words: decisions, events, queue tables when their
+ * figures change, quiet stretches summarised, then the final pods by state
+ * and the summary.  0, or -1 with err filled. */
+int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
+
+#endif

@@ -1,0 +1,316 @@
+/*
+ * plan.c — the working plan of one cycle on one pool: node usage in the AI
+ * planning view, tentative placements and evictions with an undo log, and
+ * queue allocation.  See plan.h.
+ *
+ * Virtual eviction happens here: background pods never enter the AI view,
+ * and releasing pods are already out of it, so AI planning sees their
+ * resources as free.
+ */
+#include "plan.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- node usage ------------------------------------------------------- */
+
+static int shared_in_use(const us_use *u, int gpus) {
+    int n = 0;
+    for (int i = 0; i < gpus; i++)
+        if (u->shared[i]) n++;
+    return n;
+}
+
+int us_use_free_gpus(const us_use *u, const us_node *n) {
+    return n->gpus - u->whole - shared_in_use(u, n->gpus);
+}
+
+/* The shared slot a fractional request would take: the fullest one with
+ * room (packing fractions keeps whole devices free), else the lowest
+ * unused one when a device is free; -1 when none. */
+static int pick_slot(const us_use *u, const us_node *n, int64_t milli) {
+    int best = -1;
+    for (int i = 0; i < n->gpus; i++)
+        if (u->shared[i] && u->shared[i] + milli <= US_GPU_UNIT &&
+            (best < 0 || u->shared[i] > u->shared[best]))
+            best = i;
+    if (best >= 0) return best;
+    if (us_use_free_gpus(u, n) < 1) return -1;
+    for (int i = 0; i < n->gpus; i++)
+        if (!u->shared[i]) return i;
+    return -1;
+}
+
+bool us_use_fits(const us_use *u, const us_node *n, us_res req, int slot) {
+    if (req.v[US_CPU] > n->cap.v[US_CPU] - u->used.v[US_CPU]) return false;
+    if (req.v[US_MEM] > n->cap.v[US_MEM] - u->used.v[US_MEM]) return false;
+    if (us_req_is_fractional(req)) {
+        int64_t m = req.v[US_GPU];
+        if (slot < 0) return pick_slot(u, n, m) >= 0;
+        if (slot >= n->gpus) return false;
+        if (u->shared[slot]) return u->shared[slot] + m <= US_GPU_UNIT;
+        return us_use_free_gpus(u, n) >= 1;
+    }
+    return us_req_whole_gpus(req) <= us_use_free_gpus(u, n);
+}
+
+int us_use_add(us_use *u, const us_node *n, us_res req, int slot) {
+    u->used = us_res_add(u->used, req);
+    if (!us_req_is_fractional(req)) {
+        u->whole += us_req_whole_gpus(req);
+        return -1;
+    }
+    if (slot < 0) slot = pick_slot(u, n, req.v[US_GPU]);
+    /* an over-full node still gets counted so that later checks see it */
+    if (slot < 0 || slot >= US_MAX_GPUS) slot = 0;
+    u->shared[slot] = (uint16_t)(u->shared[slot] + req.v[US_GPU]);
+    return slot;
+}
+
+void us_use_remove(us_use *u, us_res req, int slot) {
+    u->used = us_res_sub(u->used, req);
+    if (!us_req_is_fractional(req)) {
+        u->whole -= us_req_whole_gpus(req);
+        return;
+    }
+    if (slot >= 0 && slot < US_MAX_GPUS) u->shared[slot] = (uint16_t)(u->shared[slot] - req.v[US_GPU]);
+}
+
+/* ---- snapshot --------------------------------------------------------- */
+
+static const us_state *sort_st;
+static int by_node_name(const void *a, const void *b) {
+    return strcmp(sort_st->nodes[*(const int *)a].name, sort_st->nodes[*(const int *)b].name);
+}
+
+bool us_plan_is_ai(const us_plan *p, int pod) {
+    const us_workload *w = &p->st->workloads[p->st->pods[pod].workload];
+    return !w->background && !w->blocked && w->state == US_WL_ACTIVE &&
+           strcmp(w->pool, p->pool) == 0;
+}
+
+static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
+    for (; q >= 0; q = p->st->queues[q].parent) {
+        for (int r = 0; r < US_NRES; r++) {
+            p->alloc[q].v[r] += sign * req.v[r];
+            if (np) p->alloc_np[q].v[r] += sign * req.v[r];
+        }
+    }
+}
+
+static bool holds(us_pod_state s) {
+    return s == US_POD_RUNNING || s == US_POD_PIPELINED || s == US_POD_RELEASING;
+}
+
+int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
+                 const us_cycle_opts *o, us_cycle_log *log) {
+    memset(p, 0, sizeof *p);
+    p->st = st;
+    p->pool = pool;
+    p->now = now;
+    p->pol = pol;
+    p->opts = o;
+    p->log = log;
+    p->npods = st->npods;
+    size_t nq = st->nqueues ? st->nqueues : 1, nw = st->nworkloads ? st->nworkloads : 1;
+    size_t np = st->npods ? st->npods : 1, nn = st->nnodes ? st->nnodes : 1;
+
+    p->nodes = calloc(nn, sizeof *p->nodes);
+    p->pos = calloc(nn, sizeof *p->pos);
+    p->ai = calloc(nn, sizeof *p->ai);
+    p->flags = calloc(np, sizeof *p->flags);
+    p->pnode = calloc(np, sizeof *p->pnode);
+    p->pslot = calloc(np, sizeof *p->pslot);
+    p->pact = calloc(np, sizeof *p->pact);
+    p->evictor = calloc(np, sizeof *p->evictor);
+    p->placed = calloc(np, sizeof *p->placed);
+    p->node_first = calloc(nn + 1, sizeof *p->node_first);
+    p->node_pods = calloc(np, sizeof *p->node_pods);
+    p->held = calloc(nw, sizeof *p->held);
+    p->alloc = calloc(nq, sizeof *p->alloc);
+    p->alloc_np = calloc(nq, sizeof *p->alloc_np);
+    p->demand = calloc(nq, sizeof *p->demand);
+    p->fair = calloc(nq * US_NRES, sizeof *p->fair);
+    if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
+        !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
+        !p->alloc || !p->alloc_np || !p->demand || !p->fair)
+        goto fail;
+
+    for (size_t i = 0; i < st->nnodes; i++) {
+        p->pos[i] = -1;
+        if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
+            p->nodes[p->nnodes++] = (int)i;
+    }
+    sort_st = st;
+    qsort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name);
+    for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
+
+    /* pods by node (counting sort keeps pod order inside a node) */
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pod = &st->pods[i];
+        p->pnode[i] = -1;
+        p->pslot[i] = -1;
+        p->evictor[i] = -1;
+        if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
+            p->node_first[p->pos[pod->node] + 1]++;
+    }
+    for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
+    {
+        int *fill = calloc(p->nnodes + 1, sizeof *fill);
+        if (!fill) goto fail;
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *pod = &st->pods[i];
+            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
+                int n = p->pos[pod->node];
+                p->node_pods[p->node_first[n] + fill[n]++] = (int)i;
+            }
+        }
+        free(fill);
+    }
+
+    /* the AI view, allocation and demand */
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pod = &st->pods[i];
+        if (!us_plan_is_ai(p, (int)i)) continue;
+        const us_workload *w = &st->workloads[pod->workload];
+        bool np_ = w->preemptibility != US_PREEMPTIBLE;
+        if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
+            p->pos[pod->node] >= 0) {
+            us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request, pod->shared_dev);
+            p->flags[i] |= US_PF_HELD;
+            p->held[pod->workload]++;
+            queue_add(p, w->queue, w->request, np_, 1);
+        }
+        if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
+            pod->state == US_POD_PENDING)
+            for (int q = w->queue; q >= 0; q = st->queues[q].parent)
+                p->demand[q] = us_res_add(p->demand[q], w->request);
+    }
+    return 0;
+fail:
+    us_plan_free(p);
+    return -1;
+}
+
+void us_plan_free(us_plan *p) {
+    free(p->nodes);
+    free(p->pos);
+    free(p->ai);
+    free(p->flags);
+    free(p->pnode);
+    free(p->pslot);
+    free(p->pact);
+    free(p->evictor);
+    free(p->placed);
+    free(p->node_first);
+    free(p->node_pods);
+    free(p->held);
+    free(p->alloc);
+    free(p->alloc_np);
+    free(p->demand);
+    free(p->fair);
+    free(p->undo);
+    memset(p, 0, sizeof *p);
+}
+
+int us_plan_node_of(const us_plan *p, int pod) {
+    if (p->flags[pod] & US_PF_VICTIM) return -1;
+    if (p->flags[pod] & US_PF_NEW) return p->pnode[pod];
+    if (p->flags[pod] & US_PF_HELD) return p->st->pods[pod].node;
+    return -1;
+}
+
+static int push_undo(us_plan *p, int pod, int flag) {
+    if (p->nundo == p->cap_undo) {
+        size_t ncap = p->cap_undo ? p->cap_undo * 2 : 64;
+        us_undo *u = realloc(p->undo, ncap * sizeof *u);
+        if (!u) return -1;
+        p->undo = u;
+        p->cap_undo = ncap;
+    }
+    p->undo[p->nundo++] = (us_undo){pod, flag};
+    return 0;
+}
+
+static const us_workload *wl_of(const us_plan *p, int pod) {
+    return &p->st->workloads[p->st->pods[pod].workload];
+}
+
+/* Put a pod's resources into, or out of, the AI view and its queue. */
+static void account(us_plan *p, int pod, int node, int slot, int sign, int *slot_out) {
+    const us_workload *w = wl_of(p, pod);
+    us_use *u = &p->ai[p->pos[node]];
+    if (sign > 0) {
+        int s = us_use_add(u, &p->st->nodes[node], w->request, slot);
+        if (slot_out) *slot_out = s;
+    } else {
+        us_use_remove(u, w->request, slot);
+    }
+    queue_add(p, w->queue, w->request, w->preemptibility != US_PREEMPTIBLE, sign);
+    p->held[p->st->pods[pod].workload] += sign;
+}
+
+int us_plan_place(us_plan *p, int pod, int node, us_action act) {
+    if (push_undo(p, pod, US_PF_NEW) < 0) return -1;
+    account(p, pod, node, -1, 1, &p->pslot[pod]);
+    p->flags[pod] |= US_PF_NEW;
+    p->pnode[pod] = node;
+    p->pact[pod] = (uint8_t)act;
+    p->placed[p->nplaced++] = pod;
+    return 0;
+}
+
+int us_plan_evict(us_plan *p, int pod, us_action act, int evictor) {
+    if (push_undo(p, pod, US_PF_VICTIM) < 0) return -1;
+    const us_pod *sp = &p->st->pods[pod];
+    account(p, pod, sp->node, sp->shared_dev, -1, NULL);
+    p->flags[pod] |= US_PF_VICTIM;
+    p->pact[pod] = (uint8_t)act;
+    p->evictor[pod] = evictor;
+    return 0;
+}
+
+size_t us_plan_mark(const us_plan *p) { return p->nundo; }
+
+void us_plan_rollback(us_plan *p, size_t mark) {
+    while (p->nundo > mark) {
+        us_undo u = p->undo[--p->nundo];
+        if (u.flag == US_PF_NEW) {
+            account(p, u.pod, p->pnode[u.pod], p->pslot[u.pod], -1, NULL);
+            p->flags[u.pod] &= (uint8_t)~US_PF_NEW;
+            p->pnode[u.pod] = -1;
+            p->pslot[u.pod] = -1;
+            p->nplaced--; /* placements are undone in reverse order */
+        } else {
+            const us_pod *sp = &p->st->pods[u.pod];
+            account(p, u.pod, sp->node, sp->shared_dev, 1, NULL);
+            p->flags[u.pod] &= (uint8_t)~US_PF_VICTIM;
+            p->evictor[u.pod] = -1;
+        }
+    }
+}
+
+bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible) {
+    for (; q >= 0; q = p->st->queues[q].parent) {
+        for (int r = 0; r < US_NRES; r++) {
+            if (req.v[r] <= 0) continue;
+            us_qres x = us_queue_res(&p->st->queues[q], p->pool, r);
+            if (x.limit != US_UNLIMITED && p->alloc[q].v[r] + req.v[r] > x.limit) return false;
+            if (nonpreemptible && x.quota != US_UNLIMITED &&
+                p->alloc_np[q].v[r] + req.v[r] > x.quota)
+                return false;
+        }
+    }
+    return true;
+}
+
+double us_plan_queue_ratio(const us_plan *p, int q) {
+    double worst = 0;
+    for (int r = 0; r < US_NRES; r++) {
+        double a = (double)p->alloc[q].v[r], f = p->fair[q * US_NRES + r];
+        if (a <= 0) continue;
+        double ratio = f > 0 ? a / f : 1e300;
+        if (ratio > worst) worst = ratio;
+    }
+    return worst;
+}

@@ -1,0 +1,111 @@
+/*
+ * plan.h — the working plan of one cycle on one node pool: how full every
+ * node is in the AI planning view (background pods invisible, releasing pods
+ * already gone), which pods the cycle has placed or evicted so far, and each
+ * queue's allocation.  Every tentative change goes through an undo log, so
+ * an all-or-nothing gang or a victim search can be rolled back exactly.
+ *
+ * The plan never changes us_state; commit.c turns a finished plan into
+ * state changes and decisions.  Owned by cycle.c for the length of a cycle.
+ */
+#ifndef US_PLAN_H
+#define US_PLAN_H
+
+#include "cycle.h"
+#include "events.h"
+#include "policy.h"
+#include "state.h"
+
+/* How full one node is: resource sums plus the GPU devices, which are
+ * counted whole, or shared by fractional pods slot by slot. */
+typedef struct us_use {
+    us_res used;
+    int whole;                        /* devices taken by whole-GPU pods */
+    uint16_t shared[US_MAX_GPUS];     /* milli-GPU used on shared device slots */
+} us_use;
+
+int us_use_free_gpus(const us_use *u, const us_node *n);
+/* Does req fit?  slot >= 0 asks for that shared slot (fractional pods). */
+bool us_use_fits(const us_use *u, const us_node *n, us_res req, int slot);
+/* Take req; returns the shared slot used (-1 when not fractional).  The
+ * caller checked us_use_fits.  slot < 0 picks the fullest slot with room,
+ * then the lowest free one. */
+int us_use_add(us_use *u, const us_node *n, us_res req, int slot);
+void us_use_remove(us_use *u, us_res req, int slot);
+
+enum {
+    US_PF_NEW = 1,       /* placed by this cycle */
+    US_PF_VICTIM = 2,    /* evicted by this cycle (reclaim/preempt) */
+    US_PF_HELD = 4       /* counted in the AI view at snapshot (running/pipelined AI) */
+};
+
+typedef struct us_undo {
+    int pod;
+    int flag;            /* US_PF_NEW or US_PF_VICTIM */
+} us_undo;
+
+typedef struct us_plan {
+    us_state *st;
+    const char *pool;
+    double now;
+    us_policy *pol;
+    const us_cycle_opts *opts;
+    us_cycle_log *log;
+
+    int *nodes;          /* pool nodes present, sorted by name */
+    size_t nnodes;
+    int *pos;            /* [st->nnodes] node index -> position in nodes, or -1 */
+    us_use *ai;          /* [nnodes] the AI planning view */
+
+    /* per pod [npods at snapshot] */
+    size_t npods;
+    uint8_t *flags;
+    int *pnode;          /* planned node for US_PF_NEW pods */
+    int *pslot;
+    uint8_t *pact;       /* us_action that placed or evicted it */
+    int *evictor;        /* victims: the workload that needed the room */
+    int *placed;         /* US_PF_NEW pods in placement order */
+    size_t nplaced;
+
+    /* per node: pods assigned to it at snapshot (any kind, any holding state) */
+    int *node_first;     /* [nnodes + 1] offsets into node_pods */
+    int *node_pods;
+
+    /* per workload [st->nworkloads] */
+    int *held;           /* AI pods running/pipelined/new and not victims */
+
+    /* per queue [st->nqueues]; parents include their children */
+    us_res *alloc;       /* AI allocation */
+    us_res *alloc_np;    /* of which non-preemptible */
+    us_res *demand;
+    double *fair;        /* [nqueues * US_NRES] */
+
+    us_undo *undo;
+    size_t nundo, cap_undo;
+
+    bool lua_score_failed;    /* the placement policy failed this cycle: use built-in */
+} us_plan;
+
+/* Build the plan of pool at time now; 0 or -1 (out of memory). */
+int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
+                 const us_cycle_opts *o, us_cycle_log *log);
+void us_plan_free(us_plan *p);
+
+/* Is the pod an AI pod of an active, schedulable workload in this pool? */
+bool us_plan_is_ai(const us_plan *p, int pod);
+/* Node the pod occupies in the AI view (its own node or planned node), or -1. */
+int us_plan_node_of(const us_plan *p, int pod);
+
+/* Tentative changes; both 0 or -1 (out of memory). */
+int us_plan_place(us_plan *p, int pod, int node, us_action act);
+int us_plan_evict(us_plan *p, int pod, us_action act, int evictor);
+size_t us_plan_mark(const us_plan *p);
+void us_plan_rollback(us_plan *p, size_t mark);
+
+/* Would a queue (and every ancestor) stay within its limit, and for a
+ * non-preemptible workload within its quota, after adding req? */
+bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible);
+/* Dominant allocated / fair share ratio of a queue (0 when nothing allocated). */
+double us_plan_queue_ratio(const us_plan *p, int q);
+
+#endif
