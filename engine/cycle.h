@@ -3,10 +3,11 @@
  * snapshot, virtual eviction of background pods, fair share, AI placement
  * (allocate, reclaim, preempt), background re-offer, commit.
  *
- * The cycle changes the state only in its commit step, and only in ways the
- * decisions it logs describe.  Policy failures never fail a cycle: they are
- * reported as events and the built-in policy is used instead.  A cycle fails
- * (returns -1) only when memory runs out; the state is then unchanged.
+ * The cycle changes the state only in ways the decisions it logs describe
+ * (plus expiring terminated pods).  Policy failures never fail a cycle: they
+ * are reported as events and the built-in policy is used instead.  A cycle
+ * fails (returns -1) only when memory runs out; the state is then
+ * consistent but the cycle may be partly committed.
  *
  * Not thread-safe: a cycle owns its state, policy and log while it runs.
  */

@@ -314,3 +314,9 @@ double us_plan_queue_ratio(const us_plan *p, int q) {
     }
     return worst;
 }
+
+int us_plan_policy_event(us_plan *p, const char *reason, const char *file, const char *what) {
+    const char *ann[] = {"policy", file, "pool", p->pool, NULL};
+    return us_log_event(p->log, "Warning", reason, file, ann,
+                        "%s; this cycle uses the built-in %s policy instead", what, file);
+}

@@ -108,4 +108,9 @@ bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptib
 /* Dominant allocated / fair share ratio of a queue (0 when nothing allocated). */
 double us_plan_queue_ratio(const us_plan *p, int q);
 
+/* A policy failed (kind "PolicyFailed": error or budget) or its result was
+ * rejected ("PolicyRejected": it broke an invariant); the cycle goes on with
+ * the built-in policy.  Emits a Warning event on the policy file. */
+int us_plan_policy_event(us_plan *p, const char *reason, const char *file, const char *what);
+
 #endif

@@ -1,0 +1,210 @@
+/*
+ * commit.c — the last step of a cycle: the diff between plan and reality
+ * becomes decisions and events, and the state follows.
+ *
+ * Order matters and is fixed: AI evictions (reclaim, preempt), background
+ * evictions, then AI placements (bind where the room is idle, pipeline
+ * where terminating pods still hold it), then background placements.
+ * Evict events are grouped per evicted workload, action and evictor.
+ */
+#include "commit.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle.h"
+
+/* Physical use of every node of the state: running and terminating pods. */
+static us_use *physical_use(const us_state *st) {
+    us_use *u = calloc(st->nnodes ? st->nnodes : 1, sizeof *u);
+    if (!u) return NULL;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (pd->gone || pd->node < 0) continue;
+        if (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING)
+            us_use_add(&u[pd->node], &st->nodes[pd->node], st->workloads[pd->workload].request,
+                       pd->shared_dev);
+    }
+    return u;
+}
+
+/* Names of the pods terminating on node, sorted: what a pipelined pod waits for. */
+static int waiting_list(const us_state *st, int node, const char ***out, size_t *n) {
+    const char **names = malloc((st->npods ? st->npods : 1) * sizeof *names);
+    if (!names) return -1;
+    *n = 0;
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].node == node && st->pods[i].state == US_POD_RELEASING)
+            names[(*n)++] = st->pods[i].name;
+    /* insertion sort: the list is short */
+    for (size_t i = 1; i < *n; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *t = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = t;
+        }
+    *out = names;
+    return 0;
+}
+
+int us_commit_promote(us_state *st, us_cycle_log *log, us_err *err) {
+    us_use *phys = physical_use(st);
+    if (!phys) return us_err_nomem(err);
+    int rc = 0;
+    for (size_t i = 0; i < st->npods && rc == 0; i++) {
+        us_pod *pd = &st->pods[i];
+        if (pd->gone || pd->state != US_POD_PIPELINED) continue;
+        us_res req = st->workloads[pd->workload].request;
+        if (!us_use_fits(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev)) continue;
+        pd->shared_dev = us_use_add(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev);
+        pd->state = US_POD_RUNNING;
+        if (us_log_decision(log, US_OP_BIND, US_ACT_NONE, pd->name, st->nodes[pd->node].name,
+                            NULL, 0, NULL) < 0)
+            rc = us_err_nomem(err);
+    }
+    free(phys);
+    return rc;
+}
+
+/* One Evict event per (evicted workload, action, evictor). */
+typedef struct evict_group {
+    int workload;
+    us_action act;
+    int evictor;     /* workload index or -1 */
+    int count;
+} evict_group;
+
+static int note_group(evict_group **g, size_t *n, size_t *cap, int w, us_action act, int evictor) {
+    for (size_t i = 0; i < *n; i++)
+        if ((*g)[i].workload == w && (*g)[i].act == act && (*g)[i].evictor == evictor) {
+            (*g)[i].count++;
+            return 0;
+        }
+    if (*n == *cap) {
+        size_t ncap = *cap ? *cap * 2 : 8;
+        evict_group *x = realloc(*g, ncap * sizeof *x);
+        if (!x) return -1;
+        *g = x;
+        *cap = ncap;
+    }
+    (*g)[(*n)++] = (evict_group){w, act, evictor, 1};
+    return 0;
+}
+
+static int emit_groups(const us_state *st, us_cycle_log *log, const evict_group *g, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        char count[32];
+        snprintf(count, sizeof count, "%d", g[i].count);
+        const char *evictor = g[i].evictor >= 0 ? st->workloads[g[i].evictor].name : NULL;
+        const char *ann[] = {"evictor-action-type", us_action_names[g[i].act],
+                             "num-evicted-pods", count,
+                             evictor ? "evictor-pod-group-name" : NULL, evictor, NULL};
+        const char *why = g[i].act == US_ACT_BACKGROUND ? "its room is needed by AI workload"
+                          : g[i].act == US_ACT_RECLAIM  ? "reclaimed for AI workload"
+                                                        : "preempted by higher-priority AI workload";
+        if (us_log_event(log, "Normal", "Evict", st->workloads[g[i].workload].name, ann,
+                         "Evicted %d pod(s) of %s: %s %s", g[i].count,
+                         st->workloads[g[i].workload].name, why, evictor ? evictor : "(none)") < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The AI workload of the first new AI pod planned on node: who needed
+ * a background pod's room there. */
+static int first_ai_on(const us_plan *p, int node) {
+    for (size_t k = 0; k < p->nplaced; k++)
+        if (p->pnode[p->placed[k]] == node) return p->st->pods[p->placed[k]].workload;
+    return -1;
+}
+
+int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err) {
+    us_state *st = p->st;
+    evict_group *groups = NULL;
+    size_t ngroups = 0, capg = 0;
+    us_use *phys = NULL;
+    const char **waits = NULL;
+    int rc = -1;
+
+    /* 1. AI victims (pod indices < p->npods stay valid: evict only appends) */
+    for (size_t i = 0; i < p->npods; i++) {
+        if (!(p->flags[i] & US_PF_VICTIM)) continue;
+        us_action act = (us_action)p->pact[i];
+        int ev = p->evictor[i];
+        if (us_log_decision(p->log, US_OP_EVICT, act, st->pods[i].name,
+                            st->nodes[st->pods[i].node].name, NULL, 0,
+                            ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
+            note_group(&groups, &ngroups, &capg, st->pods[i].workload, act, ev) < 0)
+            goto nomem;
+        if (counts) {
+            if (act == US_ACT_RECLAIM) counts->reclaims++;
+            else counts->preemptions++;
+        }
+        if (us_life_evict(st, (int)i, p->now) == -1) goto nomem;
+    }
+    /* 2. background pods whose room the AI plan took */
+    for (size_t k = 0; k < bg->nrunning; k++) {
+        if (bg->keep[k]) continue;
+        int i = bg->running[k];
+        int node = st->pods[i].node;
+        int ev = first_ai_on(p, node);
+        if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name,
+                            st->nodes[node].name, NULL, 0, ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
+            note_group(&groups, &ngroups, &capg, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
+            goto nomem;
+        if (counts) counts->background_evictions++;
+        if (us_life_evict(st, i, p->now) == -1) goto nomem;
+    }
+    if (emit_groups(st, p->log, groups, ngroups) < 0) goto nomem;
+
+    /* 3. AI placements: bind on idle room, else pipeline behind terminating pods */
+    if (!(phys = physical_use(st))) goto nomem;
+    for (size_t k = 0; k < p->nplaced; k++) {
+        int i = p->placed[k], node = p->pnode[i];
+        us_pod *pd = &st->pods[i];
+        us_res req = st->workloads[pd->workload].request;
+        pd->node = node;
+        pd->shared_dev = p->pslot[i];
+        us_action act = (us_action)p->pact[i];
+        if (us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
+            us_use_add(&phys[node], &st->nodes[node], req, pd->shared_dev);
+            pd->state = US_POD_RUNNING;
+            if (us_log_decision(p->log, US_OP_BIND, act, pd->name, st->nodes[node].name, NULL, 0,
+                                NULL) < 0)
+                goto nomem;
+        } else {
+            size_t nw = 0;
+            pd->state = US_POD_PIPELINED;
+            if (waiting_list(st, node, &waits, &nw) < 0 ||
+                us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, st->nodes[node].name,
+                                waits, nw, NULL) < 0)
+                goto nomem;
+            free(waits);
+            waits = NULL;
+        }
+    }
+    /* 4. background placements, in idle room only */
+    for (size_t k = 0; k < bg->npending; k++) {
+        int i = bg->pending[k], node = bg->place[k];
+        if (node < 0) continue;
+        us_pod *pd = &st->pods[i];
+        us_res req = st->workloads[pd->workload].request;
+        if (!us_use_fits(&phys[node], &st->nodes[node], req, -1)) continue;
+        us_use_add(&phys[node], &st->nodes[node], req, -1);
+        pd->node = node;
+        pd->state = US_POD_RUNNING;
+        if (us_log_decision(p->log, US_OP_BIND, US_ACT_BACKGROUND, pd->name, st->nodes[node].name,
+                            NULL, 0, NULL) < 0)
+            goto nomem;
+    }
+    rc = 0;
+    goto out;
+nomem:
+    us_err_nomem(err);
+out:
+    free(groups);
+    free(phys);
+    free(waits);
+    return rc;
+}

@@ -1,0 +1,171 @@
+/*
+ * cycle.c — one scheduling cycle, the order of its steps and nothing else:
+ *
+ *   expire terminated pods, bind pipelined pods whose room is free;
+ *   per node pool (in name order):
+ *     snapshot + virtual eviction (plan.c), fair share (fairshare.c),
+ *     allocate (allocate.c), reclaim, preempt (victims.c),
+ *     background re-offer (reoffer.c), commit (commit.c);
+ *   then status events: rule warnings, pending reports, gang start times.
+ */
+#include "cycle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "allocate.h"
+#include "commit.h"
+#include "fairshare.h"
+#include "lifecycle.h"
+#include "plan.h"
+#include "reoffer.h"
+#include "victims.h"
+
+void us_cycle_opts_default(us_cycle_opts *o) {
+    o->background_aware_ties = true;
+    o->long_grace = 30;
+}
+
+/* Distinct pools of nodes and workloads, sorted; strings borrowed. */
+static int collect_pools(const us_state *st, const char ***out, size_t *n) {
+    const char **pools = malloc((st->nnodes + st->nworkloads + 1) * sizeof *pools);
+    if (!pools) return -1;
+    *n = 0;
+    for (size_t i = 0; i < st->nnodes + st->nworkloads; i++) {
+        const char *name = i < st->nnodes ? st->nodes[i].pool : st->workloads[i - st->nnodes].pool;
+        size_t k = 0;
+        while (k < *n && strcmp(pools[k], name) < 0) k++;
+        if (k < *n && strcmp(pools[k], name) == 0) continue;
+        memmove(pools + k + 1, pools + k, (*n - k) * sizeof *pools);
+        pools[k] = name;
+        (*n)++;
+    }
+    *out = pools;
+    return 0;
+}
+
+static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
+                    const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
+                    us_cycle_counts *counts, us_err *err) {
+    us_plan p;
+    us_reoffer bg = {0};
+    int rc = -1;
+    if (us_plan_init(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
+    if (us_fairshare_compute(&p, err) < 0 || us_allocate(&p, err) < 0 || us_reclaim(&p, err) < 0 ||
+        us_preempt(&p, err) < 0 || us_reoffer_run(&p, &bg, err) < 0)
+        goto out;
+    if (figs)
+        for (size_t q = 0; q < st->nqueues; q++) {
+            figs[q].allocated = us_res_add(figs[q].allocated, p.alloc[q]);
+            for (int r = 0; r < US_NRES; r++) figs[q].fair[r] += p.fair[q * US_NRES + r];
+        }
+    rc = us_commit(&p, &bg, counts, err);
+out:
+    us_reoffer_free(&bg);
+    us_plan_free(&p);
+    return rc;
+}
+
+/* Warnings a workload draws once: a broken background rule, a long grace. */
+static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log) {
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        us_workload *w = &st->workloads[i];
+        if (w->state != US_WL_ACTIVE || w->warned) continue;
+        w->warned = true;
+        if (w->blocked &&
+            us_log_event(log, "Warning", "NotScheduled", w->name, NULL, "%s", w->blocked) < 0)
+            return -1;
+        if (w->background && !w->blocked && w->termination_grace > o->long_grace &&
+            us_log_event(log, "Warning", "LongTerminationGrace", w->name, NULL,
+                         "termination grace period %gs is above %gs: AI pods pipelined onto "
+                         "this background workload's resources wait that long to start",
+                         w->termination_grace, o->long_grace) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Report pending pods once per change of status.  For background work,
+ * pending is the normal steady state, so it is a Normal event. */
+static int pending_reports(us_state *st, us_cycle_log *log) {
+    int *pending = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pending);
+    if (!pending) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].state == US_POD_PENDING) pending[st->pods[i].workload]++;
+    int rc = 0;
+    for (size_t i = 0; i < st->nworkloads && rc == 0; i++) {
+        us_workload *w = &st->workloads[i];
+        char msg[256];
+        const char *reason;
+        if (w->state != US_WL_ACTIVE || w->blocked || pending[i] == 0) {
+            free(w->last_status);
+            w->last_status = NULL;
+            continue;
+        }
+        if (w->background) {
+            reason = "WaitingForIdleResources";
+            snprintf(msg, sizeof msg,
+                     "%d pod(s) pending: waiting for idle resources (background work runs only "
+                     "on capacity no AI workload needs)", pending[i]);
+        } else {
+            reason = "Unschedulable";
+            snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
+                     pending[i], w->min_member > 1 ? "the gang" : "the pod");
+        }
+        if (w->last_status && strcmp(w->last_status, msg) == 0) continue;
+        char *copy = strdup(msg);
+        if (!copy) {
+            rc = -1;
+            break;
+        }
+        free(w->last_status);
+        w->last_status = copy;
+        rc = us_log_event(log, w->background ? "Normal" : "Warning", reason, w->name, NULL, "%s", msg);
+    }
+    free(pending);
+    return rc;
+}
+
+/* A gang runs once min_member of its pods run; one that no longer holds
+ * min_member starts again when it next runs. */
+static void gang_clock(us_state *st, double now) {
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state != US_WL_ACTIVE) continue;
+        int running = 0, holding = 0;
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *pd = &st->pods[i];
+            if (pd->workload != (int)w || pd->gone) continue;
+            if (pd->state == US_POD_RUNNING) running++;
+            if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) holding++;
+        }
+        if (holding < wl->min_member) wl->started_at = -1;
+        else if (running >= wl->min_member && wl->started_at < 0) wl->started_at = now;
+    }
+}
+
+int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *o,
+                 us_cycle_log *log, us_queue_figures *figs, us_cycle_counts *counts, us_err *err) {
+    us_cycle_opts defaults;
+    if (!o) {
+        us_cycle_opts_default(&defaults);
+        o = &defaults;
+    }
+    if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
+    us_life_expire(st, now);
+    if (rule_warnings(st, o, log) < 0) return us_err_nomem(err);
+    if (us_commit_promote(st, log, err) < 0) return -1;
+
+    const char **pools;
+    size_t npools;
+    if (collect_pools(st, &pools, &npools) < 0) return us_err_nomem(err);
+    int rc = 0;
+    for (size_t i = 0; i < npools && rc == 0; i++)
+        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, err);
+    free(pools);
+    if (rc < 0) return -1;
+    gang_clock(st, now);
+    if (pending_reports(st, log) < 0) return us_err_nomem(err);
+    return 0;
+}

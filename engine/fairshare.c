@@ -1,0 +1,110 @@
+/*
+ * fairshare.c — the fair-share step of a cycle: builds the policy's input
+ * from the plan (AI demand and allocation only: background work is
+ * invisible), runs fairshare.lua, checks its result against the rules a
+ * fair share must obey, and falls back to the built-in policy when it fails.
+ *
+ * The rules: every share is finite and >= 0; children never share out more
+ * than their parent got; roots never more than the pool holds; no queue gets
+ * more than its limit.
+ */
+#include "fairshare.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "builtin.h"
+
+/* Room for rounding in the policy's arithmetic. */
+static double slack(double x) { return 1e-6 * fabs(x) + 1e-6; }
+
+/* Returns NULL when fair obeys every rule, else a description. */
+static const char *check(const us_fs_input *in, const double *fair, char *buf, size_t len) {
+    size_t nq = in->nqueues;
+    double *kids = calloc(nq * US_NRES + 1, sizeof *kids);
+    double roots[US_NRES] = {0};
+    const char *bad = NULL;
+    if (!kids) return "out of memory while checking";
+    for (size_t q = 0; q < nq && !bad; q++) {
+        for (int r = 0; r < US_NRES; r++) {
+            double f = fair[q * US_NRES + r];
+            const us_fs_queue *x = &in->queues[q];
+            if (!isfinite(f) || f < -slack(0)) {
+                snprintf(buf, len, "fair share of queue \"%s\" for %s is %g: must be a finite number >= 0",
+                         x->name, us_res_names[r], f);
+                bad = buf;
+                break;
+            }
+            if (x->res[r].limit != US_UNLIMITED && f > (double)x->res[r].limit + slack(f)) {
+                snprintf(buf, len, "fair share of queue \"%s\" for %s exceeds its limit", x->name,
+                         us_res_names[r]);
+                bad = buf;
+                break;
+            }
+            if (x->parent >= 0) kids[x->parent * US_NRES + r] += f;
+            else roots[r] += f;
+        }
+    }
+    for (size_t q = 0; q < nq && !bad; q++)
+        for (int r = 0; r < US_NRES; r++) {
+            double f = fair[q * US_NRES + r], k = kids[q * US_NRES + r];
+            if (k > f + slack(f)) {
+                snprintf(buf, len, "children of queue \"%s\" share out more %s than it has",
+                         in->queues[q].name, us_res_names[r]);
+                bad = buf;
+                break;
+            }
+        }
+    for (int r = 0; r < US_NRES && !bad; r++) {
+        double cap = (double)in->capacity.v[r];
+        if (roots[r] > cap + slack(cap)) {
+            snprintf(buf, len, "top-level queues share out more %s than pool \"%s\" holds",
+                     us_res_names[r], in->pool);
+            bad = buf;
+        }
+    }
+    free(kids);
+    return bad;
+}
+
+int us_fairshare_compute(us_plan *p, us_err *err) {
+    us_state *st = p->st;
+    us_fs_queue *qs = calloc(st->nqueues ? st->nqueues : 1, sizeof *qs);
+    if (!qs) return us_err_nomem(err);
+    us_fs_input in = {.pool = p->pool, .queues = qs, .nqueues = st->nqueues};
+    for (size_t i = 0; i < p->nnodes; i++)
+        in.capacity = us_res_add(in.capacity, st->nodes[p->nodes[i]].cap);
+    for (size_t q = 0; q < st->nqueues; q++) {
+        const us_queue *x = &st->queues[q];
+        qs[q].name = x->name;
+        qs[q].parent = x->parent;
+        qs[q].priority = x->priority;
+        for (int r = 0; r < US_NRES; r++) qs[q].res[r] = us_queue_res(x, p->pool, r);
+        qs[q].demand = p->demand[q];
+        qs[q].allocated = p->alloc[q];
+    }
+
+    int rc = 0;
+    bool done = false;
+    if (p->pol) {
+        us_err perr = {0};
+        char why[512];
+        if (us_policy_fairshare(p->pol, &in, p->fair, &perr) < 0) {
+            rc = us_plan_policy_event(p, "PolicyFailed", "fairshare.lua", perr.msg);
+        } else {
+            const char *bad = check(&in, p->fair, why, sizeof why);
+            if (!bad) {
+                done = true;
+            } else {
+                char what[700];
+                snprintf(what, sizeof what, "fairshare.lua: result rejected: %s", bad);
+                rc = us_plan_policy_event(p, "PolicyRejected", "fairshare.lua", what);
+            }
+        }
+    }
+    if (rc == 0 && !done) rc = us_builtin_fairshare(&in, p->fair, err);
+    else if (rc < 0) us_err_nomem(err);
+    free(qs);
+    return rc;
+}

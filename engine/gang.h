@@ -1,0 +1,37 @@
+/*
+ * gang.h — jobs (workloads) as the unit of AI scheduling: which jobs a pool
+ * has to schedule, in what order, and placing a gang all or nothing.
+ */
+#ifndef US_GANG_H
+#define US_GANG_H
+
+#include "plan.h"
+
+/* An AI workload this plan schedules (active, not background, not blocked,
+ * in the plan's pool). */
+bool us_gang_is_job(const us_plan *p, int w);
+
+/* Its pending pods not yet placed by the plan, in creation order.  pods
+ * must hold st->npods entries; returns the count. */
+size_t us_gang_pending(const us_plan *p, int w, int *pods);
+
+/* Jobs of the pool with pending pods, in the order a queue serves them:
+ * priority (high first), then submit time, then name.  jobs must hold
+ * st->nworkloads entries; returns the count. */
+size_t us_gang_jobs(const us_plan *p, int *jobs);
+
+/* Pods w still needs before its gang counts as running (>= 0). */
+int us_gang_missing(const us_plan *p, int w);
+
+/* Place count pending pods of w, all or nothing (queue limit and in-quota
+ * rules per pod).  *ok tells whether they were placed; on failure the plan
+ * is as before.  0, or -1 when memory runs out. */
+int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *err);
+
+/* Serve jobs queue by queue, the queue with the lowest allocated / fair
+ * share ratio first (ties by queue name), each job once, calling serve for
+ * each.  Used by allocate, reclaim and preempt alike. */
+typedef int (*us_gang_serve_fn)(us_plan *p, int w, us_err *err);
+int us_gang_serve_in_order(us_plan *p, us_gang_serve_fn serve, us_err *err);
+
+#endif

@@ -1,0 +1,170 @@
+/*
+ * sim.c — the simulator: virtual time, the scenario's timeline, workload
+ * durations, and one cycle every cycle_interval seconds.  It records what
+ * each cycle decided; rendering is output.c's job.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lifecycle.h"
+
+#define US_SIM_MAX_CYCLES 1000
+
+void us_sim_opts_default(us_sim_opts *o) {
+    memset(o, 0, sizeof *o);
+    us_cycle_opts_default(&o->cycle);
+}
+
+void us_sim_result_free(us_sim_result *res) {
+    for (size_t i = 0; i < res->ncycles; i++) {
+        us_cycle_log_free(&res->cycles[i].log);
+        free(res->cycles[i].queues);
+    }
+    free(res->cycles);
+    free(res->scenario);
+    memset(res, 0, sizeof *res);
+}
+
+typedef struct sim {
+    us_scenario *sc;
+    us_policy *pol;        /* the policy in force */
+    us_policy *owned;      /* one the timeline loaded, freed by the simulator */
+    const us_sim_opts *o;
+    size_t next_tl;        /* next timeline entry to apply */
+} sim;
+
+/* A timeline reload: load dir and swap it in; a failed load keeps the old
+ * policy and says why. */
+static int reload(sim *s, const us_tl_entry *e, us_cycle_log *log) {
+    us_err perr = {0};
+    us_policy *np = us_policy_load(e->dir, &s->o->limits, &perr);
+    if (!np)
+        return us_log_event(log, "Warning", "PolicyReloadFailed", "policies", NULL,
+                            "reload of %s refused, the running policy stays: %s", e->dir, perr.msg);
+    us_policy_free(s->owned);
+    s->owned = np;
+    s->pol = np;
+    return us_log_event(log, "Normal", "PolicyReloaded", "policies", NULL,
+                        "policies reloaded from %s (id %s)", e->dir, us_policy_id(np));
+}
+
+/* Apply what is due at time t; *changed tells whether anything was. */
+static int apply_due(sim *s, double t, us_cycle_log *log, bool *changed) {
+    us_state *st = &s->sc->state;
+    int rc = 0;
+    for (; s->next_tl < s->sc->ntimeline && s->sc->timeline[s->next_tl].at <= t && rc == 0;
+         s->next_tl++) {
+        const us_tl_entry *e = &s->sc->timeline[s->next_tl];
+        *changed = true;
+        switch (e->action) {
+        case US_TL_SUBMIT:
+            /* the loader set submit_at; submission below handles it */
+            break;
+        case US_TL_DELETE:
+            if (st->workloads[e->workload].state == US_WL_ACTIVE ||
+                st->workloads[e->workload].state == US_WL_WAITING)
+                rc = us_life_delete(st, e->workload, t);
+            break;
+        case US_TL_COMPLETE:
+            if (st->workloads[e->workload].state == US_WL_ACTIVE)
+                rc = us_life_complete(st, e->workload, t);
+            break;
+        case US_TL_ADD_NODE: rc = us_life_add_node(st, e->node, t); break;
+        case US_TL_REMOVE_NODE: rc = us_life_remove_node(st, e->node, t); break;
+        case US_TL_CORDON: us_life_cordon(st, e->node, true); break;
+        case US_TL_UNCORDON: us_life_cordon(st, e->node, false); break;
+        case US_TL_RELOAD_POLICIES: rc = reload(s, e, log); break;
+        }
+    }
+    for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state == US_WL_WAITING && wl->submit_at <= t) {
+            rc = us_life_submit(st, (int)w, t);
+            *changed = true;
+        } else if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
+                   wl->started_at + wl->duration <= t) {
+            rc = us_life_complete(st, (int)w, t);
+            *changed = true;
+        }
+    }
+    return rc;
+}
+
+/* Is anything still due later: timeline, submissions, durations, grace? */
+static bool future_work(const sim *s) {
+    const us_state *st = &s->sc->state;
+    if (s->next_tl < s->sc->ntimeline) return true;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        const us_workload *wl = &st->workloads[w];
+        if (wl->state == US_WL_WAITING) return true;
+        if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0) return true;
+    }
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].state == US_POD_RELEASING || st->pods[i].state == US_POD_PIPELINED)
+            return true;
+    return false;
+}
+
+static int push_cycle(us_sim_result *res, us_sim_cycle *c) {
+    if (res->ncycles == res->cap_cycles) {
+        size_t ncap = res->cap_cycles ? res->cap_cycles * 2 : 64;
+        us_sim_cycle *x = realloc(res->cycles, ncap * sizeof *x);
+        if (!x) return -1;
+        res->cycles = x;
+        res->cap_cycles = ncap;
+    }
+    res->cycles[res->ncycles++] = *c;
+    return 0;
+}
+
+int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_result *res,
+               us_err *err) {
+    us_sim_opts defaults;
+    if (!o) {
+        us_sim_opts_default(&defaults);
+        o = &defaults;
+    }
+    memset(res, 0, sizeof *res);
+    sim s = {sc, pol, NULL, o, 0};
+    us_state *st = &sc->state;
+    res->nqueues = st->nqueues;
+    if (!(res->scenario = strdup(sc->name ? sc->name : ""))) return us_err_nomem(err);
+
+    int quiet = 0;
+    for (int i = 0; i < US_SIM_MAX_CYCLES; i++) {
+        double t = i * sc->cycle_interval;
+        if (sc->horizon >= 0 && t > sc->horizon) break;
+        us_sim_cycle c = {.index = i + 1, .time = t};
+        us_cycle_log_init(&c.log);
+        c.queues = calloc(st->nqueues ? st->nqueues : 1, sizeof *c.queues);
+        bool changed = false;
+        if (!c.queues) goto nomem_cycle;
+        if (apply_due(&s, t, &c.log, &changed) < 0) goto nomem_cycle;
+        if (s.pol) us_policy_seed(s.pol, (uint64_t)(i + 1));
+        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0)
+            goto fail_cycle;
+        if (push_cycle(res, &c) < 0) goto nomem_cycle;
+        res->final_time = t;
+        changed = changed || c.log.ndecisions > 0;
+        quiet = changed ? 0 : quiet + 1;
+        if (sc->horizon < 0 && quiet >= 2 && !future_work(&s)) break;
+        continue;
+    nomem_cycle:
+        us_err_nomem(err);
+    fail_cycle:
+        us_cycle_log_free(&c.log);
+        free(c.queues);
+        us_policy_free(s.owned);
+        us_sim_result_free(res);
+        return -1;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_workload *w = &st->workloads[st->pods[i].workload];
+        if (st->pods[i].state == US_POD_PENDING && !w->background && w->state == US_WL_ACTIVE)
+            res->ai_pods_pending++;
+    }
+    us_policy_free(s.owned);
+    return 0;
+}

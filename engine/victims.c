@@ -1,0 +1,187 @@
+/*
+ * victims.c — reclaim and preempt: one victim search, two rules for who may
+ * be a victim.
+ *
+ * The search evicts candidate units (an elastic pod, or a whole gang when
+ * taking a pod would leave it below min_member) in order until the job's
+ * gang fits, then drops every unit it did not need, so no pod is evicted
+ * in vain.  All of it happens in the plan and is rolled back on failure.
+ */
+#include "victims.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gang.h"
+
+static double slack(double x) { return 1e-9 * fabs(x) + 1e-6; }
+
+/* Is queue q over its fair share on a resource that req asks for? */
+static bool over_fair(const us_plan *p, int q, us_res req) {
+    for (int r = 0; r < US_NRES; r++) {
+        double f = p->fair[q * US_NRES + r];
+        if (req.v[r] > 0 && (double)p->alloc[q].v[r] > f + slack(f)) return true;
+    }
+    return false;
+}
+
+/* Would queue q (and its ancestors) stay within fair share after adding
+ * req? A reclaimer may only take what it is entitled to. */
+static bool within_fair(const us_plan *p, int q, us_res req) {
+    for (; q >= 0; q = p->st->queues[q].parent)
+        for (int r = 0; r < US_NRES; r++) {
+            double f = p->fair[q * US_NRES + r];
+            if (req.v[r] > 0 && (double)(p->alloc[q].v[r] + req.v[r]) > f + slack(f)) return false;
+        }
+    return true;
+}
+
+typedef struct search {
+    us_plan *p;
+    int job;
+    us_action act;
+    int need;
+} search;
+
+/* May pod be taken for the job?  (Before the unit rule.) */
+static bool candidate(const search *s, int pod) {
+    const us_plan *p = s->p;
+    if (!(p->flags[pod] & US_PF_HELD) || (p->flags[pod] & US_PF_VICTIM)) return false;
+    if (!us_plan_is_ai(p, pod)) return false;
+    const us_workload *v = &p->st->workloads[p->st->pods[pod].workload];
+    const us_workload *j = &p->st->workloads[s->job];
+    if (v->preemptibility == US_NON_PREEMPTIBLE) return false;
+    if (s->act == US_ACT_RECLAIM)
+        return v->queue != j->queue && over_fair(p, v->queue, j->request);
+    return v->queue == j->queue && v->priority < j->priority;
+}
+
+static const us_plan *cmp_plan;
+static us_action cmp_act;
+static int victim_order(const void *a, const void *b) {
+    const us_state *st = cmp_plan->st;
+    const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
+    const us_workload *wx = &st->workloads[x->workload], *wy = &st->workloads[y->workload];
+    if (cmp_act == US_ACT_RECLAIM && wx->queue != wy->queue) {
+        /* the queue furthest over its fair share gives first */
+        double rx = us_plan_queue_ratio(cmp_plan, wx->queue);
+        double ry = us_plan_queue_ratio(cmp_plan, wy->queue);
+        if (rx != ry) return rx > ry ? -1 : 1;
+    }
+    if (wx->priority != wy->priority) return wx->priority < wy->priority ? -1 : 1;
+    if (x->seq != y->seq) return x->seq > y->seq ? -1 : 1;  /* newest first */
+    return strcmp(x->name, y->name);
+}
+
+/* Evict the unit headed by pod: the pod alone when its gang keeps
+ * min_member without it, else the whole gang (a semi-preemptible gang is
+ * never broken up: only its elastic pods may go).  *taken = false when the
+ * unit may not be taken. */
+static int evict_unit(search *s, int pod, bool *taken) {
+    us_plan *p = s->p;
+    int vw = p->st->pods[pod].workload;
+    const us_workload *v = &p->st->workloads[vw];
+    *taken = false;
+    if (s->act == US_ACT_RECLAIM && !over_fair(p, v->queue, p->st->workloads[s->job].request))
+        return 0;
+    if (p->held[vw] - 1 >= v->min_member) {
+        *taken = true;
+        return us_plan_evict(p, pod, s->act, s->job);
+    }
+    if (v->preemptibility == US_SEMI_PREEMPTIBLE) return 0;
+    *taken = true;
+    for (size_t i = 0; i < p->npods; i++)
+        if (p->st->pods[i].workload == vw && (p->flags[i] & US_PF_HELD) &&
+            !(p->flags[i] & US_PF_VICTIM) && us_plan_evict(p, (int)i, s->act, s->job) < 0)
+            return -1;
+    return 0;
+}
+
+/* Evict the units in use[] (skipping dropped ones) and try the gang. */
+static int attempt(search *s, const int *units, const bool *drop, size_t n, bool *ok, us_err *err) {
+    bool taken;
+    for (size_t i = 0; i < n; i++)
+        if (!drop[i] && !(s->p->flags[units[i]] & US_PF_VICTIM) &&
+            evict_unit(s, units[i], &taken) < 0)
+            return us_err_nomem(err);
+    return us_gang_try(s->p, s->job, s->need, s->act, ok, err);
+}
+
+/* Find victims for need pods of the job; on success the plan holds the
+ * evictions and placements.  *ok tells. */
+static int search_victims(search *s, bool *ok, us_err *err) {
+    us_plan *p = s->p;
+    *ok = false;
+    int *cands = malloc((p->npods ? p->npods : 1) * sizeof *cands);
+    int *units = malloc((p->npods ? p->npods : 1) * sizeof *units);
+    bool *drop = calloc(p->npods ? p->npods : 1, sizeof *drop);
+    int rc = 0;
+    if (!cands || !units || !drop) {
+        rc = us_err_nomem(err);
+        goto out;
+    }
+    size_t nc = 0, nu = 0;
+    for (size_t i = 0; i < p->npods; i++)
+        if (candidate(s, (int)i)) cands[nc++] = (int)i;
+    if (nc == 0) goto out;
+    cmp_plan = p;
+    cmp_act = s->act;
+    qsort(cands, nc, sizeof *cands, victim_order);
+
+    size_t mark = us_plan_mark(p);
+    for (size_t i = 0; i < nc && !*ok; i++) {
+        if (p->flags[cands[i]] & US_PF_VICTIM) continue;  /* went with its gang */
+        bool taken;
+        if (evict_unit(s, cands[i], &taken) < 0) {
+            rc = us_err_nomem(err);
+            goto out;
+        }
+        if (!taken) continue;
+        units[nu++] = cands[i];
+        if ((rc = us_gang_try(p, s->job, s->need, s->act, ok, err)) < 0) goto out;
+    }
+    us_plan_rollback(p, mark);
+    if (!*ok) goto out;
+
+    /* Drop every unit the gang fits without, earliest first. */
+    for (size_t i = 0; i < nu; i++) {
+        bool fits;
+        drop[i] = true;
+        if ((rc = attempt(s, units, drop, nu, &fits, err)) < 0) goto out;
+        us_plan_rollback(p, mark);
+        if (!fits) drop[i] = false;
+    }
+    rc = attempt(s, units, drop, nu, ok, err);
+    if (rc == 0 && !*ok) us_plan_rollback(p, mark);  /* cannot happen: same set fitted */
+out:
+    free(cands);
+    free(units);
+    free(drop);
+    return rc;
+}
+
+static int serve(us_plan *p, int w, us_action act, us_err *err) {
+    const us_workload *wl = &p->st->workloads[w];
+    for (;;) {
+        int missing = us_gang_missing(p, w);
+        search s = {p, w, act, missing > 0 ? missing : 1};
+        int *pods = malloc((p->npods ? p->npods : 1) * sizeof *pods);
+        if (!pods) return us_err_nomem(err);
+        size_t pending = us_gang_pending(p, w, pods);
+        free(pods);
+        if (pending < (size_t)s.need) return 0;
+        us_res total = wl->request;
+        for (int r = 0; r < US_NRES; r++) total.v[r] *= s.need;
+        if (act == US_ACT_RECLAIM && !within_fair(p, wl->queue, total)) return 0;
+        bool ok;
+        if (search_victims(&s, &ok, err) < 0) return -1;
+        if (!ok) return 0;
+    }
+}
+
+static int reclaim_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_ACT_RECLAIM, err); }
+static int preempt_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_ACT_PREEMPT, err); }
+
+int us_reclaim(us_plan *p, us_err *err) { return us_gang_serve_in_order(p, reclaim_job, err); }
+int us_preempt(us_plan *p, us_err *err) { return us_gang_serve_in_order(p, preempt_job, err); }
