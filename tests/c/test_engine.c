@@ -1,0 +1,166 @@
+/*
+ * test_engine.c — C unit tests where a C function is the thing under test:
+ * device accounting (plan.c), controller lifecycle (lifecycle.c), the cycle
+ * run directly on a loaded state with the built-in policies (cycle.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cycle.h"
+#include "lifecycle.h"
+#include "plan.h"
+#include "scenario.h"
+
+static us_node node8(void) {
+    us_node n = {0};
+    n.gpus = 8;
+    n.cap.v[US_GPU] = 8 * US_GPU_UNIT;
+    n.cap.v[US_CPU] = 64000;
+    n.cap.v[US_MEM] = 1LL << 36;
+    return n;
+}
+
+static us_res gpu(double g) {
+    us_res r = {{0}};
+    r.v[US_GPU] = (int64_t)(g * US_GPU_UNIT);
+    return r;
+}
+
+TEST(whole_gpus_are_counted) {
+    us_node n = node8();
+    us_use u = {0};
+    CHECK(us_use_fits(&u, &n, gpu(8), -1));
+    CHECK(!us_use_fits(&u, &n, gpu(9), -1));
+    us_use_add(&u, &n, gpu(6), -1);
+    CHECK(us_use_free_gpus(&u, &n) == 2);
+    CHECK(!us_use_fits(&u, &n, gpu(3), -1));
+    us_use_remove(&u, gpu(6), -1);
+    CHECK(us_use_free_gpus(&u, &n) == 8);
+}
+
+TEST(fractions_share_a_device_up_to_one) {
+    us_node n = node8();
+    n.gpus = 1;
+    n.cap.v[US_GPU] = US_GPU_UNIT;
+    us_use u = {0};
+    int s1 = us_use_add(&u, &n, gpu(0.5), -1);
+    CHECK(s1 == 0);
+    CHECK(us_use_fits(&u, &n, gpu(0.5), -1));
+    CHECK(!us_use_fits(&u, &n, gpu(0.75), -1));
+    int s2 = us_use_add(&u, &n, gpu(0.5), -1);
+    CHECK(s2 == s1);
+    CHECK(!us_use_fits(&u, &n, gpu(0.1), -1));
+}
+
+TEST(a_device_in_fractional_use_is_not_free_for_whole_pods) {
+    us_node n = node8();
+    us_use u = {0};
+    us_use_add(&u, &n, gpu(0.25), -1);
+    CHECK(us_use_free_gpus(&u, &n) == 7);
+    CHECK(!us_use_fits(&u, &n, gpu(8), -1));
+    CHECK(us_use_fits(&u, &n, gpu(7), -1));
+    /* a second fraction packs onto the device already shared */
+    us_use_add(&u, &n, gpu(0.5), -1);
+    CHECK(us_use_free_gpus(&u, &n) == 7);
+}
+
+static int load(us_scenario *sc, const char *json) {
+    us_err err = {0};
+    int rc = us_scenario_load_string(sc, json, strlen(json), NULL, &err);
+    if (rc < 0) fprintf(stderr, "  load: %s\n", err.msg);
+    return rc;
+}
+
+static const char *two_nodes_bg =
+    "{\"name\":\"t\",\"nodes\":[{\"name\":\"n1\",\"gpu\":8},{\"name\":\"n2\",\"gpu\":8}],"
+    "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":16}}},"
+    "{\"name\":\"bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+    "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+    "\"workloads\":[{\"name\":\"agent\",\"queue\":\"bg\",\"controller\":\"daemonset\","
+    "\"labels\":{\"kai.scheduler/background\":\"true\"},\"requests\":{\"gpu\":4},\"termination_grace\":5},"
+    "{\"name\":\"train\",\"queue\":\"ml\",\"requests\":{\"gpu\":8},\"submit_at\":10}]}";
+
+TEST(daemonset_pods_one_per_node_and_recreated_pinned) {
+    us_scenario sc;
+    if (load(&sc, two_nodes_bg) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    int agent = us_state_workload_index(st, "agent");
+    CHECK(us_life_submit(st, agent, 0) == 0);
+    CHECK(st->npods == 2);
+    CHECK_STR(st->pods[0].name, "agent-n1");
+    CHECK(st->pods[0].pin == us_state_node_index(st, "n1"));
+    /* running on n1, then evicted: releasing plus a new pending pod, same name and pin */
+    st->pods[0].state = US_POD_RUNNING;
+    st->pods[0].node = st->pods[0].pin;
+    int fresh = us_life_evict(st, 0, 10);
+    CHECK(fresh == 2);
+    CHECK(st->pods[0].state == US_POD_RELEASING);
+    CHECK(st->pods[0].release_at == 15);
+    CHECK_STR(st->pods[2].name, "agent-n1");
+    CHECK(st->pods[2].state == US_POD_PENDING);
+    CHECK(st->pods[2].pin == st->pods[0].pin);
+    us_life_expire(st, 14);
+    CHECK(st->npods == 3);
+    us_life_expire(st, 15);
+    CHECK(st->npods == 2);
+    us_scenario_free(&sc);
+}
+
+TEST(cycle_evicts_background_for_ai_and_pipelines) {
+    us_scenario sc;
+    if (load(&sc, two_nodes_bg) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_cycle_opts o;
+    us_cycle_opts_default(&o);
+    us_cycle_log log;
+    us_cycle_counts counts = {0};
+    us_err err = {0};
+    us_life_submit(st, us_state_workload_index(st, "agent"), 0);
+    us_cycle_log_init(&log);
+    CHECK(us_cycle_run(st, NULL, 0, &o, &log, NULL, &counts, &err) == 0);
+    CHECK(log.ndecisions == 2); /* both agents bind */
+    us_cycle_log_free(&log);
+
+    us_life_submit(st, us_state_workload_index(st, "train"), 10);
+    us_cycle_log_init(&log);
+    CHECK(us_cycle_run(st, NULL, 10, &o, &log, NULL, &counts, &err) == 0);
+    /* evict agent-n1, pipeline train-0 onto n1 waiting for it */
+    CHECK(log.ndecisions == 2);
+    if (log.ndecisions == 2) {
+        CHECK(log.decisions[0].op == US_OP_EVICT);
+        CHECK(log.decisions[0].action == US_ACT_BACKGROUND);
+        CHECK_STR(log.decisions[0].evictor, "train");
+        CHECK(log.decisions[1].op == US_OP_PIPELINE);
+        CHECK(log.decisions[1].nwaits == 1);
+        if (log.decisions[1].nwaits == 1) CHECK_STR(log.decisions[1].waits_for[0], "agent-n1");
+    }
+    CHECK(counts.background_evictions == 1);
+    us_cycle_log_free(&log);
+
+    /* grace over at 15: the next cycle binds train-0 */
+    us_cycle_log_init(&log);
+    CHECK(us_cycle_run(st, NULL, 20, &o, &log, NULL, &counts, &err) == 0);
+    CHECK(log.ndecisions >= 1);
+    if (log.ndecisions >= 1) {
+        CHECK(log.decisions[0].op == US_OP_BIND);
+        CHECK_STR(log.decisions[0].pod, "train-0");
+    }
+    us_cycle_log_free(&log);
+    us_scenario_free(&sc);
+}
+
+int main(void) {
+    RUN(whole_gpus_are_counted);
+    RUN(fractions_share_a_device_up_to_one);
+    RUN(a_device_in_fractional_use_is_not_free_for_whole_pods);
+    RUN(daemonset_pods_one_per_node_and_recreated_pinned);
+    RUN(cycle_evicts_background_for_ai_and_pipelines);
+    return check_report();
+}
