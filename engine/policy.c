@@ -1,0 +1,1092 @@
+/*
+ * policy.c — the Lua policy host (policy.h): one sandboxed Lua 5.4 state per
+ * policy set, its budgets, the views it is given and the conversion of what
+ * it returns.
+ *
+ * It owns the lua_State and everything in it.  It must never let a policy
+ * reach the host (no io, os, debug, package, files, bytecode), never let one
+ * run unbounded (instruction and memory budget per call), never let one
+ * policy file change another's globals or the shared libraries, and never
+ * panic or abort: whatever a policy does, the caller gets 0 or -1 with a
+ * message "file:line: message", and the state stays usable.  It does not
+ * judge results beyond their types; the scheduling invariants are checked
+ * by the callers (the design's cycle), which fall back to builtin.c.
+ *
+ * Two rules make that hold (the model is Redis's function_lua.c and
+ * script_lua.c):
+ *  - Everything that touches Lua runs inside one protected C function
+ *    (protect -> trampoline).  A failed allocation anywhere, in a policy or
+ *    while building its view, becomes an error and never reaches Lua's panic
+ *    handler.  C scratch memory inside it is Lua userdata, so a longjmp
+ *    cannot leak it.
+ *  - A policy function runs in a coroutine (invoke), not under lua_pcall.
+ *    When it fails, the coroutine's stack is left as it was, so the position
+ *    of the fault can be read afterwards, even for a memory error, which
+ *    Lua raises without calling a message handler.
+ *
+ * Lua code never runs on the main thread: only in the coroutine, under the
+ * count hook.  __gc metamethods are refused (finalizers would run at GC
+ * points, outside any call and its budget), and conversions read results
+ * with raw accesses only, so no metamethod runs while converting.
+ */
+#include "policy.h"
+
+#include <errno.h>
+#include <lauxlib.h>
+#include <limits.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_INSTRUCTIONS 10000000ULL
+#define DEFAULT_MEMORY ((size_t)64 << 20)
+#define HOOK_EVERY 1000                 /* VM instructions between budget checks */
+#define MAX_FILE ((long)16 << 20)       /* a policy file larger than this is refused */
+
+enum { FS, PL, BG, NMOD };
+static const char *const mod_file[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
+static const char *const mod_fn[NMOD] = {"compute", "score", "reoffer"};
+
+struct us_policy {
+    lua_State *L;
+    char *dir;
+    char id[17];
+    int mod[NMOD];          /* registry refs of the module tables */
+    int seed_ref;           /* registry ref of the real math.randomseed */
+
+    /* memory budget, kept by alloc() */
+    size_t mem_used, mem_limit;
+    bool mem_hit;           /* an allocation was refused since the call began */
+
+    /* instruction budget, kept by hook() */
+    uint64_t steps, step_limit;
+    bool cut;               /* the budget ran out during this call */
+    char cut_at[LUA_IDSIZE + 24];  /* "file:line" where it ran out */
+};
+
+/* Registry key of the set of read-only tables (see sb_rawset). */
+static const char frozen_key = 'f';
+
+/* ---- budgets ----------------------------------------------------------- */
+
+/* The allocator counts the bytes in use and refuses any growth past the
+ * budget.  Shrinking and freeing always succeed, as Lua requires. */
+static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+    us_policy *p = ud;
+    size_t old = ptr ? osize : 0;  /* with ptr NULL, osize is a type tag */
+    if (nsize == 0) {
+        free(ptr);
+        p->mem_used -= old;
+        return NULL;
+    }
+    if (nsize > old && (p->mem_used > p->mem_limit || nsize - old > p->mem_limit - p->mem_used)) {
+        p->mem_hit = true;
+        return NULL;
+    }
+    void *q = realloc(ptr, nsize);
+    if (!q) return NULL;
+    p->mem_used = p->mem_used - old + nsize;
+    return q;
+}
+
+static us_policy *owner(lua_State *L) {
+    void *ud = NULL;
+    lua_getallocf(L, &ud);
+    return ud;
+}
+
+/* Count hook: charges the instructions run since the last call.  Once the
+ * budget is spent it fires at every instruction and raises every time, so a
+ * policy that catches the error with pcall cannot run on: the next
+ * instruction of the catching function raises again, until the error leaves
+ * the policy. */
+static void hook(lua_State *L, lua_Debug *ar) {
+    us_policy *p = owner(L);
+    if (!p->cut) {
+        p->steps += (uint64_t)lua_gethookcount(L);
+        if (p->steps < p->step_limit) return;
+        p->cut = true;
+        if (lua_getinfo(L, "Sl", ar))
+            snprintf(p->cut_at, sizeof p->cut_at, "%s:%d", ar->short_src, ar->currentline);
+        lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    }
+    lua_pushfstring(L, "%s: instruction budget exceeded (%I instructions)", p->cut_at,
+                    (lua_Integer)p->step_limit);
+    lua_error(L);
+}
+
+/* ---- one protected task ----------------------------------------------- */
+
+typedef struct task task;
+struct task {
+    us_policy *p;
+    const char *file;       /* the policy file being run, for messages */
+    int (*run)(task *t, lua_State *L, lua_State *co);
+    void *ud;
+    us_err *err;
+    int rc;
+};
+
+/* Position of the innermost Lua function on co's stack: its line, and its
+ * source in src; 0 and "" when there is none. */
+static int where(lua_State *co, char *src, size_t n) {
+    lua_Debug ar;
+    for (int lv = 0; lua_getstack(co, lv, &ar); lv++)
+        if (lua_getinfo(co, "Sl", &ar) && ar.currentline > 0) {
+            snprintf(src, n, "%s", ar.short_src);
+            return ar.currentline;
+        }
+    src[0] = '\0';
+    return 0;
+}
+
+static bool has_prefix(const char *s, const char *src) {
+    size_t n = strlen(src);
+    return n > 0 && strncmp(s, src, n) == 0 && s[n] == ':';
+}
+
+/* Fill t->err from a failed resume of co (status st): "file:line: message".
+ * Reads only; allocates nothing in Lua, so it works with the budget spent. */
+static int fault(task *t, lua_State *co, int st, const char *what) {
+    us_policy *p = t->p;
+    char src[LUA_IDSIZE], pos[LUA_IDSIZE + 24], num[64];
+    int line = where(co, src, sizeof src);
+    const char *msg;
+
+    if (line > 0) snprintf(pos, sizeof pos, "%s:%d", src, line);
+    else snprintf(pos, sizeof pos, "%s", t->file);
+
+    if (p->cut)
+        return us_err_set(t->err, US_EPOLICY, "%s: instruction budget exceeded (%llu instructions)",
+                          p->cut_at, (unsigned long long)p->step_limit);
+    if (st == LUA_ERRMEM) {
+        if (p->mem_hit)
+            return us_err_set(t->err, US_EPOLICY, "%s: memory budget exceeded (%zu bytes)", pos,
+                              p->mem_limit);
+        return us_err_set(t->err, US_ENOMEM, "%s: out of memory", pos);
+    }
+    if (st == LUA_YIELD)
+        return us_err_set(t->err, US_EPOLICY, "%s: %s yielded outside a coroutine", pos, what);
+
+    switch (lua_type(co, -1)) {
+    case LUA_TSTRING:
+        msg = lua_tostring(co, -1);
+        break;
+    case LUA_TNUMBER:  /* lua_tostring would convert in place, and allocate */
+        if (lua_isinteger(co, -1)) snprintf(num, sizeof num, "%lld", (long long)lua_tointeger(co, -1));
+        else snprintf(num, sizeof num, "%.14g", lua_tonumber(co, -1));
+        msg = num;
+        break;
+    default:
+        snprintf(num, sizeof num, "(error object is a %s value)", luaL_typename(co, -1));
+        msg = num;
+        break;
+    }
+    /* Runtime errors already read "file:line: ..."; add a position only to
+     * those that lack one (error("x", 0), error objects that are not strings). */
+    if (line > 0 ? has_prefix(msg, src) : has_prefix(msg, t->file))
+        return us_err_set(t->err, US_EPOLICY, "%s", msg);
+    return us_err_set(t->err, US_EPOLICY, "%s: %s", pos, msg);
+}
+
+/* The one way a policy function runs.  The function and its nargs arguments
+ * are on top of L; they are moved to the coroutine co and run there under a
+ * fresh instruction budget.  On success the first result (nil if none) is
+ * left on top of L and 0 returned; otherwise t->err is filled, -1 returned,
+ * and co is dead: the task must stop. */
+static int invoke(task *t, lua_State *L, lua_State *co, int nargs, const char *what) {
+    us_policy *p = t->p;
+    int nres = 0, st;
+
+    if (!lua_checkstack(co, nargs + 1 + LUA_MINSTACK) || !lua_checkstack(L, 2)) {
+        lua_settop(L, lua_gettop(L) - nargs - 1);
+        return us_err_set(t->err, US_EPOLICY, "%s: memory budget exceeded (%zu bytes)", t->file,
+                          p->mem_limit);
+    }
+    lua_settop(co, 0);
+    lua_xmove(L, co, nargs + 1);
+    p->steps = 0;
+    p->cut = false;
+    p->mem_hit = false;
+    lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    st = lua_resume(co, L, nargs, &nres);
+    if (st != LUA_OK || p->cut) return fault(t, co, st, what);
+    if (nres == 0) {
+        lua_pushnil(L);
+    } else {
+        lua_pop(co, nres - 1);
+        lua_xmove(co, L, 1);
+    }
+    lua_settop(co, 0);
+    return 0;
+}
+
+static int trampoline(lua_State *L) {
+    task *t = lua_touserdata(L, 1);
+    luaL_checkstack(L, 40, "policy host");
+    lua_State *co = lua_newthread(L);  /* anchored on L's stack for the task */
+    t->rc = t->run(t, L, co);
+    return 0;
+}
+
+/* Run t->run(t, L, co) protected.  Returns its result, or -1 with err
+ * filled when it raised (a memory error while building a view, say).  After
+ * a failure the garbage of the call is collected at once, so the next call
+ * starts with the memory budget the policy had before. */
+static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State *, lua_State *),
+                   void *ud, us_err *err) {
+    lua_State *L = p->L;
+    int top = lua_gettop(L), st, rc;
+    task t = {p, file, run, ud, err, -1};
+
+    p->mem_hit = false;
+    lua_pushcfunction(L, trampoline);
+    lua_pushlightuserdata(L, &t);
+    st = lua_pcall(L, 1, 0, 0);
+    if (st == LUA_OK) {
+        rc = t.rc;
+    } else if (st == LUA_ERRMEM) {
+        if (p->mem_hit)
+            rc = us_err_set(err, US_EPOLICY, "%s: memory budget exceeded (%zu bytes)", t.file,
+                            p->mem_limit);
+        else
+            rc = us_err_set(err, US_ENOMEM, "%s: out of memory", t.file);
+    } else {
+        const char *m = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+        rc = us_err_set(err, US_EPOLICY, "%s: %s", t.file, m);
+    }
+    lua_settop(L, top);
+    if (rc < 0) {
+        p->steps = 0;
+        p->cut = false;
+        lua_gc(L, LUA_GCCOLLECT);
+    }
+    return rc;
+}
+
+/* Push the required function of module m; -1 with err when the policy has
+ * since replaced it with something else. */
+static int push_fn(task *t, lua_State *L, int m) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->p->mod[m]);
+    lua_pushstring(L, mod_fn[m]);
+    if (lua_rawget(L, -2) != LUA_TFUNCTION) {
+        lua_pop(L, 2);
+        return us_err_set(t->err, US_EPOLICY, "%s: the module's \"%s\" is no longer a function",
+                          mod_file[m], mod_fn[m]);
+    }
+    lua_remove(L, -2);
+    return 0;
+}
+
+/* ---- the sandbox ------------------------------------------------------- */
+
+static int sb_readonly(lua_State *L) {
+    return luaL_error(L, "attempt to modify a read-only table");
+}
+
+/* rawset, except on the read-only tables: rawset would bypass __newindex. */
+static int sb_rawset(lua_State *L) {
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_checkany(L, 2);
+    luaL_checkany(L, 3);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &frozen_key);
+    lua_pushvalue(L, 1);
+    if (lua_rawget(L, -2) != LUA_TNIL) return sb_readonly(L);
+    lua_settop(L, 3);
+    lua_rawset(L, 1);
+    return 1;
+}
+
+/* setmetatable, refusing __gc: a finalizer would run at some later GC
+ * point, outside the call that created it and outside its budget. */
+static int sb_setmetatable(lua_State *L) {
+    int t = lua_type(L, 2);
+    luaL_checktype(L, 1, LUA_TTABLE);
+    luaL_argexpected(L, t == LUA_TNIL || t == LUA_TTABLE, 2, "nil or table");
+    if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL)
+        return luaL_error(L, "cannot change a protected metatable");
+    if (t == LUA_TTABLE) {
+        lua_pushliteral(L, "__gc");
+        if (lua_rawget(L, 2) != LUA_TNIL)
+            return luaL_error(L, "__gc metamethods are not allowed in policies");
+        lua_pop(L, 1);
+    }
+    lua_settop(L, 2);
+    lua_setmetatable(L, 1);
+    return 1;
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
+ * mode says; the environment defaults to the calling file's globals
+ * (upvalue 1), like the standard load's global table. */
+static int sb_load(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    const char *name = luaL_optstring(L, 2, s);
+    int env = lua_isnone(L, 4) ? lua_upvalueindex(1) : 4;
+    if (luaL_loadbufferx(L, s, len, name, "t") != LUA_OK) {
+        luaL_pushfail(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+    return 1;
+}
+
+/* Replace the table at idx by a read-only proxy of it: empty, reading
+ * through __index, refusing writes, its metatable hidden. */
+static void push_proxy(lua_State *L, int idx) {
+    idx = lua_absindex(L, idx);
+    lua_newtable(L);
+    lua_createtable(L, 0, 3);
+    lua_pushvalue(L, idx);
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, sb_readonly);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &frozen_key);
+    lua_pushvalue(L, -2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+    lua_pop(L, 1);
+}
+
+static const luaL_Reg safe_libs[] = {
+    {LUA_GNAME, luaopen_base},         {LUA_TABLIBNAME, luaopen_table},
+    {LUA_STRLIBNAME, luaopen_string},  {LUA_MATHLIBNAME, luaopen_math},
+    {LUA_UTF8LIBNAME, luaopen_utf8},   {LUA_COLIBNAME, luaopen_coroutine},
+    {NULL, NULL}};
+
+/* Base functions a policy may use.  Left out: print (stdout carries the
+ * simulator's JSON), dofile, loadfile, load (replaced per file),
+ * collectgarbage, warn, and rawset/setmetatable (replaced above). */
+static const char *const safe_base[] = {"assert", "error",  "getmetatable", "ipairs",
+                                        "next",   "pairs",  "pcall",        "rawequal",
+                                        "rawget", "rawlen", "select",       "tonumber",
+                                        "tostring", "type", "xpcall",       "_VERSION",
+                                        NULL};
+
+/* Open the safe libraries and leave the shared, read-only base environment
+ * on top of L. */
+static void push_sandbox(us_policy *p, lua_State *L) {
+    int g, base;
+
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &frozen_key);
+    for (const luaL_Reg *lib = safe_libs; lib->func; lib++) {
+        luaL_requiref(L, lib->name, lib->func, 1);
+        lua_pop(L, 1);
+    }
+    lua_pushglobaltable(L);
+    g = lua_gettop(L);
+
+    /* string.dump would hand out bytecode; math.randomseed would let a
+     * policy break determinism (the engine seeds per cycle instead). */
+    lua_getfield(L, g, LUA_STRLIBNAME);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "dump");
+    lua_pop(L, 1);
+    lua_getfield(L, g, LUA_MATHLIBNAME);
+    lua_getfield(L, -1, "randomseed");
+    p->seed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+    lua_pushnil(L);
+    lua_setfield(L, -2, "randomseed");
+    lua_pop(L, 1);
+
+    /* Hide the string metatable: its __index is the real string table. */
+    lua_pushliteral(L, "");
+    lua_getmetatable(L, -1);
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_pop(L, 2);
+
+    lua_newtable(L);
+    base = lua_gettop(L);
+    for (const char *const *name = safe_base; *name; name++) {
+        lua_getfield(L, g, *name);
+        lua_setfield(L, base, *name);
+    }
+    lua_pushcfunction(L, sb_rawset);
+    lua_setfield(L, base, "rawset");
+    lua_pushcfunction(L, sb_setmetatable);
+    lua_setfield(L, base, "setmetatable");
+    for (const luaL_Reg *lib = safe_libs + 1; lib->func; lib++) {
+        lua_getfield(L, g, lib->name);
+        push_proxy(L, -1);
+        lua_setfield(L, base, lib->name);
+        lua_pop(L, 1);
+    }
+    push_proxy(L, base);
+
+    /* The old global table holds the unsafe base functions; nothing may
+     * reach it, not even a chunk loaded with the default environment. */
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_replace(L, g);
+    lua_settop(L, g);
+}
+
+/* A file's own global table on top of L: reads fall through to the base
+ * environment at index base, writes stay in the file. */
+static void push_env(lua_State *L, int base) {
+    lua_newtable(L);
+    lua_createtable(L, 0, 2);
+    lua_pushvalue(L, base);
+    lua_setfield(L, -2, "__index");
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "__metatable");
+    lua_setmetatable(L, -2);
+    lua_pushvalue(L, -1);
+    lua_setfield(L, -2, "_G");
+    lua_pushvalue(L, -1);
+    lua_pushcclosure(L, sb_load, 1);
+    lua_setfield(L, -2, "load");
+}
+
+/* ---- loading ----------------------------------------------------------- */
+
+typedef struct load_task {
+    const char *buf[NMOD];
+    size_t len[NMOD];
+} load_task;
+
+static int load_run(task *t, lua_State *L, lua_State *co) {
+    us_policy *p = t->p;
+    load_task *lt = t->ud;
+    int base, st;
+
+    push_sandbox(p, L);
+    base = lua_gettop(L);
+    for (int m = 0; m < NMOD; m++) {
+        char chunk[64];
+        t->file = mod_file[m];
+        push_env(L, base);
+        snprintf(chunk, sizeof chunk, "@%s", mod_file[m]);
+        st = luaL_loadbufferx(L, lt->buf[m], lt->len[m], chunk, "t");
+        if (st != LUA_OK) {
+            const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+            if (st == LUA_ERRMEM && p->mem_hit)
+                return us_err_set(t->err, US_EPOLICY, "%s: memory budget exceeded (%zu bytes)",
+                                  mod_file[m], p->mem_limit);
+            if (has_prefix(msg, mod_file[m])) return us_err_set(t->err, US_EPOLICY, "%s", msg);
+            return us_err_set(t->err, US_EPOLICY, "%s: %s", mod_file[m], msg);
+        }
+        lua_pushvalue(L, -2);
+        if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+        if (invoke(t, L, co, 0, "main chunk") < 0) return -1;
+        lua_pushstring(L, mod_fn[m]);
+        if (!lua_istable(L, -2) || lua_rawget(L, -2) != LUA_TFUNCTION)
+            return us_err_set(t->err, US_EPOLICY, "%s: must return a table with a function \"%s\"",
+                              mod_file[m], mod_fn[m]);
+        lua_pop(L, 1);
+        p->mod[m] = luaL_ref(L, LUA_REGISTRYINDEX);
+        lua_pop(L, 1);  /* the file's environment lives on in its functions */
+    }
+    /* math.random is seeded from the clock when the library opens */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->seed_ref);
+    lua_pushinteger(L, 0);
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+/* Read dir/name whole into a malloc'd buffer. */
+static int read_file(const char *dir, const char *name, char **buf, size_t *len, us_err *err) {
+    char path[4096];
+    FILE *f = NULL;
+    long size = 0;
+    int rc = -1;
+
+    *buf = NULL;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
+        us_err_set(err, US_EIO, "%s/%s: path too long", dir, name);
+        goto done;
+    }
+    f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        us_err_set(err, US_EIO, "cannot read %s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (size > MAX_FILE) {
+        us_err_set(err, US_EIO, "cannot read %s: larger than %ld bytes", path, MAX_FILE);
+        goto done;
+    }
+    *buf = malloc((size_t)size + 1);
+    if (!*buf) {
+        us_err_nomem(err);
+        goto done;
+    }
+    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
+        us_err_set(err, US_EIO, "cannot read %s: %s", path, ferror(f) ? strerror(errno) : "file changed");
+        free(*buf);
+        *buf = NULL;
+        goto done;
+    }
+    *len = (size_t)size;
+    rc = 0;
+done:
+    if (f) fclose(f);
+    return rc;
+}
+
+/* FNV-1a 64 over each file's name, a NUL, and its bytes. */
+static void make_id(us_policy *p, char *const *buf, const size_t *len) {
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (int m = 0; m < NMOD; m++) {
+        const unsigned char *s = (const unsigned char *)mod_file[m];
+        for (size_t i = 0; i <= strlen(mod_file[m]); i++) h = (h ^ s[i]) * 0x100000001b3ULL;
+        s = (const unsigned char *)buf[m];
+        for (size_t i = 0; i < len[m]; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
+    }
+    snprintf(p->id, sizeof p->id, "%016llx", (unsigned long long)h);
+}
+
+us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *err) {
+    us_policy *p = NULL;
+    char *buf[NMOD] = {NULL};
+    size_t len[NMOD] = {0};
+    load_task lt;
+
+    p = calloc(1, sizeof *p);
+    if (!p || !(p->dir = strdup(dir))) {
+        us_err_nomem(err);
+        goto fail;
+    }
+    for (int m = 0; m < NMOD; m++) p->mod[m] = LUA_NOREF;
+    p->seed_ref = LUA_NOREF;
+    p->step_limit = lim && lim->instructions ? lim->instructions : DEFAULT_INSTRUCTIONS;
+    p->mem_limit = lim && lim->memory ? lim->memory : DEFAULT_MEMORY;
+    snprintf(p->cut_at, sizeof p->cut_at, "?");
+
+    for (int m = 0; m < NMOD; m++)
+        if (read_file(dir, mod_file[m], &buf[m], &len[m], err) < 0) goto fail;
+    make_id(p, buf, len);
+
+    p->L = lua_newstate(alloc, p);
+    if (!p->L) {
+        us_err_set(err, US_EPOLICY, "%s: cannot create a Lua state within the memory budget "
+                   "(%zu bytes)", dir, p->mem_limit);
+        goto fail;
+    }
+    /* Lua code runs only in coroutines, which get their own hook; this one
+     * is a backstop should any ever run on the main thread. */
+    lua_sethook(p->L, hook, LUA_MASKCOUNT, HOOK_EVERY);
+    for (int m = 0; m < NMOD; m++) {
+        lt.buf[m] = buf[m];
+        lt.len[m] = len[m];
+    }
+    if (protect(p, "sandbox", load_run, &lt, err) < 0) goto fail;
+    for (int m = 0; m < NMOD; m++) free(buf[m]);
+    return p;
+fail:
+    for (int m = 0; m < NMOD; m++) free(buf[m]);
+    us_policy_free(p);
+    return NULL;
+}
+
+void us_policy_free(us_policy *p) {
+    if (!p) return;
+    if (p->L) lua_close(p->L);
+    free(p->dir);
+    free(p);
+}
+
+const char *us_policy_dir(const us_policy *p) { return p->dir; }
+const char *us_policy_id(const us_policy *p) { return p->id; }
+
+static int seed_run(task *t, lua_State *L, lua_State *co) {
+    (void)co;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, t->p->seed_ref);
+    lua_pushinteger(L, (lua_Integer)*(const uint64_t *)t->ud);
+    lua_call(L, 1, 0);
+    return 0;
+}
+
+void us_policy_seed(us_policy *p, uint64_t seed) {
+    /* It can only fail for want of memory; math.random then keeps its
+     * previous sequence, which is still deterministic. */
+    (void)protect(p, "sandbox", seed_run, &seed, NULL);
+}
+
+/* ---- views ------------------------------------------------------------- */
+
+static double gpus(int64_t milli) { return (double)milli / US_GPU_UNIT; }
+
+static void set_str(lua_State *L, const char *key, const char *s) {
+    if (!s) return;
+    lua_pushstring(L, s);
+    lua_setfield(L, -2, key);
+}
+
+static void set_int(lua_State *L, const char *key, lua_Integer v) {
+    lua_pushinteger(L, v);
+    lua_setfield(L, -2, key);
+}
+
+static void set_bool(lua_State *L, const char *key, bool v) {
+    lua_pushboolean(L, v);
+    lua_setfield(L, -2, key);
+}
+
+/* {gpu = devices (float), cpu = millicores, memory = bytes} */
+static void push_res(lua_State *L, us_res r) {
+    lua_createtable(L, 0, US_NRES);
+    lua_pushnumber(L, gpus(r.v[US_GPU]));
+    lua_setfield(L, -2, us_res_names[US_GPU]);
+    lua_pushinteger(L, r.v[US_CPU]);
+    lua_setfield(L, -2, us_res_names[US_CPU]);
+    lua_pushinteger(L, r.v[US_MEM]);
+    lua_setfield(L, -2, us_res_names[US_MEM]);
+}
+
+/* quotas (limit false) or limits (limit true), same units; -1 stays -1 */
+static void push_bounds(lua_State *L, const us_qres *res, bool limit) {
+    lua_createtable(L, 0, US_NRES);
+    for (int r = 0; r < US_NRES; r++) {
+        int64_t v = limit ? res[r].limit : res[r].quota;
+        if (v == US_UNLIMITED) lua_pushinteger(L, -1);
+        else if (r == US_GPU) lua_pushnumber(L, gpus(v));
+        else lua_pushinteger(L, v);
+        lua_setfield(L, -2, us_res_names[r]);
+    }
+}
+
+static void push_labels(lua_State *L, const us_labels *l) {
+    lua_createtable(L, 0, l->n > INT_MAX ? 0 : (int)l->n);
+    for (size_t i = 0; i < l->n; i++) set_str(L, l->items[i].key, l->items[i].value);
+}
+
+/* A list of names (a sequence of strings) on top of L */
+static void append_name(lua_State *L, int list, const char *name) {
+    lua_pushstring(L, name);
+    lua_rawseti(L, list, (lua_Integer)lua_rawlen(L, list) + 1);
+}
+
+static int by_queue_name(const void *a, const void *b) {
+    const us_fs_queue *x = *(const us_fs_queue *const *)a;
+    const us_fs_queue *y = *(const us_fs_queue *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static void push_fs_queue(lua_State *L, const us_fs_input *in, const us_fs_queue *q) {
+    double w;
+    lua_createtable(L, 0, 10);
+    set_str(L, "name", q->name);
+    if (q->parent >= 0) set_str(L, "parent", in->queues[q->parent].name);
+    set_int(L, "priority", q->priority);
+    push_bounds(L, q->res, false);
+    lua_setfield(L, -2, "quota");
+    push_bounds(L, q->res, true);
+    lua_setfield(L, -2, "limit");
+    lua_createtable(L, 0, US_NRES);
+    for (int r = 0; r < US_NRES; r++) {
+        w = q->res[r].over_quota_weight;
+        lua_pushnumber(L, w);
+        lua_setfield(L, -2, us_res_names[r]);
+    }
+    lua_setfield(L, -2, "over_quota_weight");
+    push_res(L, q->demand);
+    lua_setfield(L, -2, "demand");
+    push_res(L, q->allocated);
+    lua_setfield(L, -2, "allocated");
+    lua_newtable(L);
+    lua_setfield(L, -2, "children");
+}
+
+/* The fair-share view (policies/fairshare.lua documents it) on top of L. */
+static void push_fs_view(lua_State *L, const us_fs_input *in) {
+    size_t n = in->nqueues;
+    int view, qs, byname;
+    const us_fs_queue **sorted = lua_newuserdatauv(L, (n + 1) * sizeof *sorted, 0);
+
+    lua_createtable(L, 0, 4);
+    view = lua_gettop(L);
+    set_str(L, "pool", in->pool);
+    push_res(L, in->capacity);
+    lua_setfield(L, view, "capacity");
+    lua_createtable(L, n > INT_MAX ? 0 : (int)n, 0);
+    qs = lua_gettop(L);
+    lua_createtable(L, 0, n > INT_MAX ? 0 : (int)n);
+    byname = lua_gettop(L);
+    for (size_t i = 0; i < n; i++) {
+        push_fs_queue(L, in, &in->queues[i]);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, byname, in->queues[i].name);
+        lua_rawseti(L, qs, (lua_Integer)i + 1);
+    }
+    /* children lists in name order: the same order builtin.c divides in */
+    for (size_t i = 0; i < n; i++) sorted[i] = &in->queues[i];
+    qsort(sorted, n, sizeof *sorted, by_queue_name);
+    for (size_t i = 0; i < n; i++) {
+        if (sorted[i]->parent < 0) continue;
+        lua_rawgeti(L, qs, (lua_Integer)sorted[i]->parent + 1);
+        lua_getfield(L, -1, "children");
+        append_name(L, lua_gettop(L), sorted[i]->name);
+        lua_pop(L, 2);
+    }
+    lua_setfield(L, view, "queues_by_name");
+    lua_setfield(L, view, "queues");
+    lua_remove(L, view - 1);  /* the scratch userdata */
+}
+
+static void push_pod(lua_State *L, const us_pod *pod, const us_workload *wl) {
+    lua_createtable(L, 0, 8);
+    set_str(L, "name", pod->name);
+    set_str(L, "workload", wl->name);
+    set_int(L, "priority", wl->priority);
+    push_res(L, wl->request);
+    lua_setfield(L, -2, "requests");
+    push_labels(L, &wl->labels);
+    lua_setfield(L, -2, "labels");
+}
+
+static void push_pl_pod(lua_State *L, const us_pod_view *v) {
+    push_pod(L, v->pod, v->wl);
+    set_str(L, "queue", v->queue);
+    set_bool(L, "background", v->wl->background);
+}
+
+static void push_pl_node(lua_State *L, const us_node_view *v) {
+    const us_node *n = v->node;
+    lua_createtable(L, 0, 9);
+    set_str(L, "name", n->name);
+    set_str(L, "pool", n->pool);
+    push_labels(L, &n->labels);
+    lua_setfield(L, -2, "labels");
+    push_res(L, n->cap);
+    lua_setfield(L, -2, "capacity");
+    push_res(L, v->allocated);
+    lua_setfield(L, -2, "allocated");
+    push_res(L, us_res_sub(n->cap, v->allocated));
+    lua_setfield(L, -2, "free");
+    set_int(L, "free_gpus", v->free_gpus);
+    set_bool(L, "unschedulable", n->unschedulable);
+}
+
+/* ---- fair share -------------------------------------------------------- */
+
+typedef struct fs_task {
+    const us_fs_input *in;
+    double *fair;
+} fs_task;
+
+/* Read the result of fairshare.compute (top of L) into fair. */
+static int fs_convert(task *t, lua_State *L, const us_fs_input *in, double *fair) {
+    int res = lua_gettop(L);
+    const char *f = mod_file[FS];
+
+    if (!lua_istable(L, res))
+        return us_err_set(t->err, US_EPOLICY, "%s: compute must return a table, got %s", f,
+                          luaL_typename(L, res));
+    for (size_t i = 0; i < in->nqueues; i++) {
+        const char *name = in->queues[i].name;
+        lua_pushstring(L, name);
+        int ty = lua_rawget(L, res);
+        if (ty == LUA_TNIL)
+            return us_err_set(t->err, US_EPOLICY, "%s: compute returned no share for queue \"%s\"",
+                              f, name);
+        if (ty != LUA_TTABLE)
+            return us_err_set(t->err, US_EPOLICY, "%s: compute returned a %s for queue \"%s\", "
+                              "not a {gpu=, cpu=, memory=} table", f, lua_typename(L, ty), name);
+        for (int r = 0; r < US_NRES; r++) {
+            lua_pushstring(L, us_res_names[r]);
+            ty = lua_rawget(L, -2);
+            if (ty != LUA_TNUMBER)
+                return us_err_set(t->err, US_EPOLICY, "%s: compute returned a non-number %s share "
+                                  "for queue \"%s\" (got %s)", f, us_res_names[r], name,
+                                  lua_typename(L, ty));
+            double v = lua_tonumber(L, -1);
+            if (!isfinite(v))
+                return us_err_set(t->err, US_EPOLICY, "%s: compute returned a non-finite %s share "
+                                  "for queue \"%s\"", f, us_res_names[r], name);
+            fair[i * US_NRES + r] = r == US_GPU ? v * US_GPU_UNIT : v;
+            lua_pop(L, 1);
+        }
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+static int fs_run(task *t, lua_State *L, lua_State *co) {
+    fs_task *ft = t->ud;
+    if (push_fn(t, L, FS) < 0) return -1;
+    push_fs_view(L, ft->in);
+    if (invoke(t, L, co, 1, mod_fn[FS]) < 0) return -1;
+    return fs_convert(t, L, ft->in, ft->fair);
+}
+
+int us_policy_fairshare(us_policy *p, const us_fs_input *in, double *fair, us_err *err) {
+    fs_task ft = {in, fair};
+    for (size_t i = 0; i < in->nqueues; i++) {
+        int par = in->queues[i].parent;
+        if (!in->queues[i].name)
+            return us_err_set(err, US_EINVAL, "fair share input: queue %zu has no name", i);
+        if (par < -1 || par >= (long long)in->nqueues || (size_t)par == i)
+            return us_err_set(err, US_EINVAL, "fair share input: queue \"%s\" has an invalid "
+                              "parent (%d)", in->queues[i].name, par);
+    }
+    return protect(p, mod_file[FS], fs_run, &ft, err);
+}
+
+/* ---- placement --------------------------------------------------------- */
+
+typedef struct pl_task {
+    const us_pod_view *pod;
+    const us_node_view *nodes;
+    size_t n;
+    double *scores;
+} pl_task;
+
+static int pl_run(task *t, lua_State *L, lua_State *co) {
+    pl_task *pt = t->ud;
+    int fn, pod;
+
+    if (push_fn(t, L, PL) < 0) return -1;
+    fn = lua_gettop(L);
+    /* one pod table for every node: scoring is the hot loop of a cycle */
+    push_pl_pod(L, pt->pod);
+    pod = lua_gettop(L);
+    for (size_t i = 0; i < pt->n; i++) {
+        lua_pushvalue(L, fn);
+        lua_pushvalue(L, pod);
+        push_pl_node(L, &pt->nodes[i]);
+        if (invoke(t, L, co, 2, mod_fn[PL]) < 0) return -1;
+        if (lua_type(L, -1) != LUA_TNUMBER || !isfinite(lua_tonumber(L, -1))) {
+            char got[64];
+            if (lua_type(L, -1) == LUA_TNUMBER) snprintf(got, sizeof got, "%g", lua_tonumber(L, -1));
+            else snprintf(got, sizeof got, "%s", luaL_typename(L, -1));
+            return us_err_set(t->err, US_EPOLICY, "%s: score must return a finite number, got %s "
+                              "(pod \"%s\", node \"%s\")", mod_file[PL], got, pt->pod->pod->name,
+                              pt->nodes[i].node->name);
+        }
+        pt->scores[i] = lua_tonumber(L, -1);
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *nodes, size_t n,
+                    double *scores, us_err *err) {
+    pl_task pt = {pod, nodes, n, scores};
+    if (n == 0) return 0;
+    return protect(p, mod_file[PL], pl_run, &pt, err);
+}
+
+/* ---- background re-offer ------------------------------------------------ */
+
+typedef struct bg_task {
+    const us_bg_input *in;
+    bool *keep;
+    int *place;
+    int nidx, ridx, pidx;   /* private name -> index tables on L's stack */
+} bg_task;
+
+/* name -> 0-based index, in the table at idx */
+static void index_name(lua_State *L, int idx, const char *name, size_t i) {
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_setfield(L, idx, name);
+}
+
+/* The re-offer view (policies/background.lua documents it) on top of L.
+ * Also leaves three private name -> index tables below it, which the
+ * conversion reads: the policy may have changed the view's own. */
+static void push_bg_view(lua_State *L, bg_task *bt) {
+    const us_bg_input *in = bt->in;
+    int view, list, byname;
+
+    lua_newtable(L);
+    bt->nidx = lua_gettop(L);
+    lua_newtable(L);
+    bt->ridx = lua_gettop(L);
+    lua_newtable(L);
+    bt->pidx = lua_gettop(L);
+
+    lua_createtable(L, 0, 4);
+    view = lua_gettop(L);
+    lua_createtable(L, in->nnodes > INT_MAX ? 0 : (int)in->nnodes, 0);
+    list = lua_gettop(L);
+    lua_createtable(L, 0, in->nnodes > INT_MAX ? 0 : (int)in->nnodes);
+    byname = lua_gettop(L);
+    for (size_t k = 0; k < in->nnodes; k++) {
+        const us_bg_node *bn = &in->nodes[k];
+        lua_createtable(L, 0, 5);
+        set_str(L, "name", bn->node->name);
+        push_labels(L, &bn->node->labels);
+        lua_setfield(L, -2, "labels");
+        push_res(L, bn->node->cap);
+        lua_setfield(L, -2, "capacity");
+        push_res(L, bn->free);
+        lua_setfield(L, -2, "free");
+        set_int(L, "free_gpus", bn->free_gpus);
+        lua_pushvalue(L, -1);
+        lua_setfield(L, byname, bn->node->name);
+        lua_rawseti(L, list, (lua_Integer)k + 1);
+        index_name(L, bt->nidx, bn->node->name, k);
+    }
+    lua_setfield(L, view, "nodes_by_name");
+    lua_setfield(L, view, "nodes");
+
+    lua_createtable(L, in->nrunning > INT_MAX ? 0 : (int)in->nrunning, 0);
+    list = lua_gettop(L);
+    for (size_t i = 0; i < in->nrunning; i++) {
+        const us_bg_pod *bp = &in->running[i];
+        push_pod(L, bp->pod, bp->wl);
+        set_str(L, "node", in->nodes[bp->node].node->name);
+        lua_rawseti(L, list, (lua_Integer)i + 1);
+        index_name(L, bt->ridx, bp->pod->name, i);
+    }
+    lua_setfield(L, view, "running");
+
+    lua_createtable(L, in->npending > INT_MAX ? 0 : (int)in->npending, 0);
+    list = lua_gettop(L);
+    for (size_t j = 0; j < in->npending; j++) {
+        const us_bg_pod *bp = &in->pending[j];
+        push_pod(L, bp->pod, bp->wl);
+        lua_createtable(L, bp->ncandidates > INT_MAX ? 0 : (int)bp->ncandidates, 0);
+        for (size_t c = 0; c < bp->ncandidates; c++)
+            append_name(L, lua_gettop(L), in->nodes[bp->candidates[c]].node->name);
+        lua_setfield(L, -2, "candidates");
+        lua_rawseti(L, list, (lua_Integer)j + 1);
+        index_name(L, bt->pidx, bp->pod->name, j);
+    }
+    lua_setfield(L, view, "pending");
+}
+
+/* Index that name has in the private table at idx, or -1. */
+static long lookup(lua_State *L, int idx, int name) {
+    long i = -1;
+    lua_pushvalue(L, name);
+    if (lua_rawget(L, idx) == LUA_TNUMBER) i = (long)lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return i;
+}
+
+static int bg_keep(task *t, bg_task *bt, lua_State *L, int keep) {
+    const char *f = mod_file[BG];
+    lua_Integer n = (lua_Integer)lua_rawlen(L, keep);
+    for (lua_Integer i = 1; i <= n; i++) {
+        int ty = lua_rawgeti(L, keep, i);
+        if (ty != LUA_TSTRING)
+            return us_err_set(t->err, US_EPOLICY, "%s: reoffer keep[%lld] must be a pod name, got %s",
+                              f, (long long)i, lua_typename(L, ty));
+        long r = lookup(L, bt->ridx, lua_gettop(L));
+        if (r < 0)
+            return us_err_set(t->err, US_EPOLICY, "%s: reoffer kept \"%s\", which is not a running "
+                              "background pod", f, lua_tostring(L, -1));
+        bt->keep[r] = true;
+        lua_pop(L, 1);
+    }
+    return 0;
+}
+
+static int bg_place(task *t, bg_task *bt, lua_State *L, int place) {
+    const us_bg_input *in = bt->in;
+    const char *f = mod_file[BG];
+    const char *stray = NULL, *stray_type = NULL;
+    size_t matched = 0, keys = 0;
+
+    /* In input order, so the first error reported is the same every run. */
+    for (size_t j = 0; j < in->npending; j++) {
+        const us_bg_pod *bp = &in->pending[j];
+        lua_pushstring(L, bp->pod->name);
+        int ty = lua_rawget(L, place);
+        if (ty == LUA_TNIL) {
+            lua_pop(L, 1);
+            continue;
+        }
+        if (ty != LUA_TSTRING)
+            return us_err_set(t->err, US_EPOLICY, "%s: reoffer place[\"%s\"] must be a node name, "
+                              "got %s", f, bp->pod->name, lua_typename(L, ty));
+        long k = lookup(L, bt->nidx, lua_gettop(L));
+        if (k < 0)
+            return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on \"%s\", which "
+                              "is not a node", f, bp->pod->name, lua_tostring(L, -1));
+        size_t c = 0;
+        while (c < bp->ncandidates && bp->candidates[c] != k) c++;
+        if (c == bp->ncandidates)
+            return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on node \"%s\", "
+                              "which is not among its candidates", f, bp->pod->name,
+                              lua_tostring(L, -1));
+        bt->place[j] = (int)k;
+        matched++;
+        lua_pop(L, 1);
+    }
+
+    /* Any other key names no pending pod.  Report the least such name, so
+     * the message does not depend on the table's iteration order. */
+    lua_pushnil(L);
+    while (lua_next(L, place)) {
+        keys++;
+        if (lua_type(L, -2) != LUA_TSTRING) {
+            stray_type = luaL_typename(L, -2);
+        } else if (lookup(L, bt->pidx, lua_gettop(L) - 1) < 0) {
+            const char *s = lua_tostring(L, -2);  /* kept alive by the table */
+            if (!stray || strcmp(s, stray) < 0) stray = s;
+        }
+        lua_pop(L, 1);
+    }
+    if (stray)
+        return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed \"%s\", which is not a pending "
+                          "background pod", f, stray);
+    if (stray_type || keys != matched)
+        return us_err_set(t->err, US_EPOLICY, "%s: reoffer place has a %s key; keys must be pending "
+                          "pod names", f, stray_type ? stray_type : "stray");
+    return 0;
+}
+
+static int bg_convert(task *t, bg_task *bt, lua_State *L) {
+    int res = lua_gettop(L), ty;
+    const char *f = mod_file[BG];
+
+    for (size_t i = 0; i < bt->in->nrunning; i++) bt->keep[i] = false;
+    for (size_t j = 0; j < bt->in->npending; j++) bt->place[j] = -1;
+    if (!lua_istable(L, res))
+        return us_err_set(t->err, US_EPOLICY, "%s: reoffer must return a table, got %s", f,
+                          luaL_typename(L, res));
+    /* a missing list is an empty one: a policy that keeps nothing may say so */
+    lua_pushliteral(L, "keep");
+    ty = lua_rawget(L, res);
+    if (ty != LUA_TNIL && ty != LUA_TTABLE)
+        return us_err_set(t->err, US_EPOLICY, "%s: reoffer keep must be a list of pod names, got %s",
+                          f, lua_typename(L, ty));
+    if (ty == LUA_TTABLE && bg_keep(t, bt, L, lua_gettop(L)) < 0) return -1;
+    lua_pushliteral(L, "place");
+    ty = lua_rawget(L, res);
+    if (ty != LUA_TNIL && ty != LUA_TTABLE)
+        return us_err_set(t->err, US_EPOLICY, "%s: reoffer place must be a table of pod name = node "
+                          "name, got %s", f, lua_typename(L, ty));
+    if (ty == LUA_TTABLE && bg_place(t, bt, L, lua_gettop(L)) < 0) return -1;
+    return 0;
+}
+
+static int bg_run(task *t, lua_State *L, lua_State *co) {
+    bg_task *bt = t->ud;
+    int view;
+    push_bg_view(L, bt);
+    view = lua_gettop(L);
+    if (push_fn(t, L, BG) < 0) return -1;
+    lua_pushvalue(L, view);
+    if (invoke(t, L, co, 1, mod_fn[BG]) < 0) return -1;
+    return bg_convert(t, bt, L);
+}
+
+int us_policy_reoffer(us_policy *p, const us_bg_input *in, bool *keep, int *place, us_err *err) {
+    bg_task bt = {in, keep, place, 0, 0, 0};
+    for (size_t i = 0; i < in->nrunning; i++)
+        if (in->running[i].node < 0 || (size_t)in->running[i].node >= in->nnodes)
+            return us_err_set(err, US_EINVAL, "re-offer input: running pod \"%s\" is on no listed "
+                              "node", in->running[i].pod->name);
+    for (size_t j = 0; j < in->npending; j++)
+        for (size_t c = 0; c < in->pending[j].ncandidates; c++)
+            if (in->pending[j].candidates[c] < 0 ||
+                (size_t)in->pending[j].candidates[c] >= in->nnodes)
+                return us_err_set(err, US_EINVAL, "re-offer input: pending pod \"%s\" has a "
+                                  "candidate that is not a listed node", in->pending[j].pod->name);
+    return protect(p, mod_file[BG], bg_run, &bt, err);
+}
