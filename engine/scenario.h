@@ -53,7 +53,8 @@ typedef struct us_scenario {
  * their node.  Daemonset pods are not created here: the simulator creates
  * them when the workload is submitted. */
 int us_scenario_load_file(us_scenario *sc, const char *path, us_err *err);
-/* origin names the document in messages and resolves relative dirs (may be NULL). */
+/* origin is the document's path, used to resolve relative dirs (may be NULL);
+ * messages name JSON paths only: callers prefix the file name. */
 int us_scenario_load_string(us_scenario *sc, const char *json, size_t len,
                             const char *origin, us_err *err);
 void us_scenario_free(us_scenario *sc);
