@@ -338,6 +338,166 @@ static int sb_load(lua_State *L) {
     return 1;
 }
 
+/* ---- C library loops the count hook cannot see --------------------------
+ * The hook fires only between VM instructions, never inside a C function.
+ * Most library loops are still bounded by the memory budget: they cannot
+ * touch more than the heap holds.  These are not, and are guarded. */
+
+/* Call the original library function (upvalue 1) with the same arguments. */
+static int call_original(lua_State *L) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* More elements than any table within the memory budget can hold (a table
+ * slot takes at least 16 bytes). */
+static lua_Integer max_elems(lua_State *L) {
+    size_t m = owner(L)->mem_limit / 16;
+    return m < ((size_t)1 << 20) ? ((lua_Integer)1 << 20) : (lua_Integer)m;
+}
+
+/* string.rep: with nothing to copy the original still loops n times. */
+static int sb_rep(lua_State *L) {
+    size_t l, lsep = 0;
+    luaL_checklstring(L, 1, &l);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    if (!lua_isnoneornil(L, 3)) luaL_checklstring(L, 3, &lsep);
+    if (n > 0 && l + lsep == 0) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    return call_original(L);
+}
+
+/* table.move: moving nils allocates nothing, so the count must be bounded. */
+static int sb_move(lua_State *L) {
+    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+    /* the second test is the original's own overflow check */
+    if (e >= f && (f > 0 || e < LUA_MAXINTEGER + f) && e - f >= max_elems(L))
+        return luaL_error(L, "table.move of %I elements: more than a policy's heap can hold",
+                          e - f + 1);
+    return call_original(L);
+}
+
+/* table.insert, table.remove: they shift #t elements, and __len may lie. */
+static int sb_shift(lua_State *L) {
+    if (lua_type(L, 1) == LUA_TTABLE && luaL_getmetafield(L, 1, "__len") != LUA_TNIL) {
+        lua_pop(L, 1);
+        lua_Integer n = luaL_len(L, 1);
+        if (n > max_elems(L))
+            return luaL_error(L, "table of length %I (from __len): more than a policy's heap "
+                              "can hold", n);
+    }
+    return call_original(L);
+}
+
+/* Replace field name of the table on top of L by fn, with the original as
+ * its upvalue. */
+static void wrap(lua_State *L, const char *name, lua_CFunction fn) {
+    lua_getfield(L, -1, name);
+    lua_pushcclosure(L, fn, 1);
+    lua_setfield(L, -2, name);
+}
+
+/* Lua's pattern matcher is C: the count hook never fires inside it, and it
+ * backtracks.  s:find(".-.-.-x") on a few kilobytes runs for hours.  So the
+ * pattern functions first bound the matcher's work: each repetition
+ * (*, +, -, %b, a back reference) may try every position of the subject,
+ * an optional item (?) doubles the tries, and an unanchored search starts
+ * at every position.  Calls whose bound passes 10^PATTERN_LOG10_MAX steps
+ * are refused.  Short subjects (names, labels) pass whatever the pattern. */
+#define PATTERN_LOG10_MAX 8.0
+
+/* Index just past the set [...] that starts at i, as lstrlib reads it. */
+static size_t skip_set(const char *p, size_t len, size_t i) {
+    i++;
+    if (i < len && p[i] == '^') i++;
+    do {
+        if (i >= len) return len;
+        if (p[i++] == '%') i++;
+    } while (i < len && p[i] != ']');
+    return i < len ? i + 1 : len;
+}
+
+/* log10 of an upper bound of the matcher's steps for pattern p on a
+ * subject of n bytes. */
+static double pattern_cost(const char *p, size_t len, size_t n, bool anchorable) {
+    double lg = log10((double)n + 1), cost = 0;
+    size_t i = 0;
+    if (anchorable && len > 0 && p[0] == '^') i = 1;
+    else cost += lg;
+    while (i < len) {
+        size_t end = i + 1;  /* just past this single-character class */
+        if (p[i] == '(' || p[i] == ')') {
+            i++;
+            continue;
+        }
+        if (p[i] == '%' && i + 1 < len) {
+            char d = p[i + 1];
+            if (d == 'b') {
+                cost += lg;
+                i += 4;
+                continue;
+            }
+            if (d == 'f') {
+                i = skip_set(p, len, i + 2);
+                continue;
+            }
+            if (d >= '0' && d <= '9') {
+                cost += lg;
+                i += 2;
+                continue;
+            }
+            end = i + 2;
+        } else if (p[i] == '[') {
+            end = skip_set(p, len, i);
+        }
+        if (end < len && (p[end] == '*' || p[end] == '+' || p[end] == '-')) {
+            cost += lg;
+            end++;
+        } else if (end < len && p[end] == '?') {
+            cost += log10(2.0);
+            end++;
+        }
+        i = end;
+    }
+    return cost;
+}
+
+/* string.find/match/gmatch/gsub.  Upvalues: the original function, whether
+ * '^' anchors, and the index of find's `plain` argument (0: none). */
+static int sb_pattern(lua_State *L) {
+    size_t n, len;
+    const char *pat;
+    int plain = (int)lua_tointeger(L, lua_upvalueindex(3));
+    luaL_checklstring(L, 1, &n);
+    pat = luaL_checklstring(L, 2, &len);
+    if (!(plain && lua_toboolean(L, plain)) &&
+        pattern_cost(pat, len, n, lua_toboolean(L, lua_upvalueindex(2))) > PATTERN_LOG10_MAX)
+        return luaL_error(L, "pattern too costly for a policy on a %d-byte string (it could "
+                          "backtrack for hours): use fewer repetitions, anchor it with '^', or "
+                          "search a shorter string", (int)(n > INT_MAX ? INT_MAX : n));
+    return call_original(L);
+}
+
+/* Wrap the pattern functions of the string table on top of L. */
+static void guard_patterns(lua_State *L) {
+    static const struct {
+        const char *name;
+        bool anchorable;
+        int plain;
+    } fns[] = {{"find", true, 4}, {"match", true, 0}, {"gmatch", false, 0}, {"gsub", true, 0}};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        lua_getfield(L, -1, fns[i].name);
+        lua_pushboolean(L, fns[i].anchorable);
+        lua_pushinteger(L, fns[i].plain);
+        lua_pushcclosure(L, sb_pattern, 3);
+        lua_setfield(L, -2, fns[i].name);
+    }
+}
+
 /* Replace the table at idx by a read-only proxy of it: empty, reading
  * through __index, refusing writes, its metatable hidden. */
 static void push_proxy(lua_State *L, int idx) {
@@ -392,6 +552,13 @@ static void push_sandbox(us_policy *p, lua_State *L) {
     lua_getfield(L, g, LUA_STRLIBNAME);
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
+    guard_patterns(L);  /* in the real table: s:find() reads it too */
+    wrap(L, "rep", sb_rep);
+    lua_pop(L, 1);
+    lua_getfield(L, g, LUA_TABLIBNAME);
+    wrap(L, "move", sb_move);
+    wrap(L, "insert", sb_shift);
+    wrap(L, "remove", sb_shift);
     lua_pop(L, 1);
     lua_getfield(L, g, LUA_MATHLIBNAME);
     lua_getfield(L, -1, "randomseed");

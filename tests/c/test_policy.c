@@ -240,6 +240,55 @@ TEST(sandbox_shared_libraries_read_only_at_load) {
     us_policy_free(p);
 }
 
+/* The pattern matcher and a few table/string loops are C, out of the count
+ * hook's reach and not bounded by memory: they are refused before they
+ * start (backtracking patterns on long strings, huge moves, lying __len). */
+static const char *PATTERNS =
+    "local long = string.rep('a', 3000)\n"
+    "local huge = string.rep('a', 1000000)\n"
+    "return { score = function(pod, node)\n"
+    "  if pod.name == 'find' then return long:find('.-.-.-x') or 0 end\n"
+    "  if pod.name == 'match' then return string.match(long, '(a*)(a*)(a*)x') or 0 end\n"
+    "  if pod.name == 'gmatch' then for w in long:gmatch('a-a-a-x') do end return 0 end\n"
+    "  if pod.name == 'gsub' then return (select(2, long:gsub('%bab.-.-.-x', ''))) end\n"
+    "  if pod.name == 'rep' then return #string.rep('', 1e15) + #('').rep('', 1e15, '') end\n"
+    "  if pod.name == 'move' then table.move({}, 1, 1e15, 2) end\n"
+    "  local liar = setmetatable({}, { __len = function() return 1e15 end })\n"
+    "  if pod.name == 'insert' then table.insert(liar, 1, 0) end\n"
+    "  if pod.name == 'remove' then table.remove(liar, 1) end\n"
+    "  local t = { 1, 2, 3 }\n"
+    "  table.insert(t, 1, 0)\n"
+    "  table.remove(t)\n"
+    "  table.move(t, 1, 3, 2)\n"
+    "  local ok = ('team-a'):match('^(%w+)-(%w+)$') == 'team'\n"
+    "    and select(2, string.gsub('a b  c', '%s+', ' ')) == 2\n"
+    "    and huge:find('needle', 1, true) == nil\n"
+    "    and huge:find('needle') == nil\n"
+    "    and long:find('^a-b') == nil\n"
+    "    and node.labels.zone:match('^[%w%-]+$') ~= nil\n"
+    "    and table.concat(t, ',') == '0,0,1,2' and string.rep('ab', 3, ',') == 'ab,ab,ab'\n"
+    "  return ok and 1 or 0\n"
+    "end }\n";
+
+TEST(sandbox_c_loops_guarded) {
+    us_err err = {0};
+    us_policy_limits lim = {1000000, 0};
+    us_policy *p = load_src(NULL, PATTERNS, NULL, &lim, &err);
+    double v;
+    CHECK(p != NULL);
+    if (!p) return;
+    refused(p, "find", "pattern too costly");
+    refused(p, "match", "pattern too costly");
+    refused(p, "gmatch", "pattern too costly");
+    refused(p, "gsub", "pattern too costly");
+    refused(p, "move", "table.move of 1000000000000000 elements");
+    refused(p, "insert", "table of length 1000000000000000 (from __len)");
+    refused(p, "remove", "from __len");
+    CHECK(score1(p, "rep", &v, &err) == 0 && v == 0);
+    CHECK(score1(p, "ordinary", &v, &err) == 0 && v == 1);
+    us_policy_free(p);
+}
+
 /* ---- budgets ------------------------------------------------------------ */
 
 static const char *RUNAWAY =
@@ -739,7 +788,7 @@ TEST(defaults_score_equal_builtin) {
     CHECK(p != NULL);
     if (!p) return;
     enum { NN = 30 };
-    static char names[NN][8];
+    static char names[NN][16];
     us_node nodes[NN];
     us_node_view views[NN];
     double lua[NN], c[NN];
@@ -825,14 +874,14 @@ TEST(defaults_reoffer_equal_builtin) {
 
     /* generated: 20 nodes (some CPU-only, some with fractional use) */
     enum { NN = 20, NR = 30, NP = 40 };
-    static char nn[NN][8], rn[NR][8], pn[NP][8];
+    static char nn[NN][16], rn[NR][16], pn[NP][16];
     static us_node nodes[NN];
     static us_bg_node bn[NN];
     static us_workload wls[8];
     static us_pod rp[NR], pp[NP];
     static us_bg_pod running[NR], pending[NP];
     static int cands[NP][NN];
-    static char wnames[8][8];
+    static char wnames[8][16];
     for (int round = 0; round < 10; round++) {
         for (int k = 0; k < NN; k++) {
             int g = k % 4 == 3 ? 0 : 8;
@@ -871,6 +920,7 @@ TEST(defaults_reoffer_equal_builtin) {
 int main(void) {
     RUN(sandbox_refuses_escapes);
     RUN(sandbox_shared_libraries_read_only_at_load);
+    RUN(sandbox_c_loops_guarded);
     RUN(budgets_cut_off_and_state_survives);
     RUN(budgets_default_limits);
     RUN(load_errors);
