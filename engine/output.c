@@ -195,7 +195,7 @@ static cJSON *final_json(const us_sim_result *res, const us_state *st) {
         put(o, "queues", queues = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < st->npods; i++)
-        if (push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
+        if (!st->pods[i].gone && push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
     for (size_t q = 0; q < st->nqueues; q++)
         if (push(queues, queue_json(res, st, q)) < 0) goto fail;
     return o;
@@ -430,17 +430,19 @@ static void text_quiet(FILE *f, const us_sim_result *res, size_t from, size_t to
 static void text_final_pods(FILE *f, const us_state *st) {
     int wp = 0, wn = 0;
     for (size_t i = 0; i < st->npods; i++) {
+        if (st->pods[i].gone) continue;
         wp = imax(wp, slen(st->pods[i].name));
         wn = imax(wn, slen(nz(node_name(st, st->pods[i].node))));
     }
     for (int s = US_POD_PENDING; s <= US_POD_COMPLETED; s++) {
         size_t count = 0;
-        for (size_t i = 0; i < st->npods; i++) count += st->pods[i].state == (us_pod_state)s;
+        for (size_t i = 0; i < st->npods; i++)
+            count += !st->pods[i].gone && st->pods[i].state == (us_pod_state)s;
         if (!count) continue;
         fprintf(f, "  %s (%zu)\n", us_pod_state_names[s], count);
         for (size_t i = 0; i < st->npods; i++) {
             const us_pod *p = &st->pods[i];
-            if (p->state != (us_pod_state)s) continue;
+            if (p->gone || p->state != (us_pod_state)s) continue;
             int w = p->workload;
             bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
             if (bg)
@@ -496,7 +498,9 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     if (quiet) text_quiet(f, res, quiet_from, res->ncycles - 1);
 
     fprintf(f, "final  t=%s\n", fmt_time(t1, sizeof t1, res->final_time));
-    if (!final->npods) fputs("  no pods\n", f);
+    size_t live = 0;
+    for (size_t i = 0; i < final->npods; i++) live += !final->pods[i].gone;
+    if (!live) fputs("  no pods\n", f);
     text_final_pods(f, final);
     fputs("\nsummary\n", f);
     fprintf(f, "  cycles                %zu\n", res->ncycles);

@@ -30,8 +30,8 @@ cJSON *us_output_res(us_res r);
 
 /* The whole output document (see DESIGN.md).  final is the state after the
  * run (the scenario's state once us_sim_run returned).  Every cycle is
- * listed, including quiet ones.  The caller frees it with cJSON_Delete.
- * NULL on allocation failure. */
+ * listed, including quiet ones; every pod not marked gone, in state order.
+ * The caller frees it with cJSON_Delete.  NULL on allocation failure. */
 cJSON *us_output_document(const us_sim_result *res, const us_state *final);
 
 /* The document, formatted, and a newline.  0, or -1 with err filled. */

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Bad command lines exit 2 with the reason and the usage on stderr, and
+# nothing on stdout.
+# shellcheck source=tests/cli/lib.bash
+. "$(dirname "$0")/lib.bash"
+
+check() { # expected-text args...
+    local want=$1
+    shift
+    run "$@"
+    expect_status 2
+    expect_stdout_empty
+    expect_stderr_has "$want"
+    expect_stderr_has "usage: understory"
+}
+
+check "--bogus" simulate scenario.json --bogus
+check "--bogus" --bogus
+check "frobnicate" frobnicate
+check "missing a command"
+check "missing the scenario FILE" simulate
+check "--long-grace needs a value" simulate scenario.json --long-grace
+check "--long-grace" simulate scenario.json --long-grace soon
+check "--long-grace" simulate scenario.json --long-grace=-5
+check "--instructions" simulate scenario.json --instructions 0
+check "--instructions" simulate scenario.json --instructions 12x
+check "--memory" simulate scenario.json --memory lots
+check "--policies needs a value" simulate scenario.json --policies
+check "one scenario at a time" simulate a.json b.json

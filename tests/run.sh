@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# tests/run.sh — the test runner behind `make test`.
+#
+# Expects the Makefile to have built build/release and build/asan.  Runs:
+#   - every C unit test binary (build/<flavour>/tests/test_*), both flavours;
+#   - the busted specs in tests/spec/ against build/release/lua/understory.so;
+#   - every CLI check tests/cli/*.sh (exit 0 = pass), once with the release
+#     binary and once with the ASan/UBSan one, in $UNDERSTORY;
+#   - the seed story under valgrind once, when valgrind is installed.
+# Prints one line per suite and, last, exactly "N passed, N failed".  Exits
+# non-zero when anything failed; a suite that crashes, cannot run or prints
+# no count counts as one failure.  Failing suites show the tail of their
+# output, so a failure can be read without rerunning.
+set -u
+set -o pipefail
+
+cd "$(dirname "$0")/.." || exit 2
+ROOT=$PWD
+export UNDERSTORY_ROOT=$ROOT
+unset UNDERSTORY_POLICIES LUA_INIT LUA_INIT_5_4
+
+TIMEOUT=()
+command -v timeout >/dev/null && TIMEOUT=(timeout 600)
+LOG=$(mktemp -d "${TMPDIR:-/tmp}/understory-tests.XXXXXX") || exit 2
+trap 'rm -rf "$LOG"' EXIT
+
+total_passed=0
+total_failed=0
+seq_no=0
+
+# result NAME PASSED FAILED [NOTE] [LOGFILE]
+result() {
+    local name=$1 p=$2 f=$3 note=${4:-} log=${5:-}
+    total_passed=$((total_passed + p))
+    total_failed=$((total_failed + f))
+    printf '%-46s %d passed, %d failed%s\n' "$name" "$p" "$f" "${note:+  ($note)}"
+    if [ "$f" -gt 0 ] && [ -n "$log" ] && [ -s "$log" ]; then
+        tail -n 30 "$log" | sed 's/^/      | /'
+    fi
+}
+
+newlog() {
+    seq_no=$((seq_no + 1))
+    echo "$LOG/$seq_no.log"
+}
+
+# Sanitizer settings for a flavour's processes.
+flavour_env() {
+    if [ "$1" = asan ]; then
+        echo "ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1"
+    fi
+}
+
+# ---- C unit tests -----------------------------------------------------------
+for fl in release asan; do
+    for src in tests/c/test_*.c; do
+        [ -e "$src" ] || continue
+        name=$(basename "$src" .c)
+        bin=build/$fl/tests/$name
+        if [ ! -x "$bin" ]; then
+            result "c/$fl/$name" 0 1 "not built: $bin"
+            continue
+        fi
+        log=$(newlog)
+        # shellcheck disable=SC2046
+        env $(flavour_env "$fl") "${TIMEOUT[@]}" "$bin" >"$log" 2>&1
+        rc=$?
+        counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+        if [ -z "$counts" ]; then
+            result "c/$fl/$name" 0 1 "no count; exit status $rc" "$log"
+            continue
+        fi
+        p=${counts%% passed*}
+        f=${counts#*, }
+        f=${f%% failed}
+        note=""
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            f=1
+            note="exit status $rc after reporting"
+        fi
+        result "c/$fl/$name" "$p" "$f" "$note" "$log"
+    done
+done
+
+# ---- busted specs -----------------------------------------------------------
+specs=$(find tests/spec -name '*_spec.lua' 2>/dev/null | sort)
+if [ -z "$specs" ]; then
+    echo "busted: no specs in tests/spec (nothing to run)"
+elif ! command -v busted >/dev/null || ! command -v lua5.4 >/dev/null; then
+    result "busted" 0 1 "busted or lua5.4 is not installed"
+elif [ ! -f build/release/lua/understory.so ]; then
+    result "busted" 0 1 "not built: build/release/lua/understory.so"
+else
+    log=$(newlog)
+    cpath="$ROOT/build/release/lua/?.so;;"
+    lpath="$ROOT/?.lua;$ROOT/tests/spec/?.lua;;"
+    # busted runs under lua5.4 explicitly: the module is built for 5.4.
+    LUA_CPATH=$cpath LUA_CPATH_5_4=$cpath LUA_PATH=$lpath LUA_PATH_5_4=$lpath \
+        UNDERSTORY="$ROOT/build/release/understory" \
+        "${TIMEOUT[@]}" lua5.4 "$(command -v busted)" --output=plainTerminal tests/spec \
+        >"$log" 2>&1
+    rc=$?
+    counts=$(sed 's/\x1b\[[0-9;]*m//g' "$log" |
+        grep -Eo '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' |
+        tail -n 1)
+    if [ -z "$counts" ]; then
+        result "busted" 0 1 "no count; exit status $rc" "$log"
+    else
+        read -r s _ _ fa _ _ er _ _ pe _ <<<"$counts"
+        f=$((fa + er))
+        note=""
+        [ "$pe" -gt 0 ] && note="$pe pending"
+        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            f=1
+            note="exit status $rc"
+        fi
+        result "busted" "$s" "$f" "$note" "$log"
+    fi
+fi
+
+# ---- CLI checks -------------------------------------------------------------
+for fl in release asan; do
+    bin=$ROOT/build/$fl/understory
+    for script in tests/cli/*.sh; do
+        [ -e "$script" ] || continue
+        name="cli/$fl/$(basename "$script" .sh)"
+        if [ ! -x "$bin" ]; then
+            result "$name" 0 1 "not built: $bin"
+            continue
+        fi
+        log=$(newlog)
+        # shellcheck disable=SC2046
+        env $(flavour_env "$fl") UNDERSTORY="$bin" "${TIMEOUT[@]}" bash "$script" >"$log" 2>&1
+        rc=$?
+        if [ "$rc" -eq 0 ]; then
+            result "$name" 1 0
+        else
+            result "$name" 0 1 "exit status $rc" "$log"
+        fi
+    done
+done
+
+# ---- valgrind ---------------------------------------------------------------
+if command -v valgrind >/dev/null; then
+    seed=examples/seed-story.json
+    if [ ! -f "$seed" ]; then
+        result "valgrind/seed-story" 0 1 "missing $seed"
+    elif [ ! -x build/release/understory ]; then
+        result "valgrind/seed-story" 0 1 "not built: build/release/understory"
+    else
+        log=$(newlog)
+        "${TIMEOUT[@]}" valgrind -q --error-exitcode=99 --leak-check=full \
+            --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect \
+            build/release/understory simulate "$seed" --json >/dev/null 2>"$log"
+        rc=$?
+        if [ "$rc" -eq 0 ]; then
+            result "valgrind/seed-story" 1 0
+        else
+            result "valgrind/seed-story" 0 1 "exit status $rc" "$log"
+        fi
+    fi
+else
+    echo "valgrind: not installed (skipped)"
+fi
+
+echo "$total_passed passed, $total_failed failed"
+[ "$total_failed" -eq 0 ]
