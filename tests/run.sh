@@ -3,7 +3,8 @@
 #
 # Expects the Makefile to have built build/release and build/asan.  Runs:
 #   - every C unit test binary (build/<flavour>/tests/test_*), both flavours;
-#   - the busted specs in tests/spec/ against build/release/lua/understory.so;
+#   - the busted specs in tests/spec/ against build/release/lua/understory.so
+#     and build/asan/lua/understory.so (sanitizer runtimes preloaded);
 #   - every CLI check tests/cli/*.sh (exit 0 = pass), once with the release
 #     binary and once with the ASan/UBSan one, in $UNDERSTORY;
 #   - the seed story under valgrind once, when valgrind is installed.
@@ -83,20 +84,29 @@ for fl in release asan; do
 done
 
 # ---- busted specs -----------------------------------------------------------
+# Once against each flavour of the module; the sanitizer flavour runs with
+# the sanitizer runtimes preloaded into the interpreter (leak checks on).
 specs=$(find tests/spec -name '*_spec.lua' 2>/dev/null | sort)
-if [ -z "$specs" ]; then
-    echo "busted: no specs in tests/spec (nothing to run)"
-elif ! command -v busted >/dev/null || ! command -v lua5.4 >/dev/null; then
-    result "busted" 0 1 "busted or lua5.4 is not installed"
-elif [ ! -f build/release/lua/understory.so ]; then
-    result "busted" 0 1 "not built: build/release/lua/understory.so"
-else
+asan_preload="$(${CC:-cc} -print-file-name=libasan.so 2>/dev/null) $(${CC:-cc} -print-file-name=libubsan.so 2>/dev/null)"
+for fl in release asan; do
+    if [ -z "$specs" ]; then
+        echo "busted: no specs in tests/spec (nothing to run)"
+        break
+    elif ! command -v busted >/dev/null || ! command -v lua5.4 >/dev/null; then
+        result "busted/$fl" 0 1 "busted or lua5.4 is not installed"
+        continue
+    elif [ ! -f build/$fl/lua/understory.so ]; then
+        result "busted/$fl" 0 1 "not built: build/$fl/lua/understory.so"
+        continue
+    fi
+    preload=""
+    [ "$fl" = asan ] && preload=$asan_preload
     log=$(newlog)
-    cpath="$ROOT/build/release/lua/?.so;;"
+    cpath="$ROOT/build/$fl/lua/?.so;;"
     lpath="$ROOT/?.lua;$ROOT/tests/spec/?.lua;;"
     # busted runs under lua5.4 explicitly: the module is built for 5.4.
-    LUA_CPATH=$cpath LUA_CPATH_5_4=$cpath LUA_PATH=$lpath LUA_PATH_5_4=$lpath \
-        UNDERSTORY="$ROOT/build/release/understory" \
+    LD_PRELOAD=$preload LUA_CPATH=$cpath LUA_CPATH_5_4=$cpath LUA_PATH=$lpath LUA_PATH_5_4=$lpath \
+        UNDERSTORY="$ROOT/build/$fl/understory" \
         "${TIMEOUT[@]}" lua5.4 "$(command -v busted)" --output=plainTerminal tests/spec \
         >"$log" 2>&1
     rc=$?
@@ -104,19 +114,19 @@ else
         grep -Eo '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors? / [0-9]+ pending' |
         tail -n 1)
     if [ -z "$counts" ]; then
-        result "busted" 0 1 "no count; exit status $rc" "$log"
-    else
-        read -r s _ _ fa _ _ er _ _ pe _ <<<"$counts"
-        f=$((fa + er))
-        note=""
-        [ "$pe" -gt 0 ] && note="$pe pending"
-        if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-            f=1
-            note="exit status $rc"
-        fi
-        result "busted" "$s" "$f" "$note" "$log"
+        result "busted/$fl" 0 1 "no count; exit status $rc" "$log"
+        continue
     fi
-fi
+    read -r s _ _ fa _ _ er _ _ pe _ <<<"$counts"
+    f=$((fa + er))
+    note=""
+    [ "$pe" -gt 0 ] && note="$pe pending"
+    if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+        f=1
+        note="exit status $rc"
+    fi
+    result "busted/$fl" "$s" "$f" "$note" "$log"
+done
 
 # ---- CLI checks -------------------------------------------------------------
 for fl in release asan; do
