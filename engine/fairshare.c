@@ -85,26 +85,26 @@ int us_fairshare_compute(us_plan *p, us_err *err) {
         qs[q].allocated = p->alloc[q];
     }
 
+    /* the version in force, then the last good one, then the built-in */
     int rc = 0;
     bool done = false;
-    if (p->pol) {
+    for (us_policy *v = p->pol; v && !done && rc == 0; v = us_policy_previous(v)) {
         us_err perr = {0};
-        char why[512];
-        if (us_policy_fairshare(p->pol, &in, p->fair, &perr) < 0) {
-            rc = us_plan_policy_event(p, "PolicyFailed", "fairshare.lua", perr.msg);
-        } else {
-            const char *bad = check(&in, p->fair, why, sizeof why);
-            if (!bad) {
-                done = true;
-            } else {
-                char what[700];
-                snprintf(what, sizeof what, "fairshare.lua: result rejected: %s", bad);
-                rc = us_plan_policy_event(p, "PolicyRejected", "fairshare.lua", what);
-            }
+        char why[512], what[700];
+        if (us_policy_fairshare(v, &in, p->fair, &perr) < 0) {
+            rc = us_plan_policy_event(p, v, "PolicyFailed", "fairshare.lua", perr.msg);
+            continue;
         }
+        const char *bad = check(&in, p->fair, why, sizeof why);
+        if (!bad) {
+            done = true;
+            continue;
+        }
+        snprintf(what, sizeof what, "fairshare.lua: result rejected: %s", bad);
+        rc = us_plan_policy_event(p, v, "PolicyRejected", "fairshare.lua", what);
     }
-    if (rc == 0 && !done) rc = us_builtin_fairshare(&in, p->fair, err);
-    else if (rc < 0) us_err_nomem(err);
+    if (rc < 0) us_err_nomem(err);
+    else if (!done) rc = us_builtin_fairshare(&in, p->fair, err);
     free(qs);
     return rc;
 }

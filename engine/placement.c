@@ -6,8 +6,8 @@
  * displaces the least background work (when enabled), then to the node
  * name, so the same input always gives the same choice.
  *
- * A failing placement policy is reported once per cycle and replaced by the
- * built-in score for the rest of that cycle.
+ * A failing placement policy is reported once per cycle and replaced, for
+ * the rest of that cycle, by its previous version or the built-in score.
  */
 #include "placement.h"
 
@@ -99,17 +99,18 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
 
     us_pod_view pv = {pd, w, st->queues[w->queue].name};
     bool scored = false;
-    if (p->pol && !p->lua_score_failed) {
+    /* a version that fails is not asked again this cycle */
+    while (p->score_pol && !scored) {
         us_err perr = {0};
-        if (us_policy_score(p->pol, &pv, views, n, scores, &perr) == 0) {
+        if (us_policy_score(p->score_pol, &pv, views, n, scores, &perr) == 0) {
             scored = true;
-        } else {
-            p->lua_score_failed = true;
-            if (us_plan_policy_event(p, "PolicyFailed", "placement.lua", perr.msg) < 0) {
-                rc = us_err_nomem(err);
-                goto done;
-            }
+            break;
         }
+        if (us_plan_policy_event(p, p->score_pol, "PolicyFailed", "placement.lua", perr.msg) < 0) {
+            rc = us_err_nomem(err);
+            goto done;
+        }
+        p->score_pol = us_policy_previous(p->score_pol);
     }
     if (!scored)
         for (size_t i = 0; i < n; i++) scores[i] = us_builtin_score(&pv, &views[i]);

@@ -111,6 +111,7 @@ int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_poli
     p->pol = pol;
     p->opts = o;
     p->log = log;
+    p->score_pol = pol;
     p->npods = st->npods;
     size_t nq = st->nqueues ? st->nqueues : 1, nw = st->nworkloads ? st->nworkloads : 1;
     size_t np = st->npods ? st->npods : 1, nn = st->nnodes ? st->nnodes : 1;
@@ -315,8 +316,14 @@ double us_plan_queue_ratio(const us_plan *p, int q) {
     return worst;
 }
 
-int us_plan_policy_event(us_plan *p, const char *reason, const char *file, const char *what) {
-    const char *ann[] = {"policy", file, "pool", p->pool, NULL};
+int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
+                         const char *what) {
+    const char *ann[] = {"policy", file, "policy-id", us_policy_id(pol), "pool", p->pool, NULL};
+    us_policy *prev = us_policy_previous(pol);
+    if (prev)
+        return us_log_event(p->log, "Warning", reason, file, ann,
+                            "%s; this cycle uses the previous version (%s) instead", what,
+                            us_policy_id(prev));
     return us_log_event(p->log, "Warning", reason, file, ann,
-                        "%s; this cycle uses the built-in %s policy instead", what, file);
+                        "%s; this cycle uses the built-in policy instead", what);
 }

@@ -83,7 +83,8 @@ typedef struct us_plan {
     us_undo *undo;
     size_t nundo, cap_undo;
 
-    bool lua_score_failed;    /* the placement policy failed this cycle: use built-in */
+    us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
+                                 moves to the previous version when one fails */
 } us_plan;
 
 /* Build the plan of pool at time now; 0 or -1 (out of memory). */
@@ -108,9 +109,12 @@ bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptib
 /* Dominant allocated / fair share ratio of a queue (0 when nothing allocated). */
 double us_plan_queue_ratio(const us_plan *p, int q);
 
-/* A policy failed (kind "PolicyFailed": error or budget) or its result was
- * rejected ("PolicyRejected": it broke an invariant); the cycle goes on with
- * the built-in policy.  Emits a Warning event on the policy file. */
-int us_plan_policy_event(us_plan *p, const char *reason, const char *file, const char *what);
+/* Version pol of a policy failed (reason "PolicyFailed": an error or a
+ * budget) or its result was rejected ("PolicyRejected": it broke an
+ * invariant); the cycle goes on with pol's previous version, or the
+ * built-in policy when there is none.  Emits a Warning event on the policy
+ * file naming the version and what the cycle uses instead. */
+int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
+                         const char *what);
 
 #endif

@@ -66,6 +66,8 @@ struct us_policy {
     uint64_t steps, step_limit;
     bool cut;               /* the budget ran out during this call */
     char cut_at[LUA_IDSIZE + 24];  /* "file:line" where it ran out */
+
+    us_policy *previous;    /* the last good version this one replaced; owned */
 };
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
@@ -759,10 +761,22 @@ fail:
 
 void us_policy_free(us_policy *p) {
     if (!p) return;
+    us_policy_free(p->previous);
     if (p->L) lua_close(p->L);
     free(p->dir);
     free(p);
 }
+
+void us_policy_set_previous(us_policy *p, us_policy *previous) {
+    if (previous) {
+        us_policy_free(previous->previous);
+        previous->previous = NULL;
+    }
+    us_policy_free(p->previous);
+    p->previous = previous;
+}
+
+us_policy *us_policy_previous(const us_policy *p) { return p->previous; }
 
 const char *us_policy_dir(const us_policy *p) { return p->dir; }
 const char *us_policy_id(const us_policy *p) { return p->id; }

@@ -40,6 +40,13 @@ void us_policy_free(us_policy *p);
 const char *us_policy_dir(const us_policy *p);
 const char *us_policy_id(const us_policy *p);
 
+/* The last good version this one replaced, or NULL.  When a call of this
+ * version fails or its result is rejected, the cycle asks the previous
+ * version, then the built-in policy.  p owns previous (and frees it); one
+ * level is kept: previous's own previous is freed here. */
+void us_policy_set_previous(us_policy *p, us_policy *previous);
+us_policy *us_policy_previous(const us_policy *p);
+
 /* Seed math.random for a cycle, so runs stay deterministic. */
 void us_policy_seed(us_policy *p, uint64_t seed);
 

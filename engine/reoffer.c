@@ -142,22 +142,24 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     }
 
     us_bg_input in = {nodes, p->nnodes, running, out->nrunning, pending, out->npending};
+    /* the version in force, then the last good one, then the built-in */
     bool decided = false;
-    if (p->pol) {
+    for (us_policy *v = p->pol; v && !decided; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
-        if (us_policy_reoffer(p->pol, &in, out->keep, pos_place, &perr) < 0) {
-            if (us_plan_policy_event(p, "PolicyFailed", "background.lua", perr.msg) < 0) goto nomem;
-        } else {
-            memcpy(scratch, held, nn * sizeof *held);
-            const char *bad = check(p, &in, out->keep, pos_place, scratch, why, sizeof why);
-            if (!bad) {
-                decided = true;
-            } else {
-                snprintf(what, sizeof what, "background.lua: result rejected: %s", bad);
-                if (us_plan_policy_event(p, "PolicyRejected", "background.lua", what) < 0) goto nomem;
-            }
+        memset(out->keep, 0, np * sizeof *out->keep);
+        if (us_policy_reoffer(v, &in, out->keep, pos_place, &perr) < 0) {
+            if (us_plan_policy_event(p, v, "PolicyFailed", "background.lua", perr.msg) < 0) goto nomem;
+            continue;
         }
+        memcpy(scratch, held, nn * sizeof *held);
+        const char *bad = check(p, &in, out->keep, pos_place, scratch, why, sizeof why);
+        if (!bad) {
+            decided = true;
+            continue;
+        }
+        snprintf(what, sizeof what, "background.lua: result rejected: %s", bad);
+        if (us_plan_policy_event(p, v, "PolicyRejected", "background.lua", what) < 0) goto nomem;
     }
     if (!decided) {
         memset(out->keep, 0, np * sizeof *out->keep);
