@@ -167,6 +167,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         pd->node = node;
         pd->shared_dev = p->pslot[i];
         us_action act = (us_action)p->pact[i];
+        if (p->opts->profile) p->opts->profile->placed++;
         if (us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
             us_use_add(&phys[node], &st->nodes[node], req, pd->shared_dev);
             pd->state = US_POD_RUNNING;
@@ -194,6 +195,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         us_use_add(&phys[node], &st->nodes[node], req, -1);
         pd->node = node;
         pd->state = US_POD_RUNNING;
+        if (p->opts->profile) p->opts->profile->placed++;
         if (us_log_decision(p->log, US_OP_BIND, US_ACT_BACKGROUND, pd->name, st->nodes[node].name,
                             NULL, 0, NULL) < 0)
             goto nomem;

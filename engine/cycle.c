@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "allocate.h"
 #include "commit.h"
@@ -25,7 +26,23 @@
 void us_cycle_opts_default(us_cycle_opts *o) {
     o->background_aware_ties = true;
     o->long_grace = 30;
+    o->profile = NULL;
 }
+
+double us_cycle_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Time one step into a profile field, when profiling. */
+#define STEP(o, field, call)                                                   \
+    do {                                                                       \
+        double t0_ = (o)->profile ? us_cycle_clock() : 0;                      \
+        int rc_ = (call);                                                      \
+        if ((o)->profile) (o)->profile->field += us_cycle_clock() - t0_;       \
+        if (rc_ < 0) goto out;                                                 \
+    } while (0)
 
 /* Distinct pools of nodes and workloads, sorted; strings borrowed. */
 static int collect_pools(const us_state *st, const char ***out, size_t *n) {
@@ -51,16 +68,21 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
-    if (us_plan_init(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
-    if (us_fairshare_compute(&p, err) < 0 || us_allocate(&p, err) < 0 || us_reclaim(&p, err) < 0 ||
-        us_preempt(&p, err) < 0 || us_reoffer_run(&p, &bg, err) < 0)
-        goto out;
+    double t0 = o->profile ? us_cycle_clock() : 0;
+    if (us_plan_snapshot(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
+    if (o->profile) o->profile->snapshot += us_cycle_clock() - t0;
+    STEP(o, eviction, us_plan_evict_background(&p) < 0 ? us_err_nomem(err) : 0);
+    STEP(o, fairshare, us_fairshare_compute(&p, err));
+    STEP(o, allocate, us_allocate(&p, err));
+    STEP(o, victims, us_reclaim(&p, err) < 0 ? -1 : us_preempt(&p, err));
+    STEP(o, reoffer, us_reoffer_run(&p, &bg, err));
     if (figs)
         for (size_t q = 0; q < st->nqueues; q++) {
             figs[q].allocated = us_res_add(figs[q].allocated, p.alloc[q]);
             for (int r = 0; r < US_NRES; r++) figs[q].fair[r] += p.fair[q * US_NRES + r];
         }
-    rc = us_commit(&p, &bg, counts, err);
+    STEP(o, commit, us_commit(&p, &bg, counts, err));
+    rc = 0;
 out:
     us_reoffer_free(&bg);
     us_plan_free(&p);

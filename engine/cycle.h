@@ -18,6 +18,16 @@
 #include "policy.h"
 #include "state.h"
 
+/* Where a cycle's time went, summed over pools (seconds of wall clock).
+ * Only filled when us_cycle_opts.profile is set: wall-clock figures never
+ * reach the simulator's output, which must be the same for the same input. */
+typedef struct us_cycle_profile {
+    double snapshot, eviction, fairshare, allocate, victims, reoffer, commit;
+    unsigned long long policy_calls;  /* Lua policy function invocations */
+    double policy_seconds;            /* time inside us_policy_* calls */
+    int placed;                       /* AI and background pods bound or pipelined */
+} us_cycle_profile;
+
 typedef struct us_cycle_opts {
     /* Among nodes the placement policy scores the same for an AI pod,
      * prefer the one whose use displaces the least background work (then
@@ -26,9 +36,14 @@ typedef struct us_cycle_opts {
     /* A background pod whose termination grace exceeds this (seconds) draws
      * a warning: it delays AI work pipelined onto its resources. */
     double long_grace;
+    /* When non-NULL, the cycle adds its timings here (for benchmarks). */
+    us_cycle_profile *profile;
 } us_cycle_opts;
 
 void us_cycle_opts_default(us_cycle_opts *o);
+
+/* A monotonic clock in seconds, for profiles. */
+double us_cycle_clock(void);
 
 /* Per-queue figures a cycle computed, summed over pools (engine units). */
 typedef struct us_queue_figures {

@@ -91,7 +91,10 @@ int us_fairshare_compute(us_plan *p, us_err *err) {
     for (us_policy *v = p->pol; v && !done && rc == 0; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
-        if (us_policy_fairshare(v, &in, p->fair, &perr) < 0) {
+        double t0 = us_plan_policy_start(p);
+        int prc = us_policy_fairshare(v, &in, p->fair, &perr);
+        us_plan_policy_done(p, t0, 1);
+        if (prc < 0) {
             rc = us_plan_policy_event(p, v, "PolicyFailed", "fairshare.lua", perr.msg);
             continue;
         }

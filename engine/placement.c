@@ -102,7 +102,10 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     /* a version that fails is not asked again this cycle */
     while (p->score_pol && !scored) {
         us_err perr = {0};
-        if (us_policy_score(p->score_pol, &pv, views, n, scores, &perr) == 0) {
+        double t0 = us_plan_policy_start(p);
+        int prc = us_policy_score(p->score_pol, &pv, views, n, scores, &perr);
+        us_plan_policy_done(p, t0, n);
+        if (prc == 0) {
             scored = true;
             break;
         }

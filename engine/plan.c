@@ -102,8 +102,8 @@ static bool holds(us_pod_state s) {
     return s == US_POD_RUNNING || s == US_POD_PIPELINED || s == US_POD_RELEASING;
 }
 
-int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
-                 const us_cycle_opts *o, us_cycle_log *log) {
+int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
+                     const us_cycle_opts *o, us_cycle_log *log) {
     memset(p, 0, sizeof *p);
     p->st = st;
     p->pool = pool;
@@ -169,7 +169,16 @@ int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_poli
         free(fill);
     }
 
-    /* the AI view, allocation and demand */
+    return 0;
+fail:
+    us_plan_free(p);
+    return -1;
+}
+
+/* Virtual eviction: only AI pods enter the AI view, queue allocation and
+ * demand; background pods, whatever their state, are left out. */
+int us_plan_evict_background(us_plan *p) {
+    us_state *st = p->st;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         if (!us_plan_is_ai(p, (int)i)) continue;
@@ -188,9 +197,6 @@ int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_poli
                 p->demand[q] = us_res_add(p->demand[q], w->request);
     }
     return 0;
-fail:
-    us_plan_free(p);
-    return -1;
 }
 
 void us_plan_free(us_plan *p) {
@@ -326,4 +332,13 @@ int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const c
                             us_policy_id(prev));
     return us_log_event(p->log, "Warning", reason, file, ann,
                         "%s; this cycle uses the built-in policy instead", what);
+}
+
+double us_plan_policy_start(const us_plan *p) { return p->opts->profile ? us_cycle_clock() : 0; }
+
+void us_plan_policy_done(const us_plan *p, double t0, size_t lua_calls) {
+    us_cycle_profile *prof = p->opts->profile;
+    if (!prof) return;
+    prof->policy_seconds += us_cycle_clock() - t0;
+    prof->policy_calls += lua_calls;
 }

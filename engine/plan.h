@@ -87,9 +87,12 @@ typedef struct us_plan {
                                  moves to the previous version when one fails */
 } us_plan;
 
-/* Build the plan of pool at time now; 0 or -1 (out of memory). */
-int us_plan_init(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
-                 const us_cycle_opts *o, us_cycle_log *log);
+/* Snapshot pool at time now: its nodes in name order and the pods on
+ * each; 0 or -1 (out of memory, p freed). */
+int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
+                     const us_cycle_opts *o, us_cycle_log *log);
+/* Virtual eviction: build the AI view and queue figures from AI pods only. */
+int us_plan_evict_background(us_plan *p);
 void us_plan_free(us_plan *p);
 
 /* Is the pod an AI pod of an active, schedulable workload in this pool? */
@@ -116,5 +119,10 @@ double us_plan_queue_ratio(const us_plan *p, int q);
  * file naming the version and what the cycle uses instead. */
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
                          const char *what);
+
+/* Profiling of policy calls: t0 = us_plan_policy_start(p) before a call,
+ * us_plan_policy_done(p, t0, lua_calls) after it (no-ops unless profiling). */
+double us_plan_policy_start(const us_plan *p);
+void us_plan_policy_done(const us_plan *p, double t0, size_t lua_calls);
 
 #endif

@@ -148,7 +148,10 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         us_err perr = {0};
         char why[512], what[700];
         memset(out->keep, 0, np * sizeof *out->keep);
-        if (us_policy_reoffer(v, &in, out->keep, pos_place, &perr) < 0) {
+        double t0 = us_plan_policy_start(p);
+        int prc = us_policy_reoffer(v, &in, out->keep, pos_place, &perr);
+        us_plan_policy_done(p, t0, 1);
+        if (prc < 0) {
             if (us_plan_policy_event(p, v, "PolicyFailed", "background.lua", perr.msg) < 0) goto nomem;
             continue;
         }
