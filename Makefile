@@ -68,9 +68,12 @@ test: deps-check
 	@$(MAKE) --no-print-directory all >/dev/null
 	@tests/run.sh
 
-bench: all
-	@$(MAKE) --no-print-directory -C . $(BUILD)/bench/understory-bench
-	$(BUILD)/bench/understory-bench
+$(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+bench: $(BUILD)/bench/understory-bench
+	$(BUILD)/bench/understory-bench $(BENCH_ARGS)
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

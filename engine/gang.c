@@ -17,13 +17,8 @@ bool us_gang_is_job(const us_plan *p, int w) {
 
 size_t us_gang_pending(const us_plan *p, int w, int *pods) {
     size_t n = 0;
-    /* pods are appended as they are created, so array order is creation order */
-    for (size_t i = 0; i < p->npods; i++) {
-        const us_pod *pd = &p->st->pods[i];
-        if (pd->workload == w && pd->state == US_POD_PENDING && !pd->gone &&
-            !(p->flags[i] & US_PF_NEW))
-            pods[n++] = (int)i;
-    }
+    for (int k = p->wl_first[w]; k < p->wl_first[w + 1]; k++)
+        if (!(p->flags[p->wl_pending[k]] & US_PF_NEW)) pods[n++] = p->wl_pending[k];
     return n;
 }
 
@@ -43,15 +38,13 @@ static int job_order(const void *a, const void *b) {
 
 size_t us_gang_jobs(const us_plan *p, int *jobs) {
     const us_state *st = p->st;
-    bool *has = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *has);
-    if (!has) return 0;
-    for (size_t i = 0; i < p->npods; i++)
-        if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone && !(p->flags[i] & US_PF_NEW))
-            has[st->pods[i].workload] = true;
     size_t n = 0;
-    for (size_t w = 0; w < st->nworkloads; w++)
-        if (has[w] && us_gang_is_job(p, (int)w)) jobs[n++] = (int)w;
-    free(has);
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        bool has = false;
+        for (int k = p->wl_first[w]; k < p->wl_first[w + 1] && !has; k++)
+            has = !(p->flags[p->wl_pending[k]] & US_PF_NEW);
+        if (has && us_gang_is_job(p, (int)w)) jobs[n++] = (int)w;
+    }
     cmp_st = st;
     qsort(jobs, n, sizeof *jobs, job_order);
     return n;
@@ -60,7 +53,7 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
 int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *err) {
     *ok = false;
     const us_workload *wl = &p->st->workloads[w];
-    int *pods = malloc((p->npods ? p->npods : 1) * sizeof *pods);
+    int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
     if (!pods) return us_err_nomem(err);
     size_t n = us_gang_pending(p, w, pods);
     size_t mark = us_plan_mark(p);
@@ -85,40 +78,44 @@ int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *e
 
 int us_gang_serve_in_order(us_plan *p, us_gang_serve_fn serve, us_err *err) {
     const us_state *st = p->st;
-    int *jobs = malloc((st->nworkloads ? st->nworkloads : 1) * sizeof *jobs);
-    bool *done = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *done);
+    size_t nw = st->nworkloads ? st->nworkloads : 1, nq = st->nqueues ? st->nqueues : 1;
+    int *jobs = malloc(nw * sizeof *jobs);
+    int *first = calloc(nq + 1, sizeof *first);  /* per queue: its jobs, in order */
+    int *next = calloc(nq, sizeof *next);        /* per queue: its next job */
+    int *byq = malloc(nw * sizeof *byq);
     int rc = 0;
-    if (!jobs || !done) {
+    if (!jobs || !first || !next || !byq) {
         rc = us_err_nomem(err);
         goto out;
     }
     size_t n = us_gang_jobs(p, jobs);
-    /* Each round: the neediest queue serves its next job.  Ratios change as
+    for (size_t i = 0; i < n; i++) first[st->workloads[jobs[i]].queue + 1]++;
+    for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
+    for (size_t i = 0; i < n; i++) {
+        int q = st->workloads[jobs[i]].queue;
+        byq[first[q] + next[q]++] = jobs[i];
+    }
+    memset(next, 0, nq * sizeof *next);
+    /* Each round the neediest queue serves its next job.  Ratios change as
      * jobs are placed, so the choice is made again every round. */
-    for (size_t served = 0; served < n; served++) {
+    for (size_t served = 0; served < n && rc == 0; served++) {
         int pick = -1;
         double best = 0;
-        for (size_t i = 0; i < n; i++) {
-            if (done[i]) continue;
-            int q = st->workloads[jobs[i]].queue;
-            /* only the first unserved job of each queue competes */
-            bool first = true;
-            for (size_t k = 0; k < i && first; k++)
-                if (!done[k] && st->workloads[jobs[k]].queue == q) first = false;
-            if (!first) continue;
-            double ratio = us_plan_queue_ratio(p, q);
+        for (size_t q = 0; q < st->nqueues; q++) {
+            if (first[q] + next[q] >= first[q + 1]) continue;
+            double ratio = us_plan_queue_ratio(p, (int)q);
             if (pick < 0 || ratio < best ||
-                (ratio == best && strcmp(st->queues[q].name,
-                                         st->queues[st->workloads[jobs[pick]].queue].name) < 0)) {
-                pick = (int)i;
+                (ratio == best && strcmp(st->queues[q].name, st->queues[pick].name) < 0)) {
+                pick = (int)q;
                 best = ratio;
             }
         }
-        done[pick] = true;
-        if ((rc = serve(p, jobs[pick], err)) < 0) break;
+        rc = serve(p, byq[first[pick] + next[pick]++], err);
     }
 out:
     free(jobs);
-    free(done);
+    free(first);
+    free(next);
+    free(byq);
     return rc;
 }

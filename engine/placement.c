@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "nodeclass.h"
 
 bool us_place_allowed(const us_plan *p, int pod, int node) {
     const us_state *st = p->st;
@@ -72,32 +73,26 @@ int us_place_displaced(const us_plan *p, int node, us_res extra) {
     return displaced;
 }
 
-int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
+/* Score the node classes in need[0..n) (represented by their first
+ * member) for pod class pc with the placement version in force, falling
+ * back version by version to the built-in score; store in the cache. */
+static int score_classes(us_plan *p, int pod, int pc, const int *need, const int *rep, size_t n,
+                         us_err *err) {
     us_state *st = p->st;
     const us_pod *pd = &st->pods[pod];
     const us_workload *w = &st->workloads[pd->workload];
-    *out = -1;
-    us_node_view *views = malloc((p->nnodes ? p->nnodes : 1) * sizeof *views);
-    double *scores = malloc((p->nnodes ? p->nnodes : 1) * sizeof *scores);
-    int *cand = malloc((p->nnodes ? p->nnodes : 1) * sizeof *cand);
+    us_pod_view pv = {pd, w, st->queues[w->queue].name};
+    us_node_view *views = malloc(n * sizeof *views);
+    double *scores = malloc(n * sizeof *scores);
     int rc = 0;
-    if (!views || !scores || !cand) {
+    if (!views || !scores) {
         rc = us_err_nomem(err);
         goto done;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < p->nnodes; i++) {
-        int node = p->nodes[i];
-        if (!us_place_allowed(p, pod, node) || !us_use_fits(&p->ai[i], &st->nodes[node], w->request, -1))
-            continue;
-        cand[n] = node;
-        views[n] = (us_node_view){&st->nodes[node], p->ai[i].used,
-                                  us_use_free_gpus(&p->ai[i], &st->nodes[node])};
-        n++;
+    for (size_t i = 0; i < n; i++) {
+        const us_node *node = &st->nodes[p->nodes[rep[i]]];
+        views[i] = (us_node_view){node, p->ai[rep[i]].used, us_use_free_gpus(&p->ai[rep[i]], node)};
     }
-    if (n == 0) goto done;
-
-    us_pod_view pv = {pd, w, st->queues[w->queue].name};
     bool scored = false;
     /* a version that fails is not asked again this cycle */
     while (p->score_pol && !scored) {
@@ -114,34 +109,98 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
             goto done;
         }
         p->score_pol = us_policy_previous(p->score_pol);
+        /* scores cached from the failed version go with it */
+        us_classes_clear_scores(p->classes);
     }
     if (!scored)
         for (size_t i = 0; i < n; i++) scores[i] = us_builtin_score(&pv, &views[i]);
-
-    /* candidates are in name order, so the first best is the name tie-break;
-     * displacement counts only what this pod would add on the node */
-    size_t best = 0;
-    int best_disp = -1;
-    for (size_t i = 1; i < n; i++) {
-        if (scores[i] > scores[best]) {
-            best = i;
-            best_disp = -1;
-        } else if (scores[i] == scores[best] && p->opts->background_aware_ties) {
-            us_res none = {{0}};
-            if (best_disp < 0)
-                best_disp = us_place_displaced(p, cand[best], w->request) -
-                            us_place_displaced(p, cand[best], none);
-            int d = us_place_displaced(p, cand[i], w->request) - us_place_displaced(p, cand[i], none);
-            if (d < best_disp) {
-                best = i;
-                best_disp = d;
-            }
-        }
-    }
-    *out = cand[best];
+    for (size_t i = 0; i < n && rc == 0; i++)
+        if (us_classes_set_score(p->classes, pc, need[i], scores[i]) < 0) rc = us_err_nomem(err);
 done:
     free(views);
     free(scores);
-    free(cand);
+    return rc;
+}
+
+int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
+    us_state *st = p->st;
+    const us_pod *pd = &st->pods[pod];
+    const us_workload *w = &st->workloads[pd->workload];
+    *out = -1;
+    if (pd->pin >= 0) {  /* one possible node: nothing to score */
+        if (p->pos[pd->pin] >= 0 && us_place_allowed(p, pod, pd->pin) &&
+            us_use_fits(&p->ai[p->pos[pd->pin]], &st->nodes[pd->pin], w->request, -1))
+            *out = pd->pin;
+        return 0;
+    }
+    if (!p->classes && !(p->classes = us_classes_new(p))) return us_err_nomem(err);
+    us_classes *c = p->classes;
+    int pc = us_classes_pod_class(c, p, pod);
+    if (pc < 0) return us_err_nomem(err);
+
+    /* feasible node classes, each represented by its first member by name */
+    size_t ncls = (size_t)us_classes_count(c), nf = 0, nneed = 0;
+    int *cls = malloc((ncls + 1) * sizeof *cls), *rep = malloc((ncls + 1) * sizeof *rep);
+    int *need = malloc((ncls + 1) * sizeof *need), *need_rep = malloc((ncls + 1) * sizeof *need_rep);
+    double *score = malloc((ncls + 1) * sizeof *score);
+    int rc = 0;
+    if (!cls || !rep || !need || !need_rep || !score) {
+        rc = us_err_nomem(err);
+        goto done;
+    }
+    for (size_t id = 0; id < ncls; id++) {
+        int first = us_classes_first(c, (int)id);
+        if (first < 0) continue;
+        int node = p->nodes[first];
+        if (!us_place_allowed(p, pod, node) || !us_use_fits(&p->ai[first], &st->nodes[node], w->request, -1))
+            continue;
+        cls[nf] = (int)id;
+        rep[nf++] = first;
+        double s;
+        if (!us_classes_score(c, pc, (int)id, &s)) {
+            need[nneed] = (int)id;
+            need_rep[nneed++] = first;
+        }
+    }
+    if (nf == 0) goto done;
+    if (nneed && (rc = score_classes(p, pod, pc, need, need_rep, nneed, err)) < 0) goto done;
+    for (size_t i = 0; i < nf; i++)
+        if (!us_classes_score(c, pc, cls[i], &score[i])) {
+            /* the policy changed mid-way and dropped the cache: score again */
+            if ((rc = score_classes(p, pod, pc, &cls[i], &rep[i], 1, err)) < 0) goto done;
+            us_classes_score(c, pc, cls[i], &score[i]);
+        }
+
+    /* highest score; among equals the least background displaced (when
+     * enabled: it counts only what this pod would add), then the name */
+    size_t best = 0;
+    int best_disp = -1;
+    us_res none = {{0}};
+    for (size_t i = 1; i < nf; i++) {
+        bool better = score[i] > score[best];
+        if (score[i] == score[best]) {
+            int d = 0;
+            if (p->opts->background_aware_ties) {
+                if (best_disp < 0)
+                    best_disp = us_place_displaced(p, p->nodes[rep[best]], w->request) -
+                                us_place_displaced(p, p->nodes[rep[best]], none);
+                d = us_place_displaced(p, p->nodes[rep[i]], w->request) -
+                    us_place_displaced(p, p->nodes[rep[i]], none);
+            }
+            better = (p->opts->background_aware_ties && d < best_disp) ||
+                     ((!p->opts->background_aware_ties || d == best_disp) && rep[i] < rep[best]);
+            if (better && p->opts->background_aware_ties) best_disp = d;
+        } else if (better) {
+            best_disp = -1;
+        }
+        if (better) best = i;
+    }
+    *out = p->nodes[rep[best]];
+done:
+    free(cls);
+    free(rep);
+    free(need);
+    free(need_rep);
+    free(score);
     return rc;
 }

@@ -9,6 +9,8 @@
  */
 #include "plan.h"
 
+#include "nodeclass.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,12 +130,15 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->node_first = calloc(nn + 1, sizeof *p->node_first);
     p->node_pods = calloc(np, sizeof *p->node_pods);
     p->held = calloc(nw, sizeof *p->held);
+    p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
+    p->wl_pending = calloc(np, sizeof *p->wl_pending);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
     p->demand = calloc(nq, sizeof *p->demand);
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
+        !p->wl_first || !p->wl_pending ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
@@ -165,6 +170,22 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
                 int n = p->pos[pod->node];
                 p->node_pods[p->node_first[n] + fill[n]++] = (int)i;
             }
+        }
+        free(fill);
+    }
+
+    /* pending pods by workload (counting sort keeps creation order) */
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
+            p->wl_first[st->pods[i].workload + 1]++;
+    for (size_t w = 0; w < st->nworkloads; w++) p->wl_first[w + 1] += p->wl_first[w];
+    {
+        int *fill = calloc(st->nworkloads + 1, sizeof *fill);
+        if (!fill) goto fail;
+        for (size_t i = 0; i < st->npods; i++) {
+            int w = st->pods[i].workload;
+            if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
+                p->wl_pending[p->wl_first[w] + fill[w]++] = (int)i;
         }
         free(fill);
     }
@@ -212,11 +233,14 @@ void us_plan_free(us_plan *p) {
     free(p->node_first);
     free(p->node_pods);
     free(p->held);
+    free(p->wl_first);
+    free(p->wl_pending);
     free(p->alloc);
     free(p->alloc_np);
     free(p->demand);
     free(p->fair);
     free(p->undo);
+    us_classes_free(p->classes);
     memset(p, 0, sizeof *p);
 }
 
@@ -255,6 +279,7 @@ static void account(us_plan *p, int pod, int node, int slot, int sign, int *slot
     }
     queue_add(p, w->queue, w->request, w->preemptibility != US_PREEMPTIBLE, sign);
     p->held[p->st->pods[pod].workload] += sign;
+    if (p->classes && us_classes_node_changed(p->classes, p, p->pos[node]) < 0) p->oom = true;
 }
 
 int us_plan_place(us_plan *p, int pod, int node, us_action act) {
@@ -264,7 +289,7 @@ int us_plan_place(us_plan *p, int pod, int node, us_action act) {
     p->pnode[pod] = node;
     p->pact[pod] = (uint8_t)act;
     p->placed[p->nplaced++] = pod;
-    return 0;
+    return p->oom ? -1 : 0;
 }
 
 int us_plan_evict(us_plan *p, int pod, us_action act, int evictor) {
@@ -274,7 +299,7 @@ int us_plan_evict(us_plan *p, int pod, us_action act, int evictor) {
     p->flags[pod] |= US_PF_VICTIM;
     p->pact[pod] = (uint8_t)act;
     p->evictor[pod] = evictor;
-    return 0;
+    return p->oom ? -1 : 0;
 }
 
 size_t us_plan_mark(const us_plan *p) { return p->nundo; }

@@ -73,6 +73,8 @@ typedef struct us_plan {
 
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
+    int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
+    int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
 
     /* per queue [st->nqueues]; parents include their children */
     us_res *alloc;       /* AI allocation */
@@ -83,6 +85,8 @@ typedef struct us_plan {
     us_undo *undo;
     size_t nundo, cap_undo;
 
+    struct us_classes *classes;  /* node and pod classes (nodeclass.h), built on first use */
+    bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
                                  moves to the previous version when one fails */
 } us_plan;

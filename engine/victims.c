@@ -166,7 +166,7 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
     for (;;) {
         int missing = us_gang_missing(p, w);
         search s = {p, w, act, missing > 0 ? missing : 1};
-        int *pods = malloc((p->npods ? p->npods : 1) * sizeof *pods);
+        int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
         if (!pods) return us_err_nomem(err);
         size_t pending = us_gang_pending(p, w, pods);
         free(pods);

@@ -1,0 +1,312 @@
+/*
+ * nodeclass.c — equivalence classes of nodes and pods, and the score cache
+ * keyed by them (see nodeclass.h).
+ *
+ * Node classes live in an open-addressing hash table keyed by the node's
+ * view; each class keeps a min-heap of member positions so that the first
+ * member by name is found at once.  Members that left are dropped from the
+ * heap lazily.  Pod classes are few (one per distinct pod view), found by a
+ * short linear search and cached per workload.
+ */
+#include "nodeclass.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct nkey {
+    const us_labels *labels;
+    us_res cap;
+    int gpus;
+    int cordon;
+    uint64_t bg;       /* background work on the node (ties), 0 when unused */
+    us_use ai;
+} nkey;
+
+typedef struct nclass {
+    nkey key;
+    uint64_t hash;
+    int count;         /* members now */
+    int *heap, nheap, capheap;
+} nclass;
+
+typedef struct pclass {
+    us_res req;
+    const us_labels *sel, *labels;
+    int priority, queue;
+    bool background;
+    double *scores;    /* [nscores] by node class; NAN: not scored */
+    int nscores;
+} pclass;
+
+struct us_classes {
+    nclass *cls;
+    int ncls, capcls;
+    int *table;        /* class id + 1, or 0 for empty */
+    size_t tcap;
+    int *node_class;   /* [nnodes] */
+    uint64_t *bgsig;   /* [nnodes] */
+    pclass *pcs;
+    int npcs, cappcs;
+    int *wl_class;     /* [nworkloads]: pod class, or -1 not known yet */
+};
+
+/* ---- hashing ---------------------------------------------------------- */
+
+static uint64_t mix(uint64_t h, const void *data, size_t n) {
+    const unsigned char *s = data;
+    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+static uint64_t mix_str(uint64_t h, const char *s) { return mix(h, s, strlen(s) + 1); }
+
+static uint64_t hash_labels(uint64_t h, const us_labels *l) {
+    for (size_t i = 0; i < l->n; i++) h = mix_str(mix_str(h, l->items[i].key), l->items[i].value);
+    return mix(h, &l->n, sizeof l->n);
+}
+
+static bool labels_equal(const us_labels *a, const us_labels *b) {
+    if (a == b) return true;
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].key, b->items[i].key) || strcmp(a->items[i].value, b->items[i].value))
+            return false;
+    return true;
+}
+
+static uint64_t hash_key(const nkey *k) {
+    uint64_t h = hash_labels(0xcbf29ce484222325ULL, k->labels);
+    /* the key is zero-filled before it is set, so padding hashes the same */
+    return mix(h, &k->cap, sizeof *k - offsetof(nkey, cap));
+}
+
+static bool key_equal(const nkey *a, const nkey *b) {
+    return labels_equal(a->labels, b->labels) &&
+           memcmp(&a->cap, &b->cap, sizeof *a - offsetof(nkey, cap)) == 0;
+}
+
+/* ---- background signature ----------------------------------------------- */
+
+static const us_state *sig_st;
+static int by_name(const void *a, const void *b) {
+    return strcmp(sig_st->pods[*(const int *)a].name, sig_st->pods[*(const int *)b].name);
+}
+
+/* What a tie-break looks at on a node besides the AI view: its running
+ * background pods in name order and what terminating pods still hold. */
+static uint64_t background_signature(const us_plan *p, int pos, int *scratch) {
+    const us_state *st = p->st;
+    uint64_t h = 0xcbf29ce484222325ULL;
+    int n = 0;
+    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+        int i = p->node_pods[k];
+        const us_pod *pd = &st->pods[i];
+        const us_workload *w = &st->workloads[pd->workload];
+        if (pd->state == US_POD_RUNNING && w->background) scratch[n++] = i;
+        else if (pd->state == US_POD_RELEASING) h = mix(mix(h, &w->request, sizeof w->request), "r", 1);
+    }
+    sig_st = st;
+    qsort(scratch, (size_t)n, sizeof *scratch, by_name);
+    for (int j = 0; j < n; j++) {
+        const us_res *r = &st->workloads[st->pods[scratch[j]].workload].request;
+        h = mix(mix(h, r, sizeof *r), "b", 1);
+    }
+    return h;
+}
+
+/* ---- node classes --------------------------------------------------------- */
+
+static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
+    const us_node *n = &p->st->nodes[p->nodes[pos]];
+    memset(k, 0, sizeof *k);
+    k->labels = &n->labels;
+    k->cap = n->cap;
+    k->gpus = n->gpus;
+    k->cordon = n->unschedulable;
+    k->bg = c->bgsig[pos];
+    k->ai = p->ai[pos];
+}
+
+static int grow_table(us_classes *c) {
+    size_t ncap = c->tcap ? c->tcap * 2 : 256;
+    int *t = calloc(ncap, sizeof *t);
+    if (!t) return -1;
+    for (int id = 0; id < c->ncls; id++) {
+        size_t h = c->cls[id].hash & (ncap - 1);
+        while (t[h]) h = (h + 1) & (ncap - 1);
+        t[h] = id + 1;
+    }
+    free(c->table);
+    c->table = t;
+    c->tcap = ncap;
+    return 0;
+}
+
+/* The class of key k, created when new; -1 when memory runs out. */
+static int class_of(us_classes *c, const nkey *k) {
+    uint64_t h = hash_key(k);
+    if ((size_t)(c->ncls + 1) * 2 > c->tcap && grow_table(c) < 0) return -1;
+    size_t slot = h & (c->tcap - 1);
+    for (; c->table[slot]; slot = (slot + 1) & (c->tcap - 1)) {
+        nclass *x = &c->cls[c->table[slot] - 1];
+        if (x->hash == h && key_equal(&x->key, k)) return c->table[slot] - 1;
+    }
+    if (c->ncls == c->capcls) {
+        int ncap = c->capcls ? c->capcls * 2 : 64;
+        nclass *x = realloc(c->cls, (size_t)ncap * sizeof *x);
+        if (!x) return -1;
+        c->cls = x;
+        c->capcls = ncap;
+    }
+    nclass *x = &c->cls[c->ncls];
+    memset(x, 0, sizeof *x);
+    x->key = *k;
+    x->hash = h;
+    c->table[slot] = c->ncls + 1;
+    return c->ncls++;
+}
+
+static int heap_push(nclass *x, int pos) {
+    if (x->nheap == x->capheap) {
+        int ncap = x->capheap ? x->capheap * 2 : 8;
+        int *h = realloc(x->heap, (size_t)ncap * sizeof *h);
+        if (!h) return -1;
+        x->heap = h;
+        x->capheap = ncap;
+    }
+    int i = x->nheap++;
+    while (i > 0 && x->heap[(i - 1) / 2] > pos) {
+        x->heap[i] = x->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    x->heap[i] = pos;
+    return 0;
+}
+
+static void heap_pop(nclass *x) {
+    int last = x->heap[--x->nheap], i = 0;
+    for (;;) {
+        int l = 2 * i + 1, m = i;
+        if (l >= x->nheap) break;
+        m = (l + 1 < x->nheap && x->heap[l + 1] < x->heap[l]) ? l + 1 : l;
+        if (x->heap[m] >= last) break;
+        x->heap[i] = x->heap[m];
+        i = m;
+    }
+    if (x->nheap > 0) x->heap[i] = last;
+}
+
+static int join(us_classes *c, const us_plan *p, int pos) {
+    nkey k;
+    make_key(c, p, pos, &k);
+    int id = class_of(c, &k);
+    if (id < 0) return -1;
+    c->node_class[pos] = id;
+    c->cls[id].count++;
+    return heap_push(&c->cls[id], pos);
+}
+
+us_classes *us_classes_new(const us_plan *p) {
+    us_classes *c = calloc(1, sizeof *c);
+    size_t nn = p->nnodes ? p->nnodes : 1, nw = p->st->nworkloads ? p->st->nworkloads : 1;
+    int *scratch = malloc((p->npods ? p->npods : 1) * sizeof *scratch);
+    if (!c || !scratch) goto fail;
+    c->node_class = malloc(nn * sizeof *c->node_class);
+    c->bgsig = calloc(nn, sizeof *c->bgsig);
+    c->wl_class = malloc(nw * sizeof *c->wl_class);
+    if (!c->node_class || !c->bgsig || !c->wl_class) goto fail;
+    for (size_t w = 0; w < nw; w++) c->wl_class[w] = -1;
+    for (size_t pos = 0; pos < p->nnodes; pos++) {
+        if (p->opts->background_aware_ties) c->bgsig[pos] = background_signature(p, (int)pos, scratch);
+        if (join(c, p, (int)pos) < 0) goto fail;
+    }
+    free(scratch);
+    return c;
+fail:
+    free(scratch);
+    us_classes_free(c);
+    return NULL;
+}
+
+void us_classes_free(us_classes *c) {
+    if (!c) return;
+    for (int i = 0; i < c->ncls; i++) free(c->cls[i].heap);
+    for (int i = 0; i < c->npcs; i++) free(c->pcs[i].scores);
+    free(c->cls);
+    free(c->table);
+    free(c->node_class);
+    free(c->bgsig);
+    free(c->pcs);
+    free(c->wl_class);
+    free(c);
+}
+
+int us_classes_node_changed(us_classes *c, const us_plan *p, int pos) {
+    c->cls[c->node_class[pos]].count--;  /* its heap entry goes lazily */
+    return join(c, p, pos);
+}
+
+int us_classes_count(const us_classes *c) { return c->ncls; }
+
+int us_classes_first(us_classes *c, int id) {
+    nclass *x = &c->cls[id];
+    if (x->count == 0) return -1;
+    while (x->nheap > 0 && c->node_class[x->heap[0]] != id) heap_pop(x);
+    return x->nheap > 0 ? x->heap[0] : -1;
+}
+
+/* ---- pod classes and the score cache --------------------------------------- */
+
+int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
+    int w = p->st->pods[pod].workload;
+    if (c->wl_class[w] >= 0) return c->wl_class[w];
+    const us_workload *wl = &p->st->workloads[w];
+    pclass k = {wl->request, &wl->node_selector, &wl->labels, wl->priority, wl->queue,
+                wl->background, NULL, 0};
+    for (int i = 0; i < c->npcs; i++) {
+        const pclass *x = &c->pcs[i];
+        if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
+            x->queue == k.queue && x->background == k.background && labels_equal(x->sel, k.sel) &&
+            labels_equal(x->labels, k.labels))
+            return c->wl_class[w] = i;
+    }
+    if (c->npcs == c->cappcs) {
+        int ncap = c->cappcs ? c->cappcs * 2 : 16;
+        pclass *x = realloc(c->pcs, (size_t)ncap * sizeof *x);
+        if (!x) return -1;
+        c->pcs = x;
+        c->cappcs = ncap;
+    }
+    c->pcs[c->npcs] = k;
+    return c->wl_class[w] = c->npcs++;
+}
+
+bool us_classes_score(us_classes *c, int pc, int nc, double *score) {
+    const pclass *x = &c->pcs[pc];
+    if (nc >= x->nscores || isnan(x->scores[nc])) return false;
+    *score = x->scores[nc];
+    return true;
+}
+
+int us_classes_set_score(us_classes *c, int pc, int nc, double score) {
+    pclass *x = &c->pcs[pc];
+    if (nc >= x->nscores) {
+        int n = c->capcls > nc ? c->capcls : nc + 1;
+        double *s = realloc(x->scores, (size_t)n * sizeof *s);
+        if (!s) return -1;
+        for (int i = x->nscores; i < n; i++) s[i] = NAN;
+        x->scores = s;
+        x->nscores = n;
+    }
+    x->scores[nc] = score;
+    return 0;
+}
+
+void us_classes_clear_scores(us_classes *c) {
+    for (int i = 0; i < c->npcs; i++) {
+        free(c->pcs[i].scores);
+        c->pcs[i].scores = NULL;
+        c->pcs[i].nscores = 0;
+    }
+}

@@ -1,0 +1,369 @@
+/*
+ * bench.c — the cycle benchmark (make bench; docs/benchmarks.md).
+ *
+ * Generates a synthetic cluster deterministically from a seed, writes it as
+ * a scenario document, loads it the way the CLI does, submits everything and
+ * times one full scheduling cycle, phase by phase.  Each measurement runs in
+ * a child process so that its peak memory is its own.  The same input is run
+ * with the default Lua policies and with the same policies compiled in C,
+ * side by side, so the figures that matter are ratios.
+ *
+ *   understory-bench [--nodes N[,N...]] [--seed S] [--policies DIR]
+ *                    [--write FILE]   (write the scenario for N nodes, no run)
+ *
+ * The cluster, for N nodes of 8 GPUs (128 cores, 1 TiB):
+ *   - 50 leaf queues in a three-level tree (2 orgs x 5 departments x 5 teams)
+ *     and a background queue with quota 0;
+ *   - running AI pods on about 70% of the GPUs: 35% of the nodes hold one
+ *     pod of a 4-pod 8-GPU gang, the rest 4 or 5 single-GPU pods of 20-pod
+ *     deployments; one CPU-only AI pod (a data loader) on every node;
+ *   - three background DaemonSets (a pod on every node) and background
+ *     single-GPU burn-in pods in the gaps (2 on every node with room);
+ *   - a backlog of pending AI work: N*4/5 single-GPU pods in 50-pod
+ *     deployments and N/40 gangs of eight 8-GPU pods, over the 50 queues.
+ * At 10,000 nodes that is about 105,000 pods, 10,000 of them pending AI.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cycle.h"
+#include "lifecycle.h"
+#include "policy.h"
+#include "scenario.h"
+
+/* ---- a growing text buffer ---------------------------------------------- */
+
+typedef struct buf {
+    char *s;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(buf *b, const char *fmt, ...) {
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->s + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+        if (k < 0) abort();
+        if ((size_t)k < b->cap - b->n) {
+            b->n += (size_t)k;
+            return;
+        }
+        b->cap = b->cap ? b->cap * 2 : 1 << 20;
+        b->s = realloc(b->s, b->cap);
+        if (!b->s) {
+            fprintf(stderr, "understory-bench: out of memory\n");
+            exit(1);
+        }
+    }
+}
+
+/* ---- the generator -------------------------------------------------------- */
+
+static uint64_t rng;
+static uint64_t next(void) { /* splitmix64 */
+    uint64_t z = (rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+#define NLEAF 50
+
+static const char *leaf(int i, char *out, size_t len) {
+    snprintf(out, len, "team-%d-%d-%d", i / 25, (i / 5) % 5, i % 5);
+    return out;
+}
+
+/* Pre-existing pods of one workload: a list of node indices. */
+typedef struct podlist {
+    int *nodes;
+    int n;
+} podlist;
+
+static void generate(buf *b, int nodes, uint64_t seed) {
+    rng = seed;
+    char q[64];
+    put(b, "{\"name\": \"bench %d nodes\", \"cycle_interval\": 10, \"horizon\": 0,\n", nodes);
+
+    put(b, "\"nodes\": [\n");
+    for (int i = 0; i < nodes; i++)
+        put(b, "%s{\"name\": \"node-%05d\", \"cpu\": 128, \"memory\": \"1Ti\", \"gpu\": 8, "
+               "\"labels\": {\"zone\": \"z%d\"}}\n", i ? "," : "", i, i % 4);
+    put(b, "],\n");
+
+    /* queues: quotas add up to 70% of the GPUs */
+    long long gpus = 8LL * nodes;
+    double leaf_quota = (double)gpus * 0.7 / NLEAF;
+    put(b, "\"queues\": [\n");
+    for (int o = 0; o < 2; o++) {
+        put(b, "%s{\"name\": \"org-%d\", \"resources\": {\"gpu\": {\"quota\": %.0f}}}\n", o ? "," : "",
+            o, leaf_quota * 25);
+        for (int d = 0; d < 5; d++) {
+            put(b, ",{\"name\": \"dept-%d-%d\", \"parent\": \"org-%d\", \"resources\": {\"gpu\": "
+                   "{\"quota\": %.0f, \"over_quota_weight\": %d}}}\n", o, d, o, leaf_quota * 5, 1 + d % 2);
+            for (int t = 0; t < 5; t++)
+                put(b, ",{\"name\": \"team-%d-%d-%d\", \"parent\": \"dept-%d-%d\", \"priority\": %d, "
+                       "\"resources\": {\"gpu\": {\"quota\": %.0f, \"over_quota_weight\": %d}}}\n",
+                    o, d, t, o, d, t == 0 ? 1 : 0, leaf_quota, 1 + t % 3);
+        }
+    }
+    put(b, ",{\"name\": \"infra-bg\", \"resources\": {"
+           "\"gpu\": {\"quota\": 0, \"over_quota_weight\": 0},"
+           "\"cpu\": {\"quota\": 0, \"over_quota_weight\": 0},"
+           "\"memory\": {\"quota\": 0, \"over_quota_weight\": 0}}}\n]");
+
+    /* running AI work, node by node */
+    int *gang_nodes = malloc(sizeof(int) * (size_t)nodes);
+    int *single_nodes = malloc(sizeof(int) * (size_t)nodes * 5);
+    int *free_gpus = malloc(sizeof(int) * (size_t)nodes);
+    if (!gang_nodes || !single_nodes || !free_gpus) abort();
+    int ngang = 0, nsingle = 0;
+    for (int i = 0; i < nodes; i++) {
+        if (i % 20 < 7) {
+            gang_nodes[ngang++] = i;
+            free_gpus[i] = 0;
+        } else {
+            int k = 4 + (i % 3 == 0);
+            for (int j = 0; j < k; j++) single_nodes[nsingle++] = i;
+            free_gpus[i] = 8 - k;
+        }
+    }
+    put(b, ",\n\"workloads\": [\n");
+    int nw = 0;
+    /* gangs of four 8-GPU pods */
+    for (int g = 0; g * 4 < ngang; g++) {
+        int n = ngang - g * 4 < 4 ? ngang - g * 4 : 4;
+        put(b, "%s{\"name\": \"run-gang-%d\", \"queue\": \"%s\", \"replicas\": %d, \"min_member\": %d, "
+               "\"requests\": {\"gpu\": 8, \"cpu\": 64, \"memory\": \"512Gi\"}, \"pods\": [",
+            nw++ ? "," : "", g, leaf(g % NLEAF, q, sizeof q), n, n);
+        for (int j = 0; j < n; j++)
+            put(b, "%s{\"node\": \"node-%05d\", \"state\": \"running\"}", j ? "," : "", gang_nodes[g * 4 + j]);
+        put(b, "]}\n");
+    }
+    /* deployments of 20 single-GPU pods */
+    for (int d = 0; d * 20 < nsingle; d++) {
+        int n = nsingle - d * 20 < 20 ? nsingle - d * 20 : 20;
+        put(b, ",{\"name\": \"run-svc-%d\", \"queue\": \"%s\", \"controller\": \"deployment\", "
+               "\"replicas\": %d, \"requests\": {\"gpu\": 1, \"cpu\": 8, \"memory\": \"64Gi\"}, \"pods\": [",
+            d, leaf((d * 7) % NLEAF, q, sizeof q), n);
+        for (int j = 0; j < n; j++)
+            put(b, "%s{\"node\": \"node-%05d\", \"state\": \"running\"}", j ? "," : "", single_nodes[d * 20 + j]);
+        put(b, "]}\n");
+    }
+    /* a CPU-only data loader on every node, in deployments of 100 */
+    for (int d = 0; d * 100 < nodes; d++) {
+        int n = nodes - d * 100 < 100 ? nodes - d * 100 : 100;
+        put(b, ",{\"name\": \"loader-%d\", \"queue\": \"%s\", \"controller\": \"deployment\", "
+               "\"replicas\": %d, \"requests\": {\"cpu\": 4, \"memory\": \"16Gi\"}, \"pods\": [",
+            d, leaf((d * 11) % NLEAF, q, sizeof q), n);
+        for (int j = 0; j < n; j++)
+            put(b, "%s{\"node\": \"node-%05d\", \"state\": \"running\"}", j ? "," : "", d * 100 + j);
+        put(b, "]}\n");
+    }
+    /* background: three daemonsets, running everywhere */
+    static const char *daemons[] = {"node-exporter", "health-check", "dcgm-exporter"};
+    for (int k = 0; k < 3; k++) {
+        put(b, ",{\"name\": \"%s\", \"queue\": \"infra-bg\", \"controller\": \"daemonset\", "
+               "\"labels\": {\"kai.scheduler/background\": \"true\"}, \"termination_grace\": 5, "
+               "\"requests\": {\"cpu\": \"%dm\", \"memory\": \"%dMi\"}, \"pods\": [",
+            daemons[k], 100 * (k + 1), 128 * (k + 1));
+        for (int i = 0; i < nodes; i++)
+            put(b, "%s{\"node\": \"node-%05d\", \"state\": \"running\"}", i ? "," : "", i);
+        put(b, "]}\n");
+    }
+    /* background burn-in: 2 single-GPU pods on every node with room */
+    int nburn = 0;
+    for (int i = 0; i < nodes; i++)
+        if (free_gpus[i] >= 2) nburn += 2;
+    put(b, ",{\"name\": \"gpu-burn\", \"queue\": \"infra-bg\", \"controller\": \"deployment\", "
+           "\"replicas\": %d, \"labels\": {\"kai.scheduler/background\": \"true\"}, "
+           "\"termination_grace\": 5, \"requests\": {\"gpu\": 1, \"cpu\": 1, \"memory\": \"4Gi\"}, \"pods\": [",
+        nburn);
+    int first = 1;
+    for (int i = 0; i < nodes; i++)
+        for (int j = 0; free_gpus[i] >= 2 && j < 2; j++) {
+            put(b, "%s{\"node\": \"node-%05d\", \"state\": \"running\"}", first ? "" : ",", i);
+            first = 0;
+        }
+    put(b, "]}\n");
+
+    /* pending AI backlog */
+    int singles = nodes * 4 / 5, gangs = nodes / 40;
+    for (int d = 0; d * 50 < singles; d++) {
+        int n = singles - d * 50 < 50 ? singles - d * 50 : 50;
+        put(b, ",{\"name\": \"new-svc-%d\", \"queue\": \"%s\", \"controller\": \"deployment\", "
+               "\"replicas\": %d, \"priority\": %d, \"requests\": {\"gpu\": 1, \"cpu\": 8, \"memory\": \"64Gi\"}}\n",
+            d, leaf((int)(next() % NLEAF), q, sizeof q), n, next() % 4 == 0 ? 75 : 50);
+    }
+    for (int g = 0; g < gangs; g++)
+        put(b, ",{\"name\": \"new-gang-%d\", \"queue\": \"%s\", \"replicas\": 8, \"min_member\": 8, "
+               "\"requests\": {\"gpu\": 8, \"cpu\": 64, \"memory\": \"512Gi\"}}\n",
+            g, leaf((int)(next() % NLEAF), q, sizeof q));
+    put(b, "]}\n");
+    free(gang_nodes);
+    free(single_nodes);
+    free(free_gpus);
+}
+
+/* ---- one measurement (in a child process) --------------------------------- */
+
+typedef struct result {
+    double load, submit, cycle;
+    us_cycle_profile prof;
+    size_t pods, pending_ai;
+    long peak_kib;
+    int ok;
+} result;
+
+static double now(void) { return us_cycle_clock(); }
+
+static void measure(int nodes, uint64_t seed, const char *policies, result *r) {
+    memset(r, 0, sizeof *r);
+    buf b = {0};
+    generate(&b, nodes, seed);
+    us_err err = {0};
+    us_scenario sc;
+    double t0 = now();
+    if (us_scenario_load_string(&sc, b.s, b.n, NULL, &err) < 0) {
+        fprintf(stderr, "understory-bench: generated scenario does not load: %s\n", err.msg);
+        return;
+    }
+    r->load = now() - t0;
+    free(b.s);
+    us_policy *pol = NULL;
+    if (policies && !(pol = us_policy_load(policies, NULL, &err))) {
+        fprintf(stderr, "understory-bench: %s\n", err.msg);
+        us_scenario_free(&sc);
+        return;
+    }
+    us_state *st = &sc.state;
+    t0 = now();
+    for (size_t w = 0; w < st->nworkloads; w++)
+        if (us_life_submit(st, (int)w, 0) < 0) abort();
+    r->submit = now() - t0;
+    r->pods = st->npods;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].state == US_POD_PENDING && !st->workloads[st->pods[i].workload].background)
+            r->pending_ai++;
+
+    us_cycle_opts o;
+    us_cycle_opts_default(&o);
+    o.profile = &r->prof;
+    us_cycle_log log;
+    us_cycle_log_init(&log);
+    if (pol) us_policy_seed(pol, 1);
+    t0 = now();
+    int rc = us_cycle_run(st, pol, 0, &o, &log, NULL, NULL, &err);
+    r->cycle = now() - t0;
+    if (rc < 0) fprintf(stderr, "understory-bench: cycle failed: %s\n", err.msg);
+    r->ok = rc == 0;
+    us_cycle_log_free(&log);
+    us_policy_free(pol);
+    us_scenario_free(&sc);
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    r->peak_kib = ru.ru_maxrss;
+}
+
+static int run_child(int nodes, uint64_t seed, const char *policies, result *r) {
+    int fd[2];
+    if (pipe(fd) < 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        result mine;
+        measure(nodes, seed, policies, &mine);
+        ssize_t k = write(fd[1], &mine, sizeof mine);
+        _exit(k == (ssize_t)sizeof mine ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t k = read(fd[0], r, sizeof *r);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+}
+
+static void print_row(const char *label, const result *r) {
+    const us_cycle_profile *p = &r->prof;
+    printf("  %-4s cycle %8.3f s | snapshot %6.3f  evict %6.3f  fairshare %6.3f  allocate %6.3f  "
+           "reclaim+preempt %6.3f  re-offer %6.3f  commit %6.3f\n",
+           label, r->cycle, p->snapshot, p->eviction, p->fairshare, p->allocate, p->victims,
+           p->reoffer, p->commit);
+    printf("       lua calls %9llu  in policy %6.3f s | placed %6d pods (%.0f/s) | peak %6.0f MiB | "
+           "load %.3f s\n",
+           p->policy_calls, p->policy_seconds, p->placed, r->cycle > 0 ? p->placed / r->cycle : 0,
+           r->peak_kib / 1024.0, r->load);
+}
+
+int main(int argc, char **argv) {
+    int sizes[16] = {1000, 5000, 10000};
+    int nsizes = 3;
+    uint64_t seed = 42;
+    const char *policies = "policies", *write_to = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
+            nsizes = 0;
+            for (char *s = argv[++i]; *s && nsizes < 16;) {
+                sizes[nsizes++] = (int)strtol(s, &s, 10);
+                if (*s == ',') s++;
+            }
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            seed = strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--policies") == 0 && i + 1 < argc) {
+            policies = argv[++i];
+        } else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) {
+            write_to = argv[++i];
+        } else {
+            fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--seed S] [--policies DIR] "
+                            "[--write FILE]\n");
+            return 2;
+        }
+    }
+    if (write_to) {
+        buf b = {0};
+        generate(&b, sizes[0], seed);
+        FILE *f = fopen(write_to, "w");
+        if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0) {
+            fprintf(stderr, "understory-bench: %s: %s\n", write_to, strerror(errno));
+            return 1;
+        }
+        free(b.s);
+        return 0;
+    }
+
+    printf("understory benchmark: one full cycle, seed %llu, policies %s vs built-in C\n",
+           (unsigned long long)seed, policies);
+    double base = 0;
+    int base_nodes = 0, failed = 0;
+    for (int s = 0; s < nsizes; s++) {
+        result lua, c;
+        if (run_child(sizes[s], seed, policies, &lua) < 0 || run_child(sizes[s], seed, NULL, &c) < 0) {
+            printf("%d nodes: FAILED\n", sizes[s]);
+            failed = 1;
+            continue;
+        }
+        printf("\n%d nodes, %zu pods, %zu pending AI pods\n", sizes[s], lua.pods, lua.pending_ai);
+        print_row("lua", &lua);
+        print_row("c", &c);
+        printf("  lua / c cycle time: %.2fx\n", c.cycle > 0 ? lua.cycle / c.cycle : 0);
+        if (!base_nodes) {
+            base = lua.cycle;
+            base_nodes = sizes[s];
+        } else {
+            printf("  cost per node vs %d nodes: %.2fx (1.00 = linear)\n", base_nodes,
+                   (lua.cycle / sizes[s]) / (base / base_nodes));
+        }
+    }
+    return failed;
+}
