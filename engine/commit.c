@@ -29,14 +29,20 @@ static us_use *physical_use(const us_state *st) {
     return u;
 }
 
-/* Names of the pods terminating on node, sorted: what a pipelined pod waits for. */
-static int waiting_list(const us_state *st, int node, const char ***out, size_t *n) {
-    const char **names = malloc((st->npods ? st->npods : 1) * sizeof *names);
+/* Names of the pods terminating on the node at plan position pos, sorted:
+ * what a pipelined pod waits for.  Only pods that were on the node at the
+ * snapshot can be terminating there now. */
+static int waiting_list(const us_plan *p, int pos, const char ***out, size_t *n) {
+    const us_state *st = p->st;
+    int node = p->nodes[pos];
+    size_t cnt = (size_t)(p->node_first[pos + 1] - p->node_first[pos]);
+    const char **names = malloc((cnt ? cnt : 1) * sizeof *names);
     if (!names) return -1;
     *n = 0;
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && st->pods[i].node == node && st->pods[i].state == US_POD_RELEASING)
-            names[(*n)++] = st->pods[i].name;
+    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+        const us_pod *pd = &st->pods[p->node_pods[k]];
+        if (!pd->gone && pd->node == node && pd->state == US_POD_RELEASING) names[(*n)++] = pd->name;
+    }
     /* insertion sort: the list is short */
     for (size_t i = 1; i < *n; i++)
         for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
@@ -111,14 +117,6 @@ static int emit_groups(const us_state *st, us_cycle_log *log, const evict_group 
     return 0;
 }
 
-/* The AI workload of the first new AI pod planned on node: who needed
- * a background pod's room there. */
-static int first_ai_on(const us_plan *p, int node) {
-    for (size_t k = 0; k < p->nplaced; k++)
-        if (p->pnode[p->placed[k]] == node) return p->st->pods[p->placed[k]].workload;
-    return -1;
-}
-
 int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err) {
     us_state *st = p->st;
     evict_group *groups = NULL;
@@ -126,6 +124,13 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
     us_use *phys = NULL;
     const char **waits = NULL;
     int rc = -1;
+    /* per node: the workload of the first new AI pod planned there, who
+     * needed a background pod's room */
+    int *first_ai = malloc((p->nnodes ? p->nnodes : 1) * sizeof *first_ai);
+    if (!first_ai) return us_err_nomem(err);
+    for (size_t k = 0; k < p->nnodes; k++) first_ai[k] = -1;
+    for (size_t k = p->nplaced; k-- > 0;)
+        first_ai[p->pos[p->pnode[p->placed[k]]]] = p->st->pods[p->placed[k]].workload;
 
     /* 1. AI victims (pod indices < p->npods stay valid: evict only appends) */
     for (size_t i = 0; i < p->npods; i++) {
@@ -148,7 +153,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         if (bg->keep[k]) continue;
         int i = bg->running[k];
         int node = st->pods[i].node;
-        int ev = first_ai_on(p, node);
+        int ev = first_ai[p->pos[node]];
         if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name,
                             st->nodes[node].name, NULL, 0, ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
             note_group(&groups, &ngroups, &capg, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
@@ -177,7 +182,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         } else {
             size_t nw = 0;
             pd->state = US_POD_PIPELINED;
-            if (waiting_list(st, node, &waits, &nw) < 0 ||
+            if (waiting_list(p, p->pos[node], &waits, &nw) < 0 ||
                 us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, st->nodes[node].name,
                                 waits, nw, NULL) < 0)
                 goto nomem;
@@ -208,5 +213,6 @@ out:
     free(groups);
     free(phys);
     free(waits);
+    free(first_ai);
     return rc;
 }

@@ -151,20 +151,29 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
 
 /* A gang runs once min_member of its pods run; one that no longer holds
  * min_member starts again when it next runs. */
-static void gang_clock(us_state *st, double now) {
+static int gang_clock(us_state *st, double now) {
+    int *running = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *running);
+    int *holding = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *holding);
+    if (!running || !holding) {
+        free(running);
+        free(holding);
+        return -1;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (pd->gone) continue;
+        if (pd->state == US_POD_RUNNING) running[pd->workload]++;
+        if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) holding[pd->workload]++;
+    }
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE) continue;
-        int running = 0, holding = 0;
-        for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *pd = &st->pods[i];
-            if (pd->workload != (int)w || pd->gone) continue;
-            if (pd->state == US_POD_RUNNING) running++;
-            if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) holding++;
-        }
-        if (holding < wl->min_member) wl->started_at = -1;
-        else if (running >= wl->min_member && wl->started_at < 0) wl->started_at = now;
+        if (holding[w] < wl->min_member) wl->started_at = -1;
+        else if (running[w] >= wl->min_member && wl->started_at < 0) wl->started_at = now;
     }
+    free(running);
+    free(holding);
+    return 0;
 }
 
 int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *o,
@@ -187,7 +196,6 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, err);
     free(pools);
     if (rc < 0) return -1;
-    gang_clock(st, now);
-    if (pending_reports(st, log) < 0) return us_err_nomem(err);
+    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0) return us_err_nomem(err);
     return 0;
 }

@@ -8,19 +8,12 @@
 #include "lifecycle.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool live(const us_pod *p) {
     return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
                         p->state == US_POD_RUNNING);
-}
-
-static bool has_live_pod(const us_state *st, int w, const char *name) {
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i]) &&
-            strcmp(st->pods[i].name, name) == 0)
-            return true;
-    return false;
 }
 
 static bool node_runs_daemon(const us_state *st, const us_workload *w, int n) {
@@ -29,35 +22,66 @@ static bool node_runs_daemon(const us_state *st, const us_workload *w, int n) {
            us_labels_match(&node->labels, &w->node_selector);
 }
 
-static int add_daemon_pod(us_state *st, int w, int n) {
+static int create_daemon_pod(us_state *st, int w, int n) {
     char name[512];
     snprintf(name, sizeof name, "%s-%s", st->workloads[w].name, st->nodes[n].name);
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && st->pods[i].pin == n && live(&st->pods[i])) return 0;
     return us_state_add_pod(st, w, name, n) < 0 ? -1 : 0;
 }
 
+/* Give node n its pod of daemonset w, unless it has one. */
+static int add_daemon_pod(us_state *st, int w, int n) {
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && st->pods[i].pin == n && live(&st->pods[i])) return 0;
+    return create_daemon_pod(st, w, n);
+}
+
+static int by_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Create the pods w lacks.  One pass over the pods finds what exists, so
+ * submitting every workload of a large cluster stays linear. */
 int us_life_submit(us_state *st, int w, double now) {
     (void)now;
     us_workload *wl = &st->workloads[w];
     wl->state = US_WL_ACTIVE;
     wl->started_at = -1;
+    int rc = -1;
+    size_t nlive = 0;
+    const char **names = NULL;
+    bool *has = NULL;
     if (wl->controller == US_CTRL_DAEMONSET) {
+        if (!(has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has))) return -1;
+        for (size_t i = 0; i < st->npods; i++)
+            if (st->pods[i].workload == w && st->pods[i].pin >= 0 && live(&st->pods[i]))
+                has[st->pods[i].pin] = true;
         for (size_t n = 0; n < st->nnodes; n++)
-            if (node_runs_daemon(st, wl, (int)n) && add_daemon_pod(st, w, (int)n) < 0) return -1;
-        return 0;
+            if (!has[n] && node_runs_daemon(st, wl, (int)n) && create_daemon_pod(st, w, (int)n) < 0)
+                goto out;
+        rc = 0;
+        goto out;
     }
-    int have = 0;
     for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i])) have++;
+        if (st->pods[i].workload == w && live(&st->pods[i])) nlive++;
+    if (!(names = malloc((nlive + 1) * sizeof *names))) return -1;
+    nlive = 0;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && live(&st->pods[i])) names[nlive++] = st->pods[i].name;
+    qsort(names, nlive, sizeof *names, by_str);
     char name[512];
+    const char *key = name;
+    int have = (int)nlive;
     for (int i = 0; have < wl->replicas; i++) {
         snprintf(name, sizeof name, "%s-%d", wl->name, i);
-        if (has_live_pod(st, w, name)) continue;
-        if (us_state_add_pod(st, w, name, -1) < 0) return -1;
+        if (bsearch(&key, names, nlive, sizeof *names, by_str)) continue;
+        if (us_state_add_pod(st, w, name, -1) < 0) goto out;
         have++;
     }
-    return 0;
+    rc = 0;
+out:
+    free(names);
+    free(has);
+    return rc;
 }
 
 /* A pod stops holding its node: it terminates for its grace period. */
@@ -199,4 +223,75 @@ void us_life_expire(us_state *st, double now) {
         if (st->pods[i].state == US_POD_RELEASING && st->pods[i].release_at <= now)
             st->pods[i].gone = true;
     us_state_compact_pods(st);
+}
+
+int us_life_node_changed(us_state *st, int n, double now) {
+    (void)now;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state != US_WL_ACTIVE || wl->controller != US_CTRL_DAEMONSET) continue;
+        if (node_runs_daemon(st, wl, n)) {
+            if (add_daemon_pod(st, (int)w, n) < 0) return -1;
+            continue;
+        }
+        for (size_t i = 0; i < st->npods; i++) {
+            us_pod *p = &st->pods[i];
+            if (p->workload == (int)w && p->pin == n && live(p)) terminate(st, p, now);
+        }
+    }
+    us_state_compact_pods(st);
+    return 0;
+}
+
+/* Rank of a pod for scaling down: lower goes first. */
+static int scale_rank(const us_pod *p) {
+    return p->state == US_POD_PENDING ? 0 : p->state == US_POD_PIPELINED ? 1 : 2;
+}
+
+int us_life_scale(us_state *st, int w, int replicas, double now) {
+    us_workload *wl = &st->workloads[w];
+    double started = wl->started_at;
+    int have = 0;
+    wl->replicas = replicas;
+    if (wl->state != US_WL_ACTIVE) return 0;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && live(&st->pods[i])) have++;
+    /* newest first within a rank: a scale-down undoes the latest growth */
+    while (have > replicas) {
+        us_pod *pick = NULL;
+        for (size_t i = 0; i < st->npods; i++) {
+            us_pod *p = &st->pods[i];
+            if (p->workload != w || !live(p)) continue;
+            if (!pick || scale_rank(p) < scale_rank(pick) ||
+                (scale_rank(p) == scale_rank(pick) && p->seq > pick->seq))
+                pick = p;
+        }
+        if (!pick) break;
+        terminate(st, pick, now);
+        have--;
+    }
+    us_state_compact_pods(st);
+    if (have < replicas && us_life_submit(st, w, now) < 0) return -1;
+    wl->started_at = started;
+    int evicted;
+    return us_life_gang_reset(st, w, now, &evicted);
+}
+
+int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
+    us_pod *p = &st->pods[pod];
+    int w = p->workload, evicted;
+    if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED ||
+        st->workloads[w].state != US_WL_ACTIVE) {
+        p->gone = true;
+    } else {
+        p->state = US_POD_PENDING;
+        p->node = -1;
+        p->shared_dev = -1;
+        if (recreated) p->seq = st->next_seq++;
+    }
+    us_state_compact_pods(st);
+    if (st->workloads[w].state == US_WL_ACTIVE && us_life_gang_reset(st, w, now, &evicted) < 0)
+        return -1;
+    us_state_compact_pods(st);
+    return 0;
 }

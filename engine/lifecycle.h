@@ -41,6 +41,25 @@ int us_life_gang_reset(us_state *st, int w, double now, int *evicted);
 /* Releasing pods whose grace has ended leave (call before a cycle). */
 void us_life_expire(us_state *st, double now);
 
+/* A present node's labels changed: active daemonsets whose selector now
+ * matches get a pending pod on it; the pods of those that no longer match
+ * terminate (not recreated). */
+int us_life_node_changed(us_state *st, int n, double now);
+
+/* The controller of w scales to replicas (not a daemonset): missing pods
+ * are created pending; extra ones terminate, newest first, pending before
+ * pipelined before running.  The gang's start time is kept. */
+int us_life_scale(us_state *st, int w, int replicas, double now);
+
+/* A pod was lost outside a decision (its node failed it, a bind failed, the
+ * cluster reports it gone).  A releasing pod just leaves.  Any other pod
+ * goes back to pending when its workload is active: as a new incarnation
+ * (newest, for victim order) when recreated, as the same one when it
+ * merely failed to bind (recreated false); otherwise it leaves.  A gang
+ * left below min_member goes back to pending whole.  Pods marked gone are
+ * compacted: pod indices past this one may shift. */
+int us_life_pod_lost(us_state *st, int pod, bool recreated, double now);
+
 /* Pods of w that run or are pipelined. */
 int us_life_count_holding(const us_state *st, int w);
 

@@ -66,14 +66,6 @@ static uint64_t hash_labels(uint64_t h, const us_labels *l) {
     return mix(h, &l->n, sizeof l->n);
 }
 
-static bool labels_equal(const us_labels *a, const us_labels *b) {
-    if (a == b) return true;
-    if (a->n != b->n) return false;
-    for (size_t i = 0; i < a->n; i++)
-        if (strcmp(a->items[i].key, b->items[i].key) || strcmp(a->items[i].value, b->items[i].value))
-            return false;
-    return true;
-}
 
 static uint64_t hash_key(const nkey *k) {
     uint64_t h = hash_labels(0xcbf29ce484222325ULL, k->labels);
@@ -82,7 +74,7 @@ static uint64_t hash_key(const nkey *k) {
 }
 
 static bool key_equal(const nkey *a, const nkey *b) {
-    return labels_equal(a->labels, b->labels) &&
+    return us_labels_equal(a->labels, b->labels) &&
            memcmp(&a->cap, &b->cap, sizeof *a - offsetof(nkey, cap)) == 0;
 }
 
@@ -267,8 +259,8 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     for (int i = 0; i < c->npcs; i++) {
         const pclass *x = &c->pcs[i];
         if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
-            x->queue == k.queue && x->background == k.background && labels_equal(x->sel, k.sel) &&
-            labels_equal(x->labels, k.labels))
+            x->queue == k.queue && x->background == k.background && us_labels_equal(x->sel, k.sel) &&
+            us_labels_equal(x->labels, k.labels))
             return c->wl_class[w] = i;
     }
     if (c->npcs == c->cappcs) {

@@ -241,6 +241,7 @@ void us_plan_free(us_plan *p) {
     free(p->fair);
     free(p->undo);
     us_classes_free(p->classes);
+    free(p->failed_jobs);
     memset(p, 0, sizeof *p);
 }
 

@@ -85,6 +85,10 @@ typedef struct us_plan {
     us_undo *undo;
     size_t nundo, cap_undo;
 
+    /* victims.c: jobs whose victim search failed since the plan last
+     * changed for good; a job just like one of them fails the same way */
+    int *failed_jobs;
+    size_t nfailed, cap_failed;
     struct us_classes *classes;  /* node and pod classes (nodeclass.h), built on first use */
     bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);

@@ -47,9 +47,11 @@
 #define HOOK_EVERY 1000                 /* VM instructions between budget checks */
 #define MAX_FILE ((long)16 << 20)       /* a policy file larger than this is refused */
 
-enum { FS, PL, BG, NMOD };
-static const char *const mod_file[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
-static const char *const mod_fn[NMOD] = {"compute", "score", "reoffer"};
+enum { FS = US_POLICY_COMPUTE, PL = US_POLICY_SCORE, BG = US_POLICY_REOFFER, NMOD = US_POLICY_NFN };
+const char *const us_policy_files[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
+const char *const us_policy_fns[NMOD] = {"compute", "score", "reoffer"};
+static const char *const *const mod_file = us_policy_files;
+static const char *const *const mod_fn = us_policy_fns;
 
 struct us_policy {
     lua_State *L;
@@ -68,6 +70,7 @@ struct us_policy {
     char cut_at[LUA_IDSIZE + 24];  /* "file:line" where it ran out */
 
     us_policy *previous;    /* the last good version this one replaced; owned */
+    unsigned long calls[NMOD];  /* calls of each function since load (protect) */
 };
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
@@ -246,6 +249,8 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
     task t = {p, file, run, ud, err, -1};
 
     p->mem_hit = false;
+    for (int m = 0; m < NMOD; m++)
+        if (file == mod_file[m]) p->calls[m]++;
     lua_pushcfunction(L, trampoline);
     lua_pushlightuserdata(L, &t);
     st = lua_pcall(L, 1, 0, 0);
@@ -778,6 +783,16 @@ void us_policy_set_previous(us_policy *p, us_policy *previous) {
 
 us_policy *us_policy_previous(const us_policy *p) { return p->previous; }
 
+us_policy *us_policy_take_previous(us_policy *p) {
+    us_policy *prev = p->previous;
+    p->previous = NULL;
+    return prev;
+}
+
+unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn) {
+    return fn >= 0 && fn < US_POLICY_NFN ? p->calls[fn] : 0;
+}
+
 const char *us_policy_dir(const us_policy *p) { return p->dir; }
 const char *us_policy_id(const us_policy *p) { return p->id; }
 
@@ -925,6 +940,32 @@ static void push_pod(lua_State *L, const us_pod *pod, const us_workload *wl) {
     lua_setfield(L, -2, "requests");
     push_labels(L, &wl->labels);
     lua_setfield(L, -2, "labels");
+}
+
+/* A background pod in a re-offer view.  Pods of one workload share one
+ * `requests` and one `labels` table (cached by workload in the table at
+ * cache): a view of tens of thousands of pods is built several times
+ * faster, and policies see the same values. */
+static void push_bg_pod(lua_State *L, const us_pod *pod, const us_workload *wl, int cache) {
+    lua_createtable(L, 0, 8);
+    set_str(L, "name", pod->name);
+    set_str(L, "workload", wl->name);
+    set_int(L, "priority", wl->priority);
+    if (lua_rawgetp(L, cache, wl) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 2, 0);
+        push_res(L, wl->request);
+        lua_rawseti(L, -2, 1);
+        push_labels(L, &wl->labels);
+        lua_rawseti(L, -2, 2);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, cache, wl);
+    }
+    lua_rawgeti(L, -1, 1);
+    lua_setfield(L, -3, "requests");
+    lua_rawgeti(L, -1, 2);
+    lua_setfield(L, -3, "labels");
+    lua_pop(L, 1);
 }
 
 static void push_pl_pod(lua_State *L, const us_pod_view *v) {
@@ -1079,7 +1120,7 @@ static void index_name(lua_State *L, int idx, const char *name, size_t i) {
  * conversion reads: the policy may have changed the view's own. */
 static void push_bg_view(lua_State *L, bg_task *bt) {
     const us_bg_input *in = bt->in;
-    int view, list, byname;
+    int view, list, byname, cache;
 
     lua_newtable(L);
     bt->nidx = lua_gettop(L);
@@ -1087,6 +1128,9 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     bt->ridx = lua_gettop(L);
     lua_newtable(L);
     bt->pidx = lua_gettop(L);
+
+    lua_newtable(L);
+    cache = lua_gettop(L);  /* per workload: {requests, labels}; per candidate list: names */
 
     lua_createtable(L, 0, 4);
     view = lua_gettop(L);
@@ -1117,7 +1161,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     list = lua_gettop(L);
     for (size_t i = 0; i < in->nrunning; i++) {
         const us_bg_pod *bp = &in->running[i];
-        push_pod(L, bp->pod, bp->wl);
+        push_bg_pod(L, bp->pod, bp->wl, cache);
         set_str(L, "node", in->nodes[bp->node].node->name);
         lua_rawseti(L, list, (lua_Integer)i + 1);
         index_name(L, bt->ridx, bp->pod->name, i);
@@ -1128,15 +1172,22 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     list = lua_gettop(L);
     for (size_t j = 0; j < in->npending; j++) {
         const us_bg_pod *bp = &in->pending[j];
-        push_pod(L, bp->pod, bp->wl);
-        lua_createtable(L, bp->ncandidates > INT_MAX ? 0 : (int)bp->ncandidates, 0);
-        for (size_t c = 0; c < bp->ncandidates; c++)
-            append_name(L, lua_gettop(L), in->nodes[bp->candidates[c]].node->name);
+        push_bg_pod(L, bp->pod, bp->wl, cache);
+        /* pods given the same candidate array share one list */
+        if (lua_rawgetp(L, cache, bp->candidates) != LUA_TTABLE) {
+            lua_pop(L, 1);
+            lua_createtable(L, bp->ncandidates > INT_MAX ? 0 : (int)bp->ncandidates, 0);
+            for (size_t c = 0; c < bp->ncandidates; c++)
+                append_name(L, lua_gettop(L), in->nodes[bp->candidates[c]].node->name);
+            lua_pushvalue(L, -1);
+            lua_rawsetp(L, cache, bp->candidates);
+        }
         lua_setfield(L, -2, "candidates");
         lua_rawseti(L, list, (lua_Integer)j + 1);
         index_name(L, bt->pidx, bp->pod->name, j);
     }
     lua_setfield(L, view, "pending");
+    lua_remove(L, cache);
 }
 
 /* Index that name has in the private table at idx, or -1. */

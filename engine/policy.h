@@ -46,6 +46,18 @@ const char *us_policy_id(const us_policy *p);
  * level is kept: previous's own previous is freed here. */
 void us_policy_set_previous(us_policy *p, us_policy *previous);
 us_policy *us_policy_previous(const us_policy *p);
+/* Detach p's previous version and hand it back, unfreed (ownership passes
+ * to the caller); NULL when there is none.  For a holder that lent p its
+ * previous version and must get it back before p is freed or replaced. */
+us_policy *us_policy_take_previous(us_policy *p);
+
+/* Which functions of a policy there are, and how many times each has been
+ * called since the policy was loaded (failed calls included).  A check uses
+ * it to know whether a dry run exercised every function. */
+typedef enum us_policy_fn { US_POLICY_COMPUTE, US_POLICY_SCORE, US_POLICY_REOFFER, US_POLICY_NFN } us_policy_fn;
+extern const char *const us_policy_files[US_POLICY_NFN]; /* "fairshare.lua", ... */
+extern const char *const us_policy_fns[US_POLICY_NFN];   /* "compute", "score", "reoffer" */
+unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn);
 
 /* Seed math.random for a cycle, so runs stay deterministic. */
 void us_policy_seed(us_policy *p, uint64_t seed);

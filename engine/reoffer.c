@@ -96,20 +96,24 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     us_bg_pod *running = calloc(np, sizeof *running), *pending = calloc(np, sizeof *pending);
     int *cands = NULL;
     int *pos_place = calloc(np, sizeof *pos_place);
+    bool *keep = calloc(np, sizeof *keep), *touched = NULL;
+    size_t *offered = NULL;
     out->running = calloc(np, sizeof *out->running);
     out->keep = calloc(np, sizeof *out->keep);
     out->pending = calloc(np, sizeof *out->pending);
     out->place = calloc(np, sizeof *out->place);
     int rc = 0;
-    if (!nodes || !held || !scratch || !running || !pending || !pos_place ||
+    if (!nodes || !held || !scratch || !running || !pending || !pos_place || !keep ||
         !out->running || !out->keep || !out->pending || !out->place)
         goto nomem;
 
-    for (size_t i = 0; i < p->nnodes; i++) {
-        held[i] = us_reoffer_held(p, (int)i);
-        const us_node *n = &st->nodes[p->nodes[i]];
-        nodes[i] = (us_bg_node){n, us_res_sub(n->cap, held[i].used), us_use_free_gpus(&held[i], n)};
-    }
+    /* Nodes the AI plan changed this cycle: a placement or an eviction. */
+    if (!(touched = calloc(nn, sizeof *touched)) || !(offered = malloc(np * sizeof *offered)))
+        goto nomem;
+    for (size_t k = 0; k < p->nplaced; k++) touched[p->pos[p->pnode[p->placed[k]]]] = true;
+    for (size_t i = 0; i < p->npods; i++)
+        if (p->flags[i] & US_PF_VICTIM) touched[p->pos[st->pods[i].node]] = true;
+    for (size_t i = 0; i < p->nnodes; i++) held[i] = us_reoffer_held(p, (int)i);
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
         const us_workload *w = &st->workloads[pd->workload];
@@ -123,40 +127,99 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     qsort(out->running, out->nrunning, sizeof *out->running, by_pod_name);
     qsort(out->pending, out->npending, sizeof *out->pending, by_pod_name);
 
-    /* candidate lists, one flat array */
-    size_t ncand = 0, room = out->npending * p->nnodes;
-    cands = malloc((room > 0 ? room : 1) * sizeof *cands);
-    if (!cands) goto nomem;
+    /* Running pods are offered only where the AI plan changed something:
+     * elsewhere nothing they fitted in has changed, so they stay, and what
+     * they hold is not free.  The view stays small on a large, quiet
+     * cluster. */
+    size_t noffered = 0;
     for (size_t i = 0; i < out->nrunning; i++) {
-        int pod = out->running[i];
-        running[i] = (us_bg_pod){&st->pods[pod], &st->workloads[st->pods[pod].workload],
-                                 p->pos[st->pods[pod].node], NULL, 0};
+        int pod = out->running[i], pos = p->pos[st->pods[pod].node];
+        const us_workload *w = &st->workloads[st->pods[pod].workload];
+        if (touched[pos]) {
+            running[noffered] = (us_bg_pod){&st->pods[pod], w, pos, NULL, 0};
+            offered[noffered++] = i;
+        } else {
+            out->keep[i] = true;
+            us_use_add(&held[pos], &st->nodes[p->nodes[pos]], w->request, -1);
+        }
+    }
+    for (size_t i = 0; i < p->nnodes; i++) {
+        const us_node *n = &st->nodes[p->nodes[i]];
+        nodes[i] = (us_bg_node){n, us_res_sub(n->cap, held[i].used), us_use_free_gpus(&held[i], n)};
+    }
+    /* Candidate lists, in one flat array.  A pinned pod (a DaemonSet's) has
+     * at most its own node; pods free to go anywhere share one list per node
+     * selector, so the view stays linear in pods plus nodes. */
+    size_t ngroups = 0, npinned = 0;
+    const us_labels **groups = calloc(out->npending + 1, sizeof *groups);
+    const int **group_list = calloc(out->npending + 1, sizeof *group_list);
+    size_t *group_len = calloc(out->npending + 1, sizeof *group_len);
+    if (!groups || !group_list || !group_len) goto nomem_groups;
+    for (size_t i = 0; i < out->npending; i++) {
+        const us_pod *pd = &st->pods[out->pending[i]];
+        const us_labels *sel = &st->workloads[pd->workload].node_selector;
+        if (pd->pin >= 0) {
+            npinned++;
+            continue;
+        }
+        size_t g = 0;
+        while (g < ngroups && !us_labels_equal(groups[g], sel)) g++;
+        if (g == ngroups) groups[ngroups++] = sel;
+    }
+    size_t ncand = 0;
+    cands = malloc((ngroups * p->nnodes + npinned + 1) * sizeof *cands);
+    if (!cands) goto nomem_groups;
+    for (size_t g = 0; g < ngroups; g++) {
+        group_list[g] = cands + ncand;
+        int pod = -1;  /* any pod of the group: only its selector matters */
+        for (size_t i = 0; i < out->npending && pod < 0; i++) {
+            const us_pod *pd = &st->pods[out->pending[i]];
+            if (pd->pin < 0 && us_labels_equal(&st->workloads[pd->workload].node_selector, groups[g]))
+                pod = out->pending[i];
+        }
+        for (size_t k = 0; k < p->nnodes; k++)
+            if (us_place_allowed(p, pod, p->nodes[k])) cands[ncand++] = (int)k;
+        group_len[g] = (size_t)(cands + ncand - group_list[g]);
     }
     for (size_t i = 0; i < out->npending; i++) {
         int pod = out->pending[i];
-        const int *first = cands + ncand;
-        for (size_t k = 0; k < p->nnodes; k++)
-            if (us_place_allowed(p, pod, p->nodes[k])) cands[ncand++] = (int)k;
-        pending[i] = (us_bg_pod){&st->pods[pod], &st->workloads[st->pods[pod].workload], -1,
-                                 first, (size_t)(cands + ncand - first)};
+        const us_pod *pd = &st->pods[pod];
+        const int *list = NULL;
+        size_t n = 0;
+        if (pd->pin >= 0) {
+            if (p->pos[pd->pin] >= 0 && us_place_allowed(p, pod, pd->pin)) {
+                cands[ncand] = p->pos[pd->pin];
+                list = cands + ncand++;
+                n = 1;
+            }
+        } else {
+            size_t g = 0;
+            while (!us_labels_equal(groups[g], &st->workloads[pd->workload].node_selector)) g++;
+            list = group_len[g] ? group_list[g] : NULL;  /* an empty list has no address */
+            n = group_len[g];
+        }
+        pending[i] = (us_bg_pod){pd, &st->workloads[pd->workload], -1, list, n};
     }
+    free(groups);
+    free(group_list);
+    free(group_len);
 
-    us_bg_input in = {nodes, p->nnodes, running, out->nrunning, pending, out->npending};
+    us_bg_input in = {nodes, p->nnodes, running, noffered, pending, out->npending};
     /* the version in force, then the last good one, then the built-in */
     bool decided = false;
     for (us_policy *v = p->pol; v && !decided; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
-        memset(out->keep, 0, np * sizeof *out->keep);
+        memset(keep, 0, np * sizeof *keep);
         double t0 = us_plan_policy_start(p);
-        int prc = us_policy_reoffer(v, &in, out->keep, pos_place, &perr);
+        int prc = us_policy_reoffer(v, &in, keep, pos_place, &perr);
         us_plan_policy_done(p, t0, 1);
         if (prc < 0) {
             if (us_plan_policy_event(p, v, "PolicyFailed", "background.lua", perr.msg) < 0) goto nomem;
             continue;
         }
         memcpy(scratch, held, nn * sizeof *held);
-        const char *bad = check(p, &in, out->keep, pos_place, scratch, why, sizeof why);
+        const char *bad = check(p, &in, keep, pos_place, scratch, why, sizeof why);
         if (!bad) {
             decided = true;
             continue;
@@ -165,18 +228,26 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         if (us_plan_policy_event(p, v, "PolicyRejected", "background.lua", what) < 0) goto nomem;
     }
     if (!decided) {
-        memset(out->keep, 0, np * sizeof *out->keep);
-        if (us_builtin_reoffer(&in, out->keep, pos_place, err) < 0) goto fail;
+        memset(keep, 0, np * sizeof *keep);
+        if (us_builtin_reoffer(&in, keep, pos_place, err) < 0) goto fail;
     }
+    for (size_t j = 0; j < noffered; j++) out->keep[offered[j]] = keep[j];
     for (size_t i = 0; i < out->npending; i++)
         out->place[i] = pos_place[i] >= 0 ? p->nodes[pos_place[i]] : -1;
     goto done;
+nomem_groups:
+    free(groups);
+    free(group_list);
+    free(group_len);
 nomem:
     us_err_nomem(err);
 fail:
     rc = -1;
     us_reoffer_free(out);
 done:
+    free(keep);
+    free(touched);
+    free(offered);
     free(nodes);
     free(held);
     free(scratch);

@@ -28,6 +28,15 @@ bool us_labels_match(const us_labels *l, const us_labels *sel) {
     return true;
 }
 
+bool us_labels_equal(const us_labels *a, const us_labels *b) {
+    if (a == b) return true;
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (strcmp(a->items[i].key, b->items[i].key) || strcmp(a->items[i].value, b->items[i].value))
+            return false;
+    return true;
+}
+
 int us_labels_copy(us_labels *dst, const us_labels *src) {
     dst->items = NULL;
     dst->n = 0;
@@ -88,6 +97,94 @@ void us_state_free(us_state *st) {
     free(st->workloads);
     free(st->pods);
     memset(st, 0, sizeof *st);
+}
+
+/* A copy of s, or NULL; *ok turns false when a non-NULL s could not be
+ * copied (a NULL s copies to NULL). */
+static char *dup_or_null(const char *s, bool *ok) {
+    if (!s) return NULL;
+    char *c = strdup(s);
+    if (!c) *ok = false;
+    return c;
+}
+
+/* A copy of n elements of elem bytes (at least one slot, so an empty array
+ * still has a valid pointer to grow from), or NULL. */
+static void *dup_array(const void *src, size_t n, size_t elem) {
+    void *a = calloc(n ? n : 1, elem);
+    if (a && n) memcpy(a, src, n * elem);
+    return a;
+}
+
+/* The structs are copied first with every owned pointer cleared, so that at
+ * any point of a failure us_state_free(dst) frees exactly what was copied. */
+int us_state_clone(us_state *dst, const us_state *src) {
+    bool ok = true;
+    us_state_init(dst);
+    dst->next_seq = src->next_seq;
+    dst->nodes = dup_array(src->nodes, src->nnodes, sizeof *dst->nodes);
+    dst->queues = dup_array(src->queues, src->nqueues, sizeof *dst->queues);
+    dst->workloads = dup_array(src->workloads, src->nworkloads, sizeof *dst->workloads);
+    dst->pods = dup_array(src->pods, src->npods, sizeof *dst->pods);
+    if (!dst->nodes || !dst->queues || !dst->workloads || !dst->pods) goto fail;
+    dst->nnodes = dst->cap_nodes = src->nnodes;
+    dst->nqueues = dst->cap_queues = src->nqueues;
+    dst->nworkloads = dst->cap_workloads = src->nworkloads;
+    dst->npods = dst->cap_pods = src->npods;
+    if (!src->nnodes) dst->cap_nodes = 1;
+    if (!src->nqueues) dst->cap_queues = 1;
+    if (!src->nworkloads) dst->cap_workloads = 1;
+    if (!src->npods) dst->cap_pods = 1;
+    for (size_t i = 0; i < dst->nnodes; i++) {
+        us_node *n = &dst->nodes[i];
+        n->name = n->pool = NULL;
+        n->labels = (us_labels){NULL, 0};
+    }
+    for (size_t i = 0; i < dst->nqueues; i++) {
+        dst->queues[i].name = NULL;
+        dst->queues[i].pools = NULL;
+        dst->queues[i].npools = 0;
+    }
+    for (size_t i = 0; i < dst->nworkloads; i++) {
+        us_workload *w = &dst->workloads[i];
+        w->name = w->pool = w->last_status = NULL;
+        w->node_selector = w->labels = (us_labels){NULL, 0};
+    }
+    for (size_t i = 0; i < dst->npods; i++) dst->pods[i].name = NULL;
+
+    for (size_t i = 0; i < dst->nnodes && ok; i++) {
+        const us_node *s = &src->nodes[i];
+        us_node *n = &dst->nodes[i];
+        n->name = dup_or_null(s->name, &ok);
+        n->pool = dup_or_null(s->pool, &ok);
+        if (us_labels_copy(&n->labels, &s->labels) < 0) ok = false;
+    }
+    for (size_t i = 0; i < dst->nqueues && ok; i++) {
+        const us_queue *s = &src->queues[i];
+        us_queue *q = &dst->queues[i];
+        q->name = dup_or_null(s->name, &ok);
+        if (!s->npools) continue;
+        if (!(q->pools = dup_array(s->pools, s->npools, sizeof *q->pools))) goto fail;
+        for (size_t k = 0; k < s->npools; k++) q->pools[k].pool = NULL;
+        q->npools = s->npools;
+        for (size_t k = 0; k < s->npools; k++) q->pools[k].pool = dup_or_null(s->pools[k].pool, &ok);
+    }
+    for (size_t i = 0; i < dst->nworkloads && ok; i++) {
+        const us_workload *s = &src->workloads[i];
+        us_workload *w = &dst->workloads[i];
+        w->name = dup_or_null(s->name, &ok);
+        w->pool = dup_or_null(s->pool, &ok);
+        w->last_status = dup_or_null(s->last_status, &ok);
+        if (us_labels_copy(&w->node_selector, &s->node_selector) < 0 ||
+            us_labels_copy(&w->labels, &s->labels) < 0)
+            ok = false;
+    }
+    for (size_t i = 0; i < dst->npods && ok; i++)
+        dst->pods[i].name = dup_or_null(src->pods[i].name, &ok);
+    if (ok) return 0;
+fail:
+    us_state_free(dst);
+    return -1;
 }
 
 /* Make room for one more element in a growable array. */

@@ -64,6 +64,8 @@ typedef struct us_labels {
 const char *us_labels_get(const us_labels *l, const char *key);
 /* true when every pair of sel is in l (an empty selector matches all). */
 bool us_labels_match(const us_labels *l, const us_labels *sel);
+/* Same pairs in the same order. */
+bool us_labels_equal(const us_labels *a, const us_labels *b);
 /* Deep copy; returns 0, or -1 on allocation failure (dst left empty). */
 int us_labels_copy(us_labels *dst, const us_labels *src);
 void us_labels_free(us_labels *l);
@@ -190,6 +192,14 @@ typedef struct us_state {
 
 void us_state_init(us_state *st);
 void us_state_free(us_state *st);
+
+/* Deep copy of src into dst (which is overwritten, not freed): every object,
+ * label, pool override and status latch, each string a copy of its own, so
+ * the two states can be changed and freed independently.  Indices, run-time
+ * fields and the creation counter are kept, so a cycle run on the copy
+ * decides what it would decide on src.  0, or -1 when memory runs out (dst
+ * is then left empty). */
+int us_state_clone(us_state *dst, const us_state *src);
 
 /* Lookups by name; -1 when absent.  Linear: for loading and tests. */
 int us_state_node_index(const us_state *st, const char *name);

@@ -161,6 +161,33 @@ out:
     return rc;
 }
 
+/* Would a search for w meet exactly the situation a failed one met?  Same
+ * action, queue, priority, request, pods needed and node selector. */
+static bool failed_before(const us_plan *p, int w, int need) {
+    const us_workload *a = &p->st->workloads[w];
+    for (size_t i = 0; i < p->nfailed; i++) {
+        const us_workload *b = &p->st->workloads[p->failed_jobs[2 * i]];
+        if (p->failed_jobs[2 * i + 1] == need && a->queue == b->queue &&
+            a->priority == b->priority && memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
+            us_labels_equal(&a->node_selector, &b->node_selector))
+            return true;
+    }
+    return false;
+}
+
+static int note_failed(us_plan *p, int w, int need) {
+    if (p->nfailed == p->cap_failed) {
+        size_t ncap = p->cap_failed ? p->cap_failed * 2 : 16;
+        int *x = realloc(p->failed_jobs, ncap * 2 * sizeof *x);
+        if (!x) return -1;
+        p->failed_jobs = x;
+        p->cap_failed = ncap;
+    }
+    p->failed_jobs[2 * p->nfailed] = w;
+    p->failed_jobs[2 * p->nfailed++ + 1] = need;
+    return 0;
+}
+
 static int serve(us_plan *p, int w, us_action act, us_err *err) {
     const us_workload *wl = &p->st->workloads[w];
     for (;;) {
@@ -174,9 +201,11 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
         us_res total = wl->request;
         for (int r = 0; r < US_NRES; r++) total.v[r] *= s.need;
         if (act == US_ACT_RECLAIM && !within_fair(p, wl->queue, total)) return 0;
+        if (failed_before(p, w, s.need)) return 0;
         bool ok;
         if (search_victims(&s, &ok, err) < 0) return -1;
-        if (!ok) return 0;
+        if (!ok) return note_failed(p, w, s.need) < 0 ? us_err_nomem(err) : 0;
+        p->nfailed = 0;  /* the plan changed: earlier failures may succeed now */
     }
 }
 
