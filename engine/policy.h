@@ -109,8 +109,9 @@ int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *no
  */
 typedef struct us_bg_node {
     const us_node *node;
-    us_res free;                /* idle after the AI plan and releasing pods;
-                                   running background pods NOT subtracted */
+    us_res free;                /* idle after the AI plan, releasing pods and
+                                   the background pods not offered; offered
+                                   running pods NOT subtracted */
     int free_gpus;              /* whole devices, same accounting */
 } us_bg_node;
 
@@ -126,7 +127,9 @@ typedef struct us_bg_pod {
 typedef struct us_bg_input {
     const us_bg_node *nodes;    /* sorted by node name */
     size_t nnodes;
-    const us_bg_pod *running;   /* background pods on nodes (running or pipelined) */
+    const us_bg_pod *running;   /* running background pods on nodes the AI plan
+                                   changed this cycle (the rest stay, and count
+                                   as used in nodes[].free) */
     size_t nrunning;
     const us_bg_pod *pending;
     size_t npending;

@@ -28,13 +28,17 @@ CALLED AS
     .name               node name
     .labels             {key = value}
     .capacity           {gpu=, cpu=, memory=}
-    .free               {gpu=, cpu=, memory=}: idle once the AI plan and
-                        the pods still terminating are counted; running
-                        background pods are NOT counted: they are what this
+    .free               {gpu=, cpu=, memory=}: idle once the AI plan, the
+                        pods still terminating and the background pods not
+                        offered in `running` are counted; the pods in
+                        `running` are NOT counted: they are what this
                         policy decides about
     .free_gpus          whole devices free, same accounting (an integer)
   view.nodes_by_name    the same node tables, keyed by name
-  view.running          background pods on nodes (running, or pipelined), by name; each:
+  view.running          running background pods on the nodes the AI plan
+                        changed this cycle (a placement or an eviction),
+                        by name.  Pods on other nodes are not offered: what
+                        they fitted in has not changed, so they stay.  Each:
     .name, .workload    pod and workload names
     .node               name of the node it is on
     .requests           {gpu=, cpu=, memory=}
