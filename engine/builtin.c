@@ -16,6 +16,7 @@
 #include "builtin.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,9 +288,70 @@ static double fullness(const us_node *n, const room *rm, us_res req) {
     return 1000 * fraction(gpu_after, cap_gpu) + fraction((double)cpu_after, (double)n->cap.v[US_CPU]);
 }
 
+/* A candidate node ranked for a group of pending pods. */
+typedef struct rank {
+    int node;
+    size_t listed;    /* its place in the candidate list: ties go to the first */
+    double score;
+} rank;
+
+static int by_rank(const void *a, const void *b) {
+    const rank *x = a, *y = b;
+    if (x->score != y->score) return x->score > y->score ? -1 : 1;
+    return x->listed < y->listed ? -1 : x->listed > y->listed;
+}
+
+/* Pending pods of one workload with the same candidate list are one group. */
+static bool same_group(const us_bg_pod *a, const us_bg_pod *b) {
+    return a->wl == b->wl && a->candidates == b->candidates && a->ncandidates == b->ncandidates;
+}
+
+/* Groups by workload name, then by where their first pod is listed (lead
+ * below); pods of a group stay in listed (name) order. */
+static const us_bg_input *group_in;
+static const size_t *group_lead;
+static int by_group(const void *a, const void *b) {
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    int c = strcmp(group_in->pending[i].wl->name, group_in->pending[j].wl->name);
+    if (c) return c;
+    if (group_lead[i] != group_lead[j]) return group_lead[i] < group_lead[j] ? -1 : 1;
+    return i < j ? -1 : i > j;
+}
+
+/* lead[j]: the first pending pod of pod j's group, by a hash of (workload,
+ * candidate list) -> first index.  0 or -1 when memory runs out. */
+static int find_leads(const us_bg_input *in, size_t *lead) {
+    size_t cap = 16;
+    while (cap < 2 * in->npending) cap *= 2;
+    size_t *slot = malloc(cap * sizeof *slot);  /* pod index + 1, 0 empty */
+    if (!slot) return -1;
+    memset(slot, 0, cap * sizeof *slot);
+    for (size_t j = 0; j < in->npending; j++) {
+        const us_bg_pod *bp = &in->pending[j];
+        uintptr_t h = ((uintptr_t)bp->wl * 31u) ^ ((uintptr_t)bp->candidates >> 3) ^ bp->ncandidates;
+        h ^= h >> 17;
+        size_t s = (size_t)(h * 0x9e3779b97f4a7c15ULL) & (cap - 1);
+        for (;; s = (s + 1) & (cap - 1)) {
+            if (!slot[s]) {
+                slot[s] = j + 1;
+                lead[j] = j;
+                break;
+            }
+            if (same_group(&in->pending[slot[s] - 1], bp)) {
+                lead[j] = slot[s] - 1;
+                break;
+            }
+        }
+    }
+    free(slot);
+    return 0;
+}
+
 int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *err) {
     int rc = -1;
     room *rooms = NULL;
+    size_t *order = NULL, *lead = NULL;
+    rank *ranked = NULL;
 
     for (size_t i = 0; i < in->nrunning; i++)
         if (in->running[i].node < 0 || (size_t)in->running[i].node >= in->nnodes) {
@@ -298,7 +360,9 @@ int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *er
             goto done;
         }
     for (size_t j = 0; j < in->npending; j++)
-        for (size_t c = 0; c < in->pending[j].ncandidates; c++)
+        for (size_t c = 0; c < in->pending[j].ncandidates &&
+                           !(j > 0 && in->pending[j].candidates == in->pending[j - 1].candidates);
+             c++)
             if (in->pending[j].candidates[c] < 0 ||
                 (size_t)in->pending[j].candidates[c] >= in->nnodes) {
                 us_err_set(err, US_EINVAL, "re-offer input: pending pod \"%s\" has a candidate "
@@ -327,27 +391,52 @@ int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *er
         if (keep[i]) take(rm, req);
     }
 
-    /* Then pending pods on the fullest candidate with room: packing leaves
-     * whole nodes idle for the next AI gang.  Ties go to the lower index. */
+    /* Then pending pods, a group at a time: the pods of one workload that
+     * may go to the same nodes (workloads in name order).  The candidates
+     * with room are ranked once by how full they are with one more pod
+     * (packing leaves whole nodes idle for the next AI gang; ties go to the
+     * listed order) and filled in that order.  A node that takes a pod only
+     * gets fuller, so it stays first while it has room: this is the same as
+     * sending each pod to the fullest node with room, in linear time. */
+    if (!(order = malloc((in->npending + 1) * sizeof *order)) ||
+        !(lead = malloc((in->npending + 1) * sizeof *lead)) ||
+        !(ranked = malloc((in->nnodes + 1) * sizeof *ranked)) || find_leads(in, lead) < 0) {
+        us_err_nomem(err);
+        goto done;
+    }
     for (size_t j = 0; j < in->npending; j++) {
-        const us_bg_pod *bp = &in->pending[j];
-        us_res req = bp->wl->request;
-        int best = -1;
-        double best_score = 0;
-        for (size_t c = 0; c < bp->ncandidates; c++) {
-            int k = bp->candidates[c];
+        order[j] = j;
+        place[j] = -1;
+    }
+    group_in = in;
+    group_lead = lead;
+    qsort(order, in->npending, sizeof *order, by_group);
+    for (size_t g = 0; g < in->npending;) {
+        const us_bg_pod *lead = &in->pending[order[g]];
+        us_res req = lead->wl->request;
+        size_t end = g + 1;
+        while (end < in->npending && same_group(&in->pending[order[end]], lead)) end++;
+        size_t nr = 0;
+        for (size_t c = 0; c < lead->ncandidates; c++) {
+            int k = lead->candidates[c];
             if (!fits(&rooms[k], req)) continue;
-            double s = fullness(in->nodes[k].node, &rooms[k], req);
-            if (best < 0 || s > best_score) {
-                best = k;
-                best_score = s;
-            }
+            ranked[nr++] = (rank){k, c, fullness(in->nodes[k].node, &rooms[k], req)};
         }
-        if (best >= 0) take(&rooms[best], req);
-        place[j] = best;
+        qsort(ranked, nr, sizeof *ranked, by_rank);
+        size_t at = 0;
+        for (size_t j = g; j < end; j++) {
+            while (at < nr && !fits(&rooms[ranked[at].node], req)) at++;
+            if (at == nr) break;
+            take(&rooms[ranked[at].node], req);
+            place[order[j]] = ranked[at].node;
+        }
+        g = end;
     }
     rc = 0;
 done:
     free(rooms);
+    free(order);
+    free(lead);
+    free(ranked);
     return rc;
 }

@@ -968,6 +968,27 @@ static void push_bg_pod(lua_State *L, const us_pod *pod, const us_workload *wl, 
     lua_pop(L, 1);
 }
 
+/* Labels shared between nodes whose label sets are equal: the last few
+ * distinct sets are remembered (a pool usually has a handful: zones, node
+ * kinds), so a view of 10,000 nodes holds a few label tables, not 10,000. */
+static void push_shared_labels(lua_State *L, const us_labels *l, int cache,
+                               const us_labels **recent, size_t *nrecent) {
+    for (size_t i = 0; i < *nrecent; i++)
+        if (us_labels_equal(recent[i], l)) {
+            lua_rawgetp(L, cache, recent[i]);
+            return;
+        }
+    push_labels(L, l);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, cache, l);
+    if (*nrecent < 8) {
+        recent[(*nrecent)++] = l;
+    } else {
+        memmove(recent, recent + 1, 7 * sizeof *recent);
+        recent[7] = l;
+    }
+}
+
 static void push_pl_pod(lua_State *L, const us_pod_view *v) {
     push_pod(L, v->pod, v->wl);
     set_str(L, "queue", v->queue);
@@ -1121,6 +1142,9 @@ static void index_name(lua_State *L, int idx, const char *name, size_t i) {
 static void push_bg_view(lua_State *L, bg_task *bt) {
     const us_bg_input *in = bt->in;
     int view, list, byname, cache;
+    const us_bg_node *last_cap = NULL;
+    const us_labels *recent[8] = {0};  /* label sets pushed lately, keyed in cache */
+    size_t nrecent = 0;
 
     lua_newtable(L);
     bt->nidx = lua_gettop(L);
@@ -1142,9 +1166,17 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 5);
         set_str(L, "name", bn->node->name);
-        push_labels(L, &bn->node->labels);
+        push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
-        push_res(L, bn->node->cap);
+        /* nodes of one kind share one capacity table */
+        if (k == 0 || memcmp(&bn->node->cap, &in->nodes[k - 1].node->cap, sizeof bn->node->cap)) {
+            push_res(L, bn->node->cap);
+            lua_pushvalue(L, -1);
+            lua_rawsetp(L, cache, &in->nodes[k]);  /* keyed by this node: reused while equal */
+            last_cap = &in->nodes[k];
+        } else {
+            lua_rawgetp(L, cache, last_cap);
+        }
         lua_setfield(L, -2, "capacity");
         push_res(L, bn->free);
         lua_setfield(L, -2, "free");
@@ -1239,9 +1271,14 @@ static int bg_place(task *t, bg_task *bt, lua_State *L, int place) {
         if (k < 0)
             return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on \"%s\", which "
                               "is not a node", f, bp->pod->name, lua_tostring(L, -1));
-        size_t c = 0;
-        while (c < bp->ncandidates && bp->candidates[c] != k) c++;
-        if (c == bp->ncandidates)
+        /* candidate lists are in ascending order (policy.h) */
+        size_t lo = 0, hi = bp->ncandidates;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (bp->candidates[mid] < k) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == bp->ncandidates || bp->candidates[lo] != k)
             return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on node \"%s\", "
                               "which is not among its candidates", f, bp->pod->name,
                               lua_tostring(L, -1));
@@ -1314,11 +1351,16 @@ int us_policy_reoffer(us_policy *p, const us_bg_input *in, bool *keep, int *plac
         if (in->running[i].node < 0 || (size_t)in->running[i].node >= in->nnodes)
             return us_err_set(err, US_EINVAL, "re-offer input: running pod \"%s\" is on no listed "
                               "node", in->running[i].pod->name);
-    for (size_t j = 0; j < in->npending; j++)
+    for (size_t j = 0; j < in->npending; j++) {
+        /* pods often share one list: check each list once */
+        if (j > 0 && in->pending[j].candidates == in->pending[j - 1].candidates) continue;
         for (size_t c = 0; c < in->pending[j].ncandidates; c++)
             if (in->pending[j].candidates[c] < 0 ||
-                (size_t)in->pending[j].candidates[c] >= in->nnodes)
+                (size_t)in->pending[j].candidates[c] >= in->nnodes ||
+                (c > 0 && in->pending[j].candidates[c] <= in->pending[j].candidates[c - 1]))
                 return us_err_set(err, US_EINVAL, "re-offer input: pending pod \"%s\" has a "
-                                  "candidate that is not a listed node", in->pending[j].pod->name);
+                                  "candidate list that is not ascending listed nodes",
+                                  in->pending[j].pod->name);
+    }
     return protect(p, mod_file[BG], bg_run, &bt, err);
 }

@@ -51,6 +51,11 @@ void us_reoffer_free(us_reoffer *r) {
     memset(r, 0, sizeof *r);
 }
 
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
 /* NULL when keep/place respect capacity, else what broke. */
 static const char *check(const us_plan *p, const us_bg_input *in, const bool *keep,
                          const int *place, us_use *held, char *buf, size_t len) {
@@ -69,9 +74,10 @@ static const char *check(const us_plan *p, const us_bg_input *in, const bool *ke
     for (size_t i = 0; i < in->npending; i++) {
         if (place[i] < 0) continue;
         const us_bg_pod *bp = &in->pending[i];
-        bool allowed = false;
-        for (size_t c = 0; c < bp->ncandidates; c++)
-            if (bp->candidates[c] == place[i]) allowed = true;
+        /* candidate lists are ascending */
+        bool allowed = bp->ncandidates > 0 &&
+                       bsearch(&place[i], bp->candidates, bp->ncandidates, sizeof *bp->candidates,
+                               cmp_int) != NULL;
         if (!allowed) {
             snprintf(buf, len, "pod \"%s\" may not go on node \"%s\"", bp->pod->name,
                      in->nodes[place[i]].node->name);
