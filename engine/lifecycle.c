@@ -39,34 +39,26 @@ static int by_str(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Create the pods w lacks.  One pass over the pods finds what exists, so
- * submitting every workload of a large cluster stays linear. */
-int us_life_submit(us_state *st, int w, double now) {
-    (void)now;
+/* Create the pods w lacks, given the indices of its live pods. */
+static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     us_workload *wl = &st->workloads[w];
     wl->state = US_WL_ACTIVE;
     wl->started_at = -1;
     int rc = -1;
-    size_t nlive = 0;
     const char **names = NULL;
     bool *has = NULL;
     if (wl->controller == US_CTRL_DAEMONSET) {
         if (!(has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has))) return -1;
-        for (size_t i = 0; i < st->npods; i++)
-            if (st->pods[i].workload == w && st->pods[i].pin >= 0 && live(&st->pods[i]))
-                has[st->pods[i].pin] = true;
+        for (size_t k = 0; k < nlive; k++)
+            if (st->pods[live_pods[k]].pin >= 0) has[st->pods[live_pods[k]].pin] = true;
         for (size_t n = 0; n < st->nnodes; n++)
             if (!has[n] && node_runs_daemon(st, wl, (int)n) && create_daemon_pod(st, w, (int)n) < 0)
                 goto out;
         rc = 0;
         goto out;
     }
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i])) nlive++;
     if (!(names = malloc((nlive + 1) * sizeof *names))) return -1;
-    nlive = 0;
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i])) names[nlive++] = st->pods[i].name;
+    for (size_t k = 0; k < nlive; k++) names[k] = st->pods[live_pods[k]].name;
     qsort(names, nlive, sizeof *names, by_str);
     char name[512];
     const char *key = name;
@@ -81,6 +73,49 @@ int us_life_submit(us_state *st, int w, double now) {
 out:
     free(names);
     free(has);
+    return rc;
+}
+
+int us_life_submit(us_state *st, int w, double now) {
+    (void)now;
+    size_t n = 0;
+    int *live_pods = malloc((st->npods + 1) * sizeof *live_pods);
+    if (!live_pods) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w && live(&st->pods[i])) live_pods[n++] = (int)i;
+    int rc = submit_one(st, w, live_pods, n);
+    free(live_pods);
+    return rc;
+}
+
+/* One pass over the pods finds what every workload has, so submitting the
+ * workloads of a large cluster at once stays linear. */
+int us_life_submit_due(us_state *st, double now, bool *any) {
+    size_t nw = st->nworkloads;
+    int *first = calloc(nw + 1, sizeof *first), *fill = calloc(nw + 1, sizeof *fill);
+    int *byw = malloc((st->npods + 1) * sizeof *byw);
+    int rc = -1;
+    if (!first || !fill || !byw) goto out;
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i])) first[st->pods[i].workload + 1]++;
+    for (size_t w = 0; w < nw; w++) first[w + 1] += first[w];
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i])) {
+            int w = st->pods[i].workload;
+            byw[first[w] + fill[w]++] = (int)i;
+        }
+    for (size_t w = 0; w < nw; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state != US_WL_WAITING || wl->submit_at > now) continue;
+        *any = true;
+        /* pods created here are appended: the lists of others stay valid */
+        if (submit_one(st, (int)w, byw + first[w], (size_t)(first[w + 1] - first[w])) < 0) goto out;
+    }
+    rc = 0;
+out:
+    free(first);
+    free(fill);
+    free(byw);
     return rc;
 }
 

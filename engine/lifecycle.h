@@ -17,6 +17,9 @@
 /* Submit workload w: its controller creates the pods it lacks (a daemonset
  * one per matching node of its pool, others up to `replicas`). */
 int us_life_submit(us_state *st, int w, double now);
+/* Submit every workload waiting with submit_at <= now, in one pass over
+ * the pods; *any is set when one was. */
+int us_life_submit_due(us_state *st, double now, bool *any);
 /* Delete w: pending pods vanish, running pods terminate (releasing). */
 int us_life_delete(us_state *st, int w, double now);
 /* Complete w: its pods finish and free their resources at once. */
