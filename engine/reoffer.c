@@ -120,6 +120,19 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     for (size_t i = 0; i < p->npods; i++)
         if (p->flags[i] & US_PF_VICTIM) touched[p->pos[st->pods[i].node]] = true;
     for (size_t i = 0; i < p->nnodes; i++) held[i] = us_reoffer_held(p, (int)i);
+    /* a node whose background pods no longer fit for another reason (its
+     * capacity was lowered, say) is offered too: nothing stays over capacity */
+    memcpy(scratch, held, nn * sizeof *held);
+    for (size_t i = 0; i < p->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        const us_workload *w = &st->workloads[pd->workload];
+        if (!w->background || pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0)
+            continue;
+        int pos = p->pos[pd->node];
+        if (touched[pos]) continue;
+        if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], w->request, -1)) touched[pos] = true;
+        else us_use_add(&scratch[pos], &st->nodes[pd->node], w->request, -1);
+    }
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
         const us_workload *w = &st->workloads[pd->workload];

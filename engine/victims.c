@@ -162,13 +162,15 @@ out:
 }
 
 /* Would a search for w meet exactly the situation a failed one met?  Same
- * action, queue, priority, request, pods needed and node selector. */
+ * queue, priority, preemptibility, request, pods needed and node selector
+ * (the memo is per action: reclaim and preempt each start it empty). */
 static bool failed_before(const us_plan *p, int w, int need) {
     const us_workload *a = &p->st->workloads[w];
     for (size_t i = 0; i < p->nfailed; i++) {
         const us_workload *b = &p->st->workloads[p->failed_jobs[2 * i]];
         if (p->failed_jobs[2 * i + 1] == need && a->queue == b->queue &&
-            a->priority == b->priority && memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
+            a->priority == b->priority && a->preemptibility == b->preemptibility &&
+            memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
             us_labels_equal(&a->node_selector, &b->node_selector))
             return true;
     }
@@ -212,5 +214,12 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
 static int reclaim_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_ACT_RECLAIM, err); }
 static int preempt_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_ACT_PREEMPT, err); }
 
-int us_reclaim(us_plan *p, us_err *err) { return us_gang_serve_in_order(p, reclaim_job, err); }
-int us_preempt(us_plan *p, us_err *err) { return us_gang_serve_in_order(p, preempt_job, err); }
+int us_reclaim(us_plan *p, us_err *err) {
+    p->nfailed = 0;
+    return us_gang_serve_in_order(p, reclaim_job, err);
+}
+
+int us_preempt(us_plan *p, us_err *err) {
+    p->nfailed = 0;  /* a job reclaim could not help may still preempt */
+    return us_gang_serve_in_order(p, preempt_job, err);
+}
