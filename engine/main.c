@@ -4,12 +4,14 @@
  *
  * Owns only argument parsing, locating files and the exit status.  It must
  * never schedule, interpret a scenario or format output itself; those belong
- * to scenario.c, sim.c and output.c.
+ * to scenario.c, sim.c, output.c, check.c, diff.c and watch.c.
  *
- * Exit status: 0 success; 1 the simulation or its output failed; 2 bad
- * usage, a scenario that does not load, or policies that do not load.
+ * Exit status: 0 success; 1 the simulation or its output failed, or (check)
+ * a policy failed a check; 2 bad usage, a scenario that does not load, or
+ * (simulate, diff) policies that do not load.
  */
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,10 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check.h"
+#include "diff.h"
 #include "output.h"
 #include "policy.h"
 #include "scenario.h"
 #include "sim.h"
+#include "watch.h"
 
 #define EXIT_USAGE 2
 #define PATH_BUF 4096
@@ -30,15 +35,34 @@ static void usage(FILE *f) {
           "\n"
           "commands:\n"
           "  simulate FILE    run a scenario in virtual time and report what the\n"
-          "                   scheduler decided, cycle by cycle\n"
+          "                   scheduler decided, cycle by cycle (--watch: again on\n"
+          "                   every save)\n"
+          "  check DIR        lint a policy directory: syntax, required functions and\n"
+          "                   the result contract on a scenario; exit 0 only if all pass\n"
+          "  diff --from DIR --to DIR FILE\n"
+          "                   run two policy versions on one scenario and show the\n"
+          "                   decisions and summary figures that differ\n"
           "\n"
           "options:\n"
           "  -h, --help       show this help\n"
           "  --version        print the version\n"
           "\n"
-          "Run 'understory simulate --help' for the simulator's options.\n",
+          "Run 'understory <command> --help' for a command's options.\n",
           f);
 }
+
+/* Options every command that runs policies takes. */
+#define POLICY_OPTION_HELP                                                               \
+    "  --plain-ties          break ties between equally scored nodes by node name\n"     \
+    "                        only (plain invisible planning); by default the node\n"     \
+    "                        whose use displaces the least background work wins,\n"      \
+    "                        then the name\n"                                            \
+    "  --long-grace SECONDS  warn about background pods whose termination grace\n"       \
+    "                        exceeds SECONDS, since it delays AI work (default %g)\n"    \
+    "  --instructions N      Lua instructions a policy call may run (default\n"          \
+    "                        10000000)\n"                                                \
+    "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
+    "                        quantity such as 64Mi (default 64Mi)\n"
 
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
@@ -57,16 +81,14 @@ static void usage_simulate(FILE *f) {
             "                        from DIR; default: policies/ next to the executable,\n"
             "                        then ../share/understory/policies relative to it,\n"
             "                        then ./policies\n"
-            "  --plain-ties          break ties between equally scored nodes by node name\n"
-            "                        only (plain invisible planning); by default the node\n"
-            "                        whose use displaces the least background work wins,\n"
-            "                        then the name\n"
-            "  --long-grace SECONDS  warn about background pods whose termination grace\n"
-            "                        exceeds SECONDS, since it delays AI work (default %g)\n"
-            "  --instructions N      Lua instructions a policy call may run (default\n"
-            "                        10000000)\n"
-            "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"
-            "                        quantity such as 64Mi (default 64Mi)\n"
+            POLICY_OPTION_HELP
+            "  --watch               after the run, watch FILE, the policy files and the\n"
+            "                        directories the timeline reloads from; on every save\n"
+            "                        run again and print what changed in the decisions\n"
+            "                        and the summary since the run before (with --json:\n"
+            "                        the output document, then diff documents)\n"
+            "  --watch-max-runs N    with --watch: stop after N runs (for scripts and\n"
+            "                        tests; default: until interrupted)\n"
             "  -h, --help            show this help\n"
             "\n"
             "exit status: 0 done; 1 the simulation failed; 2 bad usage, or a scenario or\n"
@@ -74,9 +96,59 @@ static void usage_simulate(FILE *f) {
             d.cycle.long_grace);
 }
 
+static void usage_check(FILE *f) {
+    us_sim_opts d;
+    us_sim_opts_default(&d);
+    fprintf(f,
+            "usage: understory check DIR [options]\n"
+            "\n"
+            "Lints the policy directory DIR before it goes live: the syntax of\n"
+            "fairshare.lua, placement.lua and background.lua; that each returns a table\n"
+            "with its function (compute, score, reoffer); and the result contract: the\n"
+            "policy alone runs a scenario, and every call that fails or result that\n"
+            "breaks a scheduling rule is a problem, reported as path:line: message.\n"
+            "\n"
+            "options:\n"
+            "  --scenario FILE       check the contract on FILE; default: a built-in\n"
+            "                        scenario that calls every function (it is also run\n"
+            "                        when FILE leaves a function uncalled)\n"
+            POLICY_OPTION_HELP
+            "  -h, --help            show this help\n"
+            "\n"
+            "exit status: 0 every check passed; 1 a check failed; 2 bad usage, or a\n"
+            "scenario that does not load.\n",
+            d.cycle.long_grace);
+}
+
+static void usage_diff(FILE *f) {
+    us_sim_opts d;
+    us_sim_opts_default(&d);
+    fprintf(f,
+            "usage: understory diff --from DIR --to DIR FILE [options]\n"
+            "\n"
+            "Runs the scenario FILE once with the policies in each DIR (timeline reloads\n"
+            "ignored) and prints the decisions that differ, cycle by cycle (- only\n"
+            "with --from, + only with --to), then the summary figures of both and the\n"
+            "change: evictions by action, AI pods pending, policy warnings, and the\n"
+            "fair share of every queue at the end.\n"
+            "\n"
+            "options:\n"
+            "  --from DIR            the policies in force (the baseline)\n"
+            "  --to DIR              the policies to compare with them\n"
+            "  --json                print the comparison as a JSON document\n"
+            POLICY_OPTION_HELP
+            "  -h, --help            show this help\n"
+            "\n"
+            "exit status: 0 done, whether or not anything differs; 1 a simulation\n"
+            "failed; 2 bad usage, or a scenario or policies that do not load.\n",
+            d.cycle.long_grace);
+}
+
 /* Short forms for errors: the full help would bury the message. */
 static void brief_usage(FILE *f) {
     fputs("usage: understory simulate FILE [options]\n"
+          "       understory check DIR [--scenario FILE] [options]\n"
+          "       understory diff --from DIR --to DIR FILE [--json] [options]\n"
           "       understory --help | --version\n"
           "Run 'understory --help' for more.\n",
           f);
@@ -85,7 +157,22 @@ static void brief_usage(FILE *f) {
 static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "                           [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
+          f);
+}
+
+static void brief_usage_check(FILE *f) {
+    fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
+          "                           [--instructions N] [--memory BYTES]\n"
+          "Run 'understory check --help' for what each option does.\n",
+          f);
+}
+
+static void brief_usage_diff(FILE *f) {
+    fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
+          "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "Run 'understory diff --help' for what each option does.\n",
           f);
 }
 
@@ -155,60 +242,96 @@ static int parse_count(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* Everything a command line may say; each command reads its part. */
 typedef struct cli {
-    const char *file;
+    const char *file;           /* simulate, diff: the scenario; check: DIR */
     const char *policies;
-    bool json;
+    const char *scenario;       /* check --scenario */
+    const char *from, *to;      /* diff */
+    bool json, watch;
+    uint64_t max_runs;
+    us_sim_opts sim;
 } cli;
 
-/* Parses the arguments after "simulate".  Returns -1 to go on, or an exit
- * status. */
-static int parse_simulate(int argc, char **argv, cli *c, us_sim_opts *o) {
+/* Which options a command takes. */
+enum { O_JSON = 1, O_POLICIES = 2, O_WATCH = 4, O_SCENARIO = 8, O_FROM_TO = 16 };
+
+/* Parses argv[2..] for a command taking the options in `allowed` and one
+ * positional argument (what: the message when it is missing; one: what
+ * there is one of).  Returns -1 to go on, or an exit status
+ * (0 after --help). */
+static int parse(int argc, char **argv, int allowed, const char *what, const char *one,
+                 void (*help)(FILE *), void (*brief)(FILE *), cli *c) {
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v;
         bool missing = false;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage_simulate(stdout);
+            help(stdout);
             return 0;
-        } else if (!strcmp(a, "--json")) {
+        } else if ((allowed & O_JSON) && !strcmp(a, "--json")) {
             c->json = true;
+        } else if ((allowed & O_WATCH) && !strcmp(a, "--watch")) {
+            c->watch = true;
         } else if (!strcmp(a, "--plain-ties")) {
-            o->cycle.background_aware_ties = false;
-        } else if ((v = opt_value(argc, argv, &i, "--policies", &missing))) {
-            if (!*v) return bad_usage(brief_usage_simulate, "%s: needs a directory", "--policies");
+            c->sim.cycle.background_aware_ties = false;
+        } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a directory", "--policies");
             c->policies = v;
+        } else if ((allowed & O_SCENARIO) && (v = opt_value(argc, argv, &i, "--scenario", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a file", "--scenario");
+            c->scenario = v;
+        } else if ((allowed & O_FROM_TO) && (v = opt_value(argc, argv, &i, "--from", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a directory", "--from");
+            c->from = v;
+        } else if ((allowed & O_FROM_TO) && (v = opt_value(argc, argv, &i, "--to", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a directory", "--to");
+            c->to = v;
+        } else if ((allowed & O_WATCH) && (v = opt_value(argc, argv, &i, "--watch-max-runs", &missing))) {
+            if (parse_count(v, &c->max_runs) < 0 || c->max_runs > INT_MAX)
+                return bad_usage(brief, "--watch-max-runs: \"%s\" is not a positive integer", v);
         } else if ((v = opt_value(argc, argv, &i, "--long-grace", &missing))) {
-            if (parse_seconds(v, &o->cycle.long_grace) < 0)
-                return bad_usage(brief_usage_simulate,
-                                 "--long-grace: \"%s\" is not a number of seconds (>= 0)", v);
+            if (parse_seconds(v, &c->sim.cycle.long_grace) < 0)
+                return bad_usage(brief, "--long-grace: \"%s\" is not a number of seconds (>= 0)", v);
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
-            if (parse_count(v, &o->limits.instructions) < 0)
-                return bad_usage(brief_usage_simulate, "--instructions: \"%s\" is not a positive integer",
-                                 v);
+            if (parse_count(v, &c->sim.limits.instructions) < 0)
+                return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
         } else if ((v = opt_value(argc, argv, &i, "--memory", &missing))) {
             int64_t bytes;
             if (us_parse_memory(v, &bytes) < 0 || bytes <= 0)
-                return bad_usage(brief_usage_simulate,
-                                 "--memory: \"%s\" is not a positive number of bytes", v);
-            o->limits.memory = (size_t)bytes;
+                return bad_usage(brief, "--memory: \"%s\" is not a positive number of bytes", v);
+            c->sim.limits.memory = (size_t)bytes;
         } else if (missing) {
-            return bad_usage(brief_usage_simulate, "%s needs a value", a);
+            return bad_usage(brief, "%s needs a value", a);
         } else if (a[0] == '-' && a[1] != '\0') {
-            return bad_usage(brief_usage_simulate, "unknown option %s", a);
+            return bad_usage(brief, "unknown option %s", a);
         } else if (c->file) {
-            return bad_usage(brief_usage_simulate, "unexpected argument \"%s\" (one scenario at a time)", a);
+            fprintf(stderr, "understory: unexpected argument \"%s\" (%s at a time)\n", a, one);
+            brief(stderr);
+            return EXIT_USAGE;
         } else {
             c->file = a;
         }
     }
-    if (!c->file) return bad_usage(brief_usage_simulate, "%s: missing the scenario FILE", "simulate");
+    if (!c->file) return bad_usage(brief, "%s", what);
+    return -1;
+}
+
+/* --policies DIR, or the default directory; 0, or -1 with a message. */
+static int policies_dir(const cli *c, char *dir, size_t n) {
+    if (c->policies) {
+        snprintf(dir, n, "%s", c->policies);
+        return 0;
+    }
+    if (find_policies(dir, n) == 0) return 0;
+    fprintf(stderr,
+            "understory: no policies directory found (looked next to the executable, in "
+            "../share/understory/policies and in ./policies); use --policies DIR\n");
     return -1;
 }
 
 static int simulate(int argc, char **argv) {
     int status = EXIT_USAGE;
     cli c = {0};
-    us_sim_opts opts;
     us_scenario sc;
     us_sim_result res;
     us_policy *pol = NULL;
@@ -218,10 +341,35 @@ static int simulate(int argc, char **argv) {
 
     memset(&sc, 0, sizeof sc);
     memset(&res, 0, sizeof res);
-    us_sim_opts_default(&opts);
-    int rc = parse_simulate(argc, argv, &c, &opts);
+    us_sim_opts_default(&c.sim);
+    int rc = parse(argc, argv, O_JSON | O_POLICIES | O_WATCH, "simulate: missing the scenario FILE",
+                   "one scenario", usage_simulate, brief_usage_simulate, &c);
     if (rc >= 0) {
         status = rc;
+        goto cleanup;
+    }
+    if (c.max_runs && !c.watch) {
+        status = bad_usage(brief_usage_simulate, "%s only goes with --watch", "--watch-max-runs");
+        goto cleanup;
+    }
+    if (policies_dir(&c, dir, sizeof dir) < 0) goto cleanup;
+    c.sim.policy_dir = dir;
+
+    if (c.watch) {
+        /* files that do not load are reported and watched until they do */
+        us_watch_opts wo;
+        us_watch_opts_default(&wo);
+        wo.scenario = c.file;
+        wo.policy_dir = dir;
+        wo.sim = c.sim;
+        wo.json = c.json;
+        wo.max_runs = (int)c.max_runs;
+        status = EXIT_FAILURE;
+        if (us_watch_run(stdout, &wo, &err) < 0) {
+            fprintf(stderr, "understory: %s\n", err.msg);
+            goto cleanup;
+        }
+        status = EXIT_SUCCESS;
         goto cleanup;
     }
 
@@ -234,24 +382,14 @@ static int simulate(int argc, char **argv) {
         goto cleanup;
     }
     loaded = true;
-
-    if (c.policies) {
-        snprintf(dir, sizeof dir, "%s", c.policies);
-    } else if (find_policies(dir, sizeof dir) < 0) {
-        fprintf(stderr,
-                "understory: no policies directory found (looked next to the executable, in "
-                "../share/understory/policies and in ./policies); use --policies DIR\n");
-        goto cleanup;
-    }
-    if (!(pol = us_policy_load(dir, &opts.limits, &err))) {
+    if (!(pol = us_policy_load(dir, &c.sim.limits, &err))) {
         fprintf(stderr, "understory: policies %s: %s\n", dir, err.msg);
         goto cleanup;
     }
-    opts.policy_dir = dir;
 
     status = EXIT_FAILURE;
     ran = true;
-    if (us_sim_run(&sc, pol, &opts, &res, &err) < 0) {
+    if (us_sim_run(&sc, pol, &c.sim, &res, &err) < 0) {
         fprintf(stderr, "understory: %s: simulation failed: %s\n", c.file, err.msg);
         goto cleanup;
     }
@@ -269,6 +407,91 @@ cleanup:
     return status;
 }
 
+static int check(int argc, char **argv) {
+    cli c = {0};
+    us_check_opts o;
+    us_err err = {0};
+
+    us_sim_opts_default(&c.sim);
+    int rc = parse(argc, argv, O_SCENARIO, "check: missing the policy directory DIR",
+                   "one policy directory", usage_check,
+                   brief_usage_check, &c);
+    if (rc >= 0) return rc;
+    us_check_opts_default(&o);
+    o.scenario = c.scenario;
+    o.limits = c.sim.limits;
+    o.cycle = c.sim.cycle;
+    int problems = us_check_dir(stdout, c.file, &o, &err);
+    fflush(stdout);
+    if (problems < 0) {
+        if (err.code == US_ENOMEM) {
+            fprintf(stderr, "understory: check %s: %s\n", c.file, err.msg);
+            return EXIT_FAILURE;
+        }
+        /* the scenario did not load: the check could not run */
+        if (err.code == US_EIO) fprintf(stderr, "understory: %s\n", err.msg);
+        else fprintf(stderr, "understory: %s: %s\n", c.scenario ? c.scenario : "built-in scenario", err.msg);
+        return EXIT_USAGE;
+    }
+    return problems ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+static int diff(int argc, char **argv) {
+    int status = EXIT_USAGE;
+    cli c = {0};
+    us_diff_run a, b;
+    us_err err = {0};
+    char *text = NULL;
+    cJSON *doc = NULL;
+
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    us_sim_opts_default(&c.sim);
+    int rc = parse(argc, argv, O_JSON | O_FROM_TO, "diff: missing the scenario FILE",
+                   "one scenario", usage_diff,
+                   brief_usage_diff, &c);
+    if (rc >= 0) {
+        status = rc;
+        goto cleanup;
+    }
+    if (!c.from || !c.to) {
+        status = bad_usage(brief_usage_diff, "diff: %s", !c.from ? "missing --from DIR" : "missing --to DIR");
+        goto cleanup;
+    }
+    if (us_diff_run_file(&a, c.file, c.from, &c.sim, &err) < 0 ||
+        us_diff_run_file(&b, c.file, c.to, &c.sim, &err) < 0) {
+        fprintf(stderr, "understory: %s\n", err.msg);
+        status = err.code == US_ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
+        goto cleanup;
+    }
+    status = EXIT_FAILURE;
+    if (c.json) {
+        if (!(doc = us_diff_document(&a, &b)) || !(text = cJSON_Print(doc))) {
+            fprintf(stderr, "understory: out of memory\n");
+            goto cleanup;
+        }
+        if (puts(text) == EOF || fflush(stdout) == EOF) {
+            fprintf(stderr, "understory: cannot write the output\n");
+            goto cleanup;
+        }
+    } else {
+        printf("understory diff: %s\n", a.res.scenario ? a.res.scenario : "(unnamed)");
+        printf("  from  %s  (policy %s)\n", c.from, a.id);
+        printf("  to    %s  (policy %s)\n\n", c.to, b.id);
+        if (us_diff_text(stdout, &a, &b, "from", "to", &err) < 0) {
+            fprintf(stderr, "understory: %s\n", err.msg);
+            goto cleanup;
+        }
+    }
+    status = EXIT_SUCCESS;
+cleanup:
+    free(text);
+    cJSON_Delete(doc);
+    us_diff_run_free(&a);
+    us_diff_run_free(&b);
+    return status;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return bad_usage(brief_usage, "%s", "missing a command");
     const char *cmd = argv[1];
@@ -281,6 +504,8 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (!strcmp(cmd, "simulate")) return simulate(argc, argv);
+    if (!strcmp(cmd, "check")) return check(argc, argv);
+    if (!strcmp(cmd, "diff")) return diff(argc, argv);
     if (cmd[0] == '-') return bad_usage(brief_usage, "unknown option %s", cmd);
     return bad_usage(brief_usage, "unknown command \"%s\"", cmd);
 }

@@ -76,7 +76,7 @@ static us_res round_fair(const double fair[US_NRES]) {
     return r;
 }
 
-static cJSON *decision_json(const us_decision *d) {
+cJSON *us_output_decision(const us_decision *d) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
     if (put(o, "op", cJSON_CreateString(us_op_names[d->op])) < 0 ||
@@ -123,11 +123,12 @@ static cJSON *cycle_json(const us_sim_cycle *c) {
     if (!o) return NULL;
     if (put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
         put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
+        put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
         put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
         put(o, "events", events = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < c->log.ndecisions; i++)
-        if (push(decisions, decision_json(&c->log.decisions[i])) < 0) goto fail;
+        if (push(decisions, us_output_decision(&c->log.decisions[i])) < 0) goto fail;
     for (size_t i = 0; i < c->log.nevents; i++)
         if (push(events, event_json(&c->log.events[i])) < 0) goto fail;
     return o;
@@ -223,6 +224,7 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
     cJSON *doc = cJSON_CreateObject(), *cycles;
     if (!doc) return NULL;
     if (put(doc, "scenario", str_item(res->scenario)) < 0 ||
+        put(doc, "policy", cJSON_CreateString(res->policy)) < 0 ||
         put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < res->ncycles; i++)
@@ -305,26 +307,26 @@ static int imax(int a, int b) { return a > b ? a : b; }
 static int slen(const char *s) { return s ? (int)strlen(s) : 0; }
 static const char *nz(const char *s) { return s ? s : "-"; }
 
+void us_output_decision_text(FILE *f, const char *lead, const us_decision *d, int width) {
+    fprintf(f, "%s%-8s  %-*s  %s %s", lead, us_op_names[d->op], width, nz(d->pod),
+            d->op == US_OP_EVICT ? "from" : "->", nz(d->node));
+    if (d->op == US_OP_PIPELINE && d->nwaits) {
+        fputs("  waiting for ", f);
+        for (size_t k = 0; k < d->nwaits; k++) fprintf(f, "%s%s", k ? ", " : "", nz(d->waits_for[k]));
+    }
+    if (d->action == US_ACT_NONE)
+        fputs("  (after pipeline)", f);
+    else if (d->op == US_OP_EVICT && d->evictor)
+        fprintf(f, "  (%s, for %s)", us_action_names[d->action], d->evictor);
+    else
+        fprintf(f, "  (%s)", us_action_names[d->action]);
+    fputc('\n', f);
+}
+
 static void text_decisions(FILE *f, const us_cycle_log *log) {
     int w = 0;
     for (size_t i = 0; i < log->ndecisions; i++) w = imax(w, slen(log->decisions[i].pod));
-    for (size_t i = 0; i < log->ndecisions; i++) {
-        const us_decision *d = &log->decisions[i];
-        fprintf(f, "  %-8s  %-*s  %s %s", us_op_names[d->op], w, nz(d->pod),
-                d->op == US_OP_EVICT ? "from" : "->", nz(d->node));
-        if (d->op == US_OP_PIPELINE && d->nwaits) {
-            fputs("  waiting for ", f);
-            for (size_t k = 0; k < d->nwaits; k++)
-                fprintf(f, "%s%s", k ? ", " : "", nz(d->waits_for[k]));
-        }
-        if (d->action == US_ACT_NONE)
-            fputs("  (after pipeline)", f);
-        else if (d->op == US_OP_EVICT && d->evictor)
-            fprintf(f, "  (%s, for %s)", us_action_names[d->action], d->evictor);
-        else
-            fprintf(f, "  (%s)", us_action_names[d->action]);
-        fputc('\n', f);
-    }
+    for (size_t i = 0; i < log->ndecisions; i++) us_output_decision_text(f, "  ", &log->decisions[i], w);
 }
 
 static void text_events(FILE *f, const us_cycle_log *log) {
@@ -471,15 +473,17 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     if (res->ncycles)
         fprintf(f, ", t=%s to %s", fmt_time(t1, sizeof t1, res->cycles[0].time),
                 fmt_time(t2, sizeof t2, res->cycles[res->ncycles - 1].time));
-    fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n\n", active_nodes,
+    fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n", active_nodes,
             active_nodes == 1 ? "" : "s", final->nqueues, final->nqueues == 1 ? "" : "s",
             final->nworkloads, final->nworkloads == 1 ? "" : "s");
+    fprintf(f, "  policy %s\n\n", res->ncycles ? res->cycles[0].policy : res->policy);
 
     size_t quiet_from = 0;
     bool quiet = false;
     for (size_t i = 0; i < res->ncycles; i++) {
         const us_sim_cycle *c = &res->cycles[i];
-        if (!c->log.ndecisions && !c->log.nevents && !figures_changed(c, nq, shown)) {
+        bool new_policy = i > 0 && strcmp(c->policy, res->cycles[i - 1].policy) != 0;
+        if (!c->log.ndecisions && !c->log.nevents && !new_policy && !figures_changed(c, nq, shown)) {
             if (!quiet) quiet_from = i;
             quiet = true;
             continue;
@@ -487,6 +491,7 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
         if (quiet) text_quiet(f, res, quiet_from, i - 1);
         quiet = false;
         fprintf(f, "cycle %d  t=%s\n", c->index, fmt_time(t1, sizeof t1, c->time));
+        if (new_policy) fprintf(f, "  policy now %s\n", c->policy);
         text_decisions(f, &c->log);
         text_events(f, &c->log);
         if (text_queue_table(f, final, c, nq, shown) < 0) {

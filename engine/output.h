@@ -28,9 +28,20 @@
  * they still print as exact integers.  NULL on allocation failure. */
 cJSON *us_output_res(us_res r);
 
+/* One decision as the document lists it: {"op", "pod", "node",
+ * "waits_for" (pipeline), "action", "evictor" (evict)}.  NULL on allocation
+ * failure. */
+cJSON *us_output_decision(const us_decision *d);
+
+/* One decision as the text account prints it, on one line after lead:
+ * "bind      train-1-0  -> n4  (allocate)"; the pod name padded to width. */
+void us_output_decision_text(FILE *f, const char *lead, const us_decision *d, int width);
+
 /* The whole output document (see DESIGN.md).  final is the state after the
  * run (the scenario's state once us_sim_run returned).  Every cycle is
- * listed, including quiet ones; every pod not marked gone, in state order.
+ * listed, including quiet ones, each with the id of the policy in force
+ * ("policy"; "builtin" for the C policies), and the top level names the
+ * policy in force at the end; every pod not marked gone, in state order.
  * The caller frees it with cJSON_Delete.  NULL on allocation failure. */
 cJSON *us_output_document(const us_sim_result *res, const us_state *final);
 

@@ -119,13 +119,15 @@ typedef struct us_bg_pod {
     const us_pod *pod;
     const us_workload *wl;
     int node;                   /* running: index into us_bg_input.nodes; pending: -1 */
-    const int *candidates;      /* pending: feasible node indices (selector, pin,
-                                   cordon) into us_bg_input.nodes, ascending */
+    const int *candidates;      /* pending: node indices into us_bg_input.nodes
+                                   it may go to (selector, pin, cordon) and has
+                                   room on, ascending; pods may share a list */
     size_t ncandidates;
 } us_bg_pod;
 
 typedef struct us_bg_input {
-    const us_bg_node *nodes;    /* sorted by node name */
+    const us_bg_node *nodes;    /* the nodes of running pods and of candidates,
+                                   sorted by node name */
     size_t nnodes;
     const us_bg_pod *running;   /* running background pods on nodes the AI plan
                                    changed this cycle (the rest stay, and count

@@ -9,6 +9,11 @@
  *
  * Idle room excludes resources that terminating pods still hold: a
  * background pod never waits in line (it is never pipelined).
+ *
+ * The view is incremental, so a quiet 10,000-node cycle costs little: only
+ * running pods on nodes the AI plan changed are offered (elsewhere nothing
+ * they fitted in has changed), candidates are the nodes with room, and only
+ * the nodes those name are shown.
  */
 #include "reoffer.h"
 
@@ -93,186 +98,291 @@ static const char *check(const us_plan *p, const us_bg_input *in, const bool *ke
     return NULL;
 }
 
-int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
-    us_state *st = p->st;
-    memset(out, 0, sizeof *out);
-    size_t np = p->npods ? p->npods : 1, nn = p->nnodes ? p->nnodes : 1;
-    us_bg_node *nodes = calloc(nn, sizeof *nodes);
-    us_use *held = calloc(nn, sizeof *held), *scratch = calloc(nn, sizeof *scratch);
-    us_bg_pod *running = calloc(np, sizeof *running), *pending = calloc(np, sizeof *pending);
-    int *cands = NULL;
-    int *pos_place = calloc(np, sizeof *pos_place);
-    bool *keep = calloc(np, sizeof *keep), *touched = NULL;
-    size_t *offered = NULL;
-    out->running = calloc(np, sizeof *out->running);
-    out->keep = calloc(np, sizeof *out->keep);
-    out->pending = calloc(np, sizeof *out->pending);
-    out->place = calloc(np, sizeof *out->place);
-    int rc = 0;
-    if (!nodes || !held || !scratch || !running || !pending || !pos_place || !keep ||
-        !out->running || !out->keep || !out->pending || !out->place)
-        goto nomem;
+/* The re-offer of one pool being put together.  Positions (pos) index the
+ * plan's nodes; view indices (v) index the nodes the policy is shown. */
+typedef struct work {
+    us_plan *p;
+    us_reoffer *out;
+    us_use *held;          /* [pos] what is taken, whatever the policy says */
+    bool *touched;         /* [pos] the AI plan changed the node */
+    bool *shown;           /* [pos] the node is in the view */
+    int *view_of;          /* [pos] its view index, or -1 */
+    int *pos_of;           /* [v] its position */
+    us_bg_node *nodes;     /* [v] */
+    us_use *vheld;         /* [v] held, by view index */
+    size_t nview;
+    us_bg_pod *running;    /* offered running pods */
+    size_t *offered;       /* their index in out->running */
+    size_t noffered;
+    us_bg_pod *pending;
+    int *cands;            /* every candidate list, one after the other */
+} work;
 
-    /* Nodes the AI plan changed this cycle: a placement or an eviction. */
-    if (!(touched = calloc(nn, sizeof *touched)) || !(offered = malloc(np * sizeof *offered)))
-        goto nomem;
-    for (size_t k = 0; k < p->nplaced; k++) touched[p->pos[p->pnode[p->placed[k]]]] = true;
+/* Nodes the AI plan changed (a placement or an eviction), and nodes whose
+ * background pods no longer fit for another reason (a lowered capacity,
+ * say): their running background pods are offered; elsewhere they stay. */
+static int mark_touched(work *w) {
+    us_plan *p = w->p;
+    const us_state *st = p->st;
+    us_use *scratch = malloc((p->nnodes + 1) * sizeof *scratch);
+    if (!scratch) return -1;
+    for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
     for (size_t i = 0; i < p->npods; i++)
-        if (p->flags[i] & US_PF_VICTIM) touched[p->pos[st->pods[i].node]] = true;
-    for (size_t i = 0; i < p->nnodes; i++) held[i] = us_reoffer_held(p, (int)i);
-    /* a node whose background pods no longer fit for another reason (its
-     * capacity was lowered, say) is offered too: nothing stays over capacity */
-    memcpy(scratch, held, nn * sizeof *held);
+        if (p->flags[i] & US_PF_VICTIM) w->touched[p->pos[st->pods[i].node]] = true;
+    memcpy(scratch, w->held, p->nnodes * sizeof *scratch);
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        const us_workload *w = &st->workloads[pd->workload];
-        if (!w->background || pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0)
+        const us_workload *wl = &st->workloads[pd->workload];
+        if (!wl->background || pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0)
             continue;
         int pos = p->pos[pd->node];
-        if (touched[pos]) continue;
-        if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], w->request, -1)) touched[pos] = true;
-        else us_use_add(&scratch[pos], &st->nodes[pd->node], w->request, -1);
+        if (w->touched[pos]) continue;
+        if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], wl->request, -1)) w->touched[pos] = true;
+        else us_use_add(&scratch[pos], &st->nodes[pd->node], wl->request, -1);
     }
+    free(scratch);
+    return 0;
+}
+
+/* Background pods of the pool: running ones by name (out->running), and
+ * pending ones of schedulable workloads by name (out->pending).  Running
+ * pods on untouched nodes stay and keep holding their room. */
+static void gather(work *w) {
+    us_plan *p = w->p;
+    us_state *st = p->st;
+    us_reoffer *out = w->out;
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        const us_workload *w = &st->workloads[pd->workload];
-        if (!w->background || w->state != US_WL_ACTIVE || strcmp(w->pool, p->pool) != 0) continue;
+        const us_workload *wl = &st->workloads[pd->workload];
+        if (!wl->background || wl->state != US_WL_ACTIVE || strcmp(wl->pool, p->pool) != 0) continue;
         if (pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0)
             out->running[out->nrunning++] = (int)i;
-        else if (pd->state == US_POD_PENDING && !w->blocked)
+        else if (pd->state == US_POD_PENDING && !wl->blocked)
             out->pending[out->npending++] = (int)i;
     }
     cmp_st = st;
     qsort(out->running, out->nrunning, sizeof *out->running, by_pod_name);
     qsort(out->pending, out->npending, sizeof *out->pending, by_pod_name);
-
-    /* Running pods are offered only where the AI plan changed something:
-     * elsewhere nothing they fitted in has changed, so they stay, and what
-     * they hold is not free.  The view stays small on a large, quiet
-     * cluster. */
-    size_t noffered = 0;
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
-        const us_workload *w = &st->workloads[st->pods[pod].workload];
-        if (touched[pos]) {
-            running[noffered] = (us_bg_pod){&st->pods[pod], w, pos, NULL, 0};
-            offered[noffered++] = i;
+        const us_workload *wl = &st->workloads[st->pods[pod].workload];
+        if (w->touched[pos]) {
+            w->running[w->noffered] = (us_bg_pod){&st->pods[pod], wl, pos, NULL, 0};
+            w->offered[w->noffered++] = i;
+            w->shown[pos] = true;
         } else {
             out->keep[i] = true;
-            us_use_add(&held[pos], &st->nodes[p->nodes[pos]], w->request, -1);
+            us_use_add(&w->held[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
         }
     }
-    for (size_t i = 0; i < p->nnodes; i++) {
-        const us_node *n = &st->nodes[p->nodes[i]];
-        nodes[i] = (us_bg_node){n, us_res_sub(n->cap, held[i].used), us_use_free_gpus(&held[i], n)};
-    }
-    /* Candidate lists, in one flat array.  A pinned pod (a DaemonSet's) has
-     * at most its own node; pods free to go anywhere share one list per node
-     * selector, so the view stays linear in pods plus nodes. */
-    size_t ngroups = 0, npinned = 0;
-    const us_labels **groups = calloc(out->npending + 1, sizeof *groups);
-    const int **group_list = calloc(out->npending + 1, sizeof *group_list);
-    size_t *group_len = calloc(out->npending + 1, sizeof *group_len);
-    if (!groups || !group_list || !group_len) goto nomem_groups;
+}
+
+/* Same selector and request: pods that may go to the same nodes. */
+static bool same_need(const us_workload *a, const us_workload *b) {
+    return memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
+           us_labels_equal(&a->node_selector, &b->node_selector);
+}
+
+/* Candidate lists: the nodes a pending pod may go to and has room on.  A
+ * pinned pod (a DaemonSet's) has at most its own node; other pods share one
+ * list per selector and request, so the work stays linear in pods plus
+ * nodes.  Lists hold positions, ascending; every candidate is shown. */
+static int candidates(work *w) {
+    us_plan *p = w->p;
+    const us_state *st = p->st;
+    const us_reoffer *out = w->out;
+    size_t ngroups = 0, npinned = 0, ncand = 0;
+    int *lead = malloc((out->npending + 1) * sizeof *lead);      /* a pod per group */
+    const int **list = malloc((out->npending + 1) * sizeof *list);
+    size_t *len = malloc((out->npending + 1) * sizeof *len);
+    int rc = -1;
+    if (!lead || !list || !len) goto out;
     for (size_t i = 0; i < out->npending; i++) {
         const us_pod *pd = &st->pods[out->pending[i]];
-        const us_labels *sel = &st->workloads[pd->workload].node_selector;
         if (pd->pin >= 0) {
             npinned++;
             continue;
         }
         size_t g = 0;
-        while (g < ngroups && !us_labels_equal(groups[g], sel)) g++;
-        if (g == ngroups) groups[ngroups++] = sel;
+        while (g < ngroups && !same_need(&st->workloads[st->pods[lead[g]].workload],
+                                         &st->workloads[pd->workload]))
+            g++;
+        if (g == ngroups) lead[ngroups++] = out->pending[i];
     }
-    size_t ncand = 0;
-    cands = malloc((ngroups * p->nnodes + npinned + 1) * sizeof *cands);
-    if (!cands) goto nomem_groups;
+    if (!(w->cands = malloc((ngroups * p->nnodes + npinned + 1) * sizeof *w->cands))) goto out;
     for (size_t g = 0; g < ngroups; g++) {
-        group_list[g] = cands + ncand;
-        int pod = -1;  /* any pod of the group: only its selector matters */
-        for (size_t i = 0; i < out->npending && pod < 0; i++) {
-            const us_pod *pd = &st->pods[out->pending[i]];
-            if (pd->pin < 0 && us_labels_equal(&st->workloads[pd->workload].node_selector, groups[g]))
-                pod = out->pending[i];
-        }
+        us_res req = st->workloads[st->pods[lead[g]].workload].request;
+        list[g] = w->cands + ncand;
         for (size_t k = 0; k < p->nnodes; k++)
-            if (us_place_allowed(p, pod, p->nodes[k])) cands[ncand++] = (int)k;
-        group_len[g] = (size_t)(cands + ncand - group_list[g]);
+            if (us_place_allowed(p, lead[g], p->nodes[k]) &&
+                us_use_fits(&w->held[k], &st->nodes[p->nodes[k]], req, -1)) {
+                w->cands[ncand++] = (int)k;
+                w->shown[k] = true;
+            }
+        len[g] = (size_t)(w->cands + ncand - list[g]);
     }
     for (size_t i = 0; i < out->npending; i++) {
         int pod = out->pending[i];
         const us_pod *pd = &st->pods[pod];
-        const int *list = NULL;
+        const us_workload *wl = &st->workloads[pd->workload];
+        const int *mine = NULL;
         size_t n = 0;
         if (pd->pin >= 0) {
-            if (p->pos[pd->pin] >= 0 && us_place_allowed(p, pod, pd->pin)) {
-                cands[ncand] = p->pos[pd->pin];
-                list = cands + ncand++;
+            int k = p->pos[pd->pin];
+            if (k >= 0 && us_place_allowed(p, pod, pd->pin) &&
+                us_use_fits(&w->held[k], &st->nodes[pd->pin], wl->request, -1)) {
+                w->cands[ncand] = k;
+                mine = w->cands + ncand++;
                 n = 1;
+                w->shown[k] = true;
             }
         } else {
             size_t g = 0;
-            while (!us_labels_equal(groups[g], &st->workloads[pd->workload].node_selector)) g++;
-            list = group_len[g] ? group_list[g] : NULL;  /* an empty list has no address */
-            n = group_len[g];
+            while (!same_need(&st->workloads[st->pods[lead[g]].workload], wl)) g++;
+            mine = len[g] ? list[g] : NULL;  /* an empty list has no address */
+            n = len[g];
         }
-        pending[i] = (us_bg_pod){pd, &st->workloads[pd->workload], -1, list, n};
+        w->pending[i] = (us_bg_pod){pd, wl, -1, mine, n};
     }
-    free(groups);
-    free(group_list);
-    free(group_len);
+    rc = 0;
+out:
+    free(lead);
+    free(list);
+    free(len);
+    return rc;
+}
 
-    us_bg_input in = {nodes, p->nnodes, running, noffered, pending, out->npending};
-    /* the version in force, then the last good one, then the built-in */
+/* The view shows the nodes that matter this cycle (offered pods' nodes and
+ * candidates), in name order; positions become view indices. */
+static void build_view(work *w) {
+    us_plan *p = w->p;
+    const us_state *st = p->st;
+    for (size_t k = 0; k < p->nnodes; k++) {
+        w->view_of[k] = -1;
+        if (!w->shown[k]) continue;
+        const us_node *n = &st->nodes[p->nodes[k]];
+        w->view_of[k] = (int)w->nview;
+        w->pos_of[w->nview] = (int)k;
+        w->vheld[w->nview] = w->held[k];
+        w->nodes[w->nview++] =
+            (us_bg_node){n, us_res_sub(n->cap, w->held[k].used), us_use_free_gpus(&w->held[k], n)};
+    }
+    for (size_t i = 0; i < w->noffered; i++) w->running[i].node = w->view_of[w->running[i].node];
+    /* lists may be shared: remap each once (positions are >= 0, views
+     * become negative while in flight, then flipped back) */
+    for (size_t j = 0; j < w->out->npending; j++) {
+        us_bg_pod *bp = &w->pending[j];
+        int *c = (int *)bp->candidates;
+        if (bp->ncandidates == 0 || c[0] < 0) continue;
+        for (size_t k = 0; k < bp->ncandidates; k++) c[k] = -1 - w->view_of[c[k]];
+    }
+    for (size_t j = 0; j < w->out->npending; j++) {
+        us_bg_pod *bp = &w->pending[j];
+        int *c = (int *)bp->candidates;
+        if (bp->ncandidates == 0 || c[0] >= 0) continue;
+        for (size_t k = 0; k < bp->ncandidates; k++) c[k] = -1 - c[k];
+    }
+}
+
+/* Ask background.lua (the version in force, then the last good one), check
+ * its answer, and fall back to the built-in policy.  keep/place are by the
+ * offered and pending lists; place holds view indices. */
+static int decide(work *w, bool *keep, int *place, us_err *err) {
+    us_plan *p = w->p;
+    us_bg_input in = {w->nodes, w->nview, w->running, w->noffered, w->pending, w->out->npending};
+    us_use *scratch = malloc((w->nview + 1) * sizeof *scratch);
+    size_t nkeep = w->noffered + 1;
+    if (!scratch) return us_err_nomem(err);
+    int rc = 0;
     bool decided = false;
     for (us_policy *v = p->pol; v && !decided; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
-        memset(keep, 0, np * sizeof *keep);
+        memset(keep, 0, nkeep * sizeof *keep);
         double t0 = us_plan_policy_start(p);
-        int prc = us_policy_reoffer(v, &in, keep, pos_place, &perr);
+        int prc = us_policy_reoffer(v, &in, keep, place, &perr);
         us_plan_policy_done(p, t0, 1);
         if (prc < 0) {
-            if (us_plan_policy_event(p, v, "PolicyFailed", "background.lua", perr.msg) < 0) goto nomem;
+            if ((rc = us_plan_policy_event(p, v, "PolicyFailed", "background.lua", perr.msg)) < 0)
+                break;
             continue;
         }
-        memcpy(scratch, held, nn * sizeof *held);
-        const char *bad = check(p, &in, keep, pos_place, scratch, why, sizeof why);
+        memcpy(scratch, w->vheld, w->nview * sizeof *scratch);
+        const char *bad = check(p, &in, keep, place, scratch, why, sizeof why);
         if (!bad) {
             decided = true;
             continue;
         }
         snprintf(what, sizeof what, "background.lua: result rejected: %s", bad);
-        if (us_plan_policy_event(p, v, "PolicyRejected", "background.lua", what) < 0) goto nomem;
+        if ((rc = us_plan_policy_event(p, v, "PolicyRejected", "background.lua", what)) < 0) break;
     }
-    if (!decided) {
-        memset(keep, 0, np * sizeof *keep);
-        if (us_builtin_reoffer(&in, keep, pos_place, err) < 0) goto fail;
+    if (rc < 0) {
+        us_err_nomem(err);
+    } else if (!decided) {
+        memset(keep, 0, nkeep * sizeof *keep);
+        rc = us_builtin_reoffer(&in, keep, place, err);
     }
-    for (size_t j = 0; j < noffered; j++) out->keep[offered[j]] = keep[j];
-    for (size_t i = 0; i < out->npending; i++)
-        out->place[i] = pos_place[i] >= 0 ? p->nodes[pos_place[i]] : -1;
-    goto done;
-nomem_groups:
-    free(groups);
-    free(group_list);
-    free(group_len);
-nomem:
-    us_err_nomem(err);
-fail:
-    rc = -1;
-    us_reoffer_free(out);
-done:
-    free(keep);
-    free(touched);
-    free(offered);
-    free(nodes);
-    free(held);
     free(scratch);
-    free(running);
-    free(pending);
-    free(cands);
-    free(pos_place);
+    return rc;
+}
+
+int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
+    memset(out, 0, sizeof *out);
+    size_t np = p->npods + 1, nn = p->nnodes + 1;
+    work w = {.p = p, .out = out};
+    bool *keep = calloc(np, sizeof *keep);
+    int *place = calloc(np, sizeof *place);
+    w.held = calloc(nn, sizeof *w.held);
+    w.touched = calloc(nn, sizeof *w.touched);
+    w.shown = calloc(nn, sizeof *w.shown);
+    w.view_of = calloc(nn, sizeof *w.view_of);
+    w.pos_of = calloc(nn, sizeof *w.pos_of);
+    w.nodes = calloc(nn, sizeof *w.nodes);
+    w.vheld = calloc(nn, sizeof *w.vheld);
+    w.running = calloc(np, sizeof *w.running);
+    w.offered = calloc(np, sizeof *w.offered);
+    w.pending = calloc(np, sizeof *w.pending);
+    out->running = calloc(np, sizeof *out->running);
+    out->keep = calloc(np, sizeof *out->keep);
+    out->pending = calloc(np, sizeof *out->pending);
+    out->place = calloc(np, sizeof *out->place);
+    int rc = -1;
+    if (!keep || !place || !w.held || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
+        !w.nodes || !w.vheld || !w.running || !w.offered || !w.pending || !out->running ||
+        !out->keep || !out->pending || !out->place) {
+        us_err_nomem(err);
+        goto done;
+    }
+    for (size_t k = 0; k < p->nnodes; k++) w.held[k] = us_reoffer_held(p, (int)k);
+    if (mark_touched(&w) < 0) {
+        us_err_nomem(err);
+        goto done;
+    }
+    gather(&w);
+    if (candidates(&w) < 0) {
+        us_err_nomem(err);
+        goto done;
+    }
+    build_view(&w);
+    if (decide(&w, keep, place, err) < 0) goto done;
+    for (size_t j = 0; j < w.noffered; j++) out->keep[w.offered[j]] = keep[j];
+    for (size_t i = 0; i < out->npending; i++)
+        out->place[i] = place[i] >= 0 ? p->nodes[w.pos_of[place[i]]] : -1;
+    rc = 0;
+done:
+    if (rc < 0) us_reoffer_free(out);
+    free(keep);
+    free(place);
+    free(w.held);
+    free(w.touched);
+    free(w.shown);
+    free(w.view_of);
+    free(w.pos_of);
+    free(w.nodes);
+    free(w.vheld);
+    free(w.running);
+    free(w.offered);
+    free(w.pending);
+    free(w.cands);
     return rc;
 }

@@ -5,10 +5,12 @@
  */
 #include "sim.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lifecycle.h"
+#include "reload.h"
 
 #define US_SIM_MAX_CYCLES 1000
 
@@ -29,30 +31,61 @@ void us_sim_result_free(us_sim_result *res) {
 
 typedef struct sim {
     us_scenario *sc;
-    us_policy *pol;        /* the policy in force */
-    us_policy *owned;      /* one the timeline loaded, freed by the simulator */
+    us_policy *caller;     /* the caller's policy: lent, never freed here */
+    us_policy *pol;        /* the policy in force: caller, or one a reload loaded */
     const us_sim_opts *o;
     size_t next_tl;        /* next timeline entry to apply */
 } sim;
 
-/* A timeline reload: load dir and swap it in; a failed load keeps the old
- * policy and says why. */
-static int reload(sim *s, const us_tl_entry *e, us_cycle_log *log) {
-    us_err perr = {0};
-    us_policy *np = us_policy_load(e->dir, &s->o->limits, &perr);
-    if (!np)
-        return us_log_event(log, "Warning", "PolicyReloadFailed", "policies", NULL,
-                            "reload of %s refused, the running policy stays: %s", e->dir, perr.msg);
-    us_policy_free(s->owned);
-    s->owned = np;
-    s->pol = np;
-    return us_log_event(log, "Normal", "PolicyReloaded", "policies", NULL,
-                        "policies reloaded from %s (id %s)", e->dir, us_policy_id(np));
+static const char *policy_id(const us_policy *p) { return p ? us_policy_id(p) : "builtin"; }
+
+/* Give the caller's policy back if the policy in force holds it as its
+ * previous version: it is about to be replaced (set_previous would free it)
+ * or freed. */
+static void return_caller(sim *s) {
+    if (s->pol && s->pol != s->caller && us_policy_previous(s->pol) == s->caller)
+        (void)us_policy_take_previous(s->pol);
 }
 
-/* Apply what is due at time t; *changed tells whether anything was. */
+/* Free what the simulator owns: the policy in force unless it is the
+ * caller's (its previous version goes with it). */
+static void release_policies(sim *s) {
+    return_caller(s);
+    if (s->pol != s->caller) us_policy_free(s->pol);
+    s->pol = s->caller;
+}
+
+/* A timeline reload: the directory must pass us_reload_check on the state
+ * as it is now; then it goes live, with the policy it replaces as its last
+ * good version.  A refusal leaves the policy in force untouched. */
+static int reload(sim *s, const us_tl_entry *e, double t, us_cycle_log *log) {
+    us_err rerr = {0};
+    us_policy *fresh = NULL;
+    const char *old_id = policy_id(s->pol);
+    if (us_reload_check(&s->sc->state, t, e->dir, &s->o->limits, &s->o->cycle, &fresh, &rerr) < 0) {
+        if (rerr.code == US_ENOMEM) return -1;
+        const char *ann[] = {"policy-dir", e->dir, "policy-id", old_id, NULL};
+        return us_log_event(log, "Warning", "PolicyReloadRefused", "policies", ann,
+                            "reload of %s refused, the running policy (%s) stays: %s", e->dir,
+                            old_id, rerr.msg);
+    }
+    return_caller(s);
+    us_policy_set_previous(fresh, s->pol);
+    s->pol = fresh;
+    const char *ann[] = {"policy-dir", e->dir, "policy-id", us_policy_id(fresh), "previous-policy-id",
+                         old_id, NULL};
+    return us_log_event(log, "Normal", "PolicyReloaded", "policies", ann,
+                        "policies reloaded from %s: %s replaces %s", e->dir, us_policy_id(fresh),
+                        old_id);
+}
+
+/* Apply what is due at time t; *changed tells whether anything was.
+ * Reloads come last, so that their dry run sees the state the cycle at t
+ * will start from (submissions and node changes of the same time
+ * included). */
 static int apply_due(sim *s, double t, us_cycle_log *log, bool *changed) {
     us_state *st = &s->sc->state;
+    size_t first = s->next_tl;
     int rc = 0;
     for (; s->next_tl < s->sc->ntimeline && s->sc->timeline[s->next_tl].at <= t && rc == 0;
          s->next_tl++) {
@@ -75,20 +108,20 @@ static int apply_due(sim *s, double t, us_cycle_log *log, bool *changed) {
         case US_TL_REMOVE_NODE: rc = us_life_remove_node(st, e->node, t); break;
         case US_TL_CORDON: us_life_cordon(st, e->node, true); break;
         case US_TL_UNCORDON: us_life_cordon(st, e->node, false); break;
-        case US_TL_RELOAD_POLICIES: rc = reload(s, e, log); break;
+        case US_TL_RELOAD_POLICIES: break; /* below */
         }
     }
+    if (rc == 0) rc = us_life_submit_due(st, t, changed);
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
-        if (wl->state == US_WL_WAITING && wl->submit_at <= t) {
-            rc = us_life_submit(st, (int)w, t);
-            *changed = true;
-        } else if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
-                   wl->started_at + wl->duration <= t) {
+        if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
+            wl->started_at + wl->duration <= t) {
             rc = us_life_complete(st, (int)w, t);
             *changed = true;
         }
     }
+    for (size_t i = first; i < s->next_tl && rc == 0; i++)
+        if (s->sc->timeline[i].action == US_TL_RELOAD_POLICIES) rc = reload(s, &s->sc->timeline[i], t, log);
     return rc;
 }
 
@@ -127,7 +160,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         o = &defaults;
     }
     memset(res, 0, sizeof *res);
-    sim s = {sc, pol, NULL, o, 0};
+    sim s = {sc, pol, pol, o, 0};
     us_state *st = &sc->state;
     res->nqueues = st->nqueues;
     if (!(res->scenario = strdup(sc->name ? sc->name : ""))) return us_err_nomem(err);
@@ -142,7 +175,10 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         bool changed = false;
         if (!c.queues) goto nomem_cycle;
         if (apply_due(&s, t, &c.log, &changed) < 0) goto nomem_cycle;
-        if (s.pol) us_policy_seed(s.pol, (uint64_t)(i + 1));
+        snprintf(c.policy, sizeof c.policy, "%s", policy_id(s.pol));
+        /* every version the cycle may ask starts from the cycle's seed, so
+         * a cycle's randomness never depends on what earlier cycles drew */
+        for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
         if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0)
             goto fail_cycle;
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
@@ -156,7 +192,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     fail_cycle:
         us_cycle_log_free(&c.log);
         free(c.queues);
-        us_policy_free(s.owned);
+        release_policies(&s);
         us_sim_result_free(res);
         return -1;
     }
@@ -165,6 +201,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         if (st->pods[i].state == US_POD_PENDING && !w->background && w->state == US_WL_ACTIVE)
             res->ai_pods_pending++;
     }
-    us_policy_free(s.owned);
+    snprintf(res->policy, sizeof res->policy, "%s", policy_id(s.pol));
+    release_policies(&s);
     return 0;
 }

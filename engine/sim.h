@@ -6,6 +6,17 @@
  *
  * us_sim_run consumes the scenario's state (it is the simulated cluster);
  * the result owns its own copies of everything it reports.  Not thread-safe.
+ *
+ * Policies: the caller's policy is lent, never freed.  A timeline
+ * `reload_policies` goes through us_reload_check (reload.h) on the state as
+ * it is at that time; a policy that passes is swapped in before the cycle,
+ * with the one it replaces as its previous version (policy.h), and a
+ * PolicyReloaded event; one that fails leaves the policy in force as it
+ * was, with a PolicyReloadRefused Warning that says why.  The simulator owns
+ * and frees every policy a reload loaded.  When the caller's policy is the
+ * previous version of a reloaded one, the simulator takes it back
+ * (us_policy_take_previous) before that one is replaced or freed, so the
+ * caller's policy outlives the run untouched.
  */
 #ifndef US_SIM_H
 #define US_SIM_H
@@ -19,9 +30,13 @@ typedef struct us_sim_opts {
     us_policy_limits limits;
 } us_sim_opts;
 
+/* Room for a policy id (policy.h: 16 hex digits) or "builtin". */
+#define US_SIM_POLICY_ID 24
+
 typedef struct us_sim_cycle {
     int index;                  /* 1-based */
     double time;
+    char policy[US_SIM_POLICY_ID]; /* id of the policy in force, or "builtin" */
     us_cycle_log log;
     us_queue_figures *queues;   /* [nqueues] after the cycle */
 } us_sim_cycle;
@@ -34,12 +49,13 @@ typedef struct us_sim_result {
     double final_time;
     us_cycle_counts totals;
     int ai_pods_pending;        /* AI pods pending at the end */
+    char policy[US_SIM_POLICY_ID]; /* the policy in force at the end, or "builtin" */
 } us_sim_result;
 
 void us_sim_opts_default(us_sim_opts *o);
 
-/* Run sc to its horizon with policy pol (NULL: built-in C policies).
- * On success sc->state holds the final cluster.  0 or -1. */
+/* Run sc to its horizon with policy pol (NULL: built-in C policies; lent,
+ * see above).  On success sc->state holds the final cluster.  0 or -1. */
 int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o,
                us_sim_result *res, us_err *err);
 void us_sim_result_free(us_sim_result *res);

@@ -28,7 +28,9 @@ THE RULE
 CALLED AS
   reoffer(view) -> { keep = {pod names}, place = {[pod name] = node name} }
 
-  view.nodes            the nodes of the pool, sorted by name; each:
+  view.nodes            the nodes that matter this cycle, sorted by name:
+                        those of the pods in `running` and every candidate
+                        of a pod in `pending`; each:
     .name               node name
     .labels             {key = value}
     .capacity           {gpu=, cpu=, memory=}
@@ -50,9 +52,10 @@ CALLED AS
     .labels             {key = value}: the workload's labels
   view.pending          background pods waiting for a node, by name; each:
     .name, .workload, .requests, .priority, .labels   as above
-    .candidates         names of the nodes it may go to (node selector,
-                        daemonset pin and cordon already applied), sorted;
-                        pods that may go to the same nodes share one table
+    .candidates         names of the nodes it may go to and that have room
+                        for it (node selector, daemonset pin, cordon and
+                        free resources already applied), sorted; pods that
+                        may go to the same nodes share one table
 
   Units: gpu in devices, cpu in millicores, memory in bytes.  Background
   pods request whole GPUs.

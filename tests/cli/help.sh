@@ -25,3 +25,23 @@ done
 run simulate some.json -h
 expect_status 0
 expect_stdout_has "usage: understory simulate"
+
+# The policy commands: listed in the main help, each with its own.
+run --help
+expect_stdout_has "check DIR"
+expect_stdout_has "diff --from DIR --to DIR FILE"
+run simulate --help
+expect_stdout_has "--watch"
+expect_stdout_has "--watch-max-runs"
+run check --help
+expect_status 0
+expect_stderr_empty
+for opt in --scenario --instructions --memory --plain-ties --long-grace "exit status"; do
+    expect_stdout_has "$opt"
+done
+run diff --help
+expect_status 0
+expect_stderr_empty
+for opt in --from --to --json --instructions --memory "exit status"; do
+    expect_stdout_has "$opt"
+done

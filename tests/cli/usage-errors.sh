@@ -27,3 +27,8 @@ check "--instructions" simulate scenario.json --instructions 12x
 check "--memory" simulate scenario.json --memory lots
 check "--policies needs a value" simulate scenario.json --policies
 check "one scenario at a time" simulate a.json b.json
+check "--bogus" check policies --bogus
+check "--scenario needs a value" check policies --scenario
+check "missing --from DIR" diff --to policies scenario.json
+check "--from needs a value" diff scenario.json --from
+check "--policies" diff --from a --to b scenario.json --policies p

@@ -43,6 +43,14 @@ function H.run(scenario, opts)
   return understory.simulate(scenario, opts)
 end
 
+-- The document without the ids of the policies that ran (top level and per
+-- cycle), to compare what two policy versions decided.
+function H.without_policy_ids(out)
+  out.policy = nil
+  for _, c in ipairs(out.cycles) do c.policy = nil end
+  return out
+end
+
 -- Every decision of the run, each with the cycle's number and time added.
 function H.decisions(out, pred)
   local list = {}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# understory check DIR [--scenario FILE]: exit 0 only when syntax, required
+# functions and the result contract all pass; 1 with path:line: message for
+# each problem; 2 for bad usage or a scenario that does not load.
+# shellcheck source=tests/cli/lib.bash
+. "$(dirname "$0")/lib.bash"
+
+# The default policies and both example alternatives pass.
+for dir in policies examples/policies/spread examples/policies/drf; do
+    run check "$dir"
+    expect_status 0
+    expect_stderr_empty
+    expect_stdout_has "ok   syntax"
+    expect_stdout_has "ok   required functions"
+    expect_stdout_has "ok   result contract on scenario \"built-in check\""
+    expect_stdout_has "$dir: passed"
+done
+
+# ... on a scenario of one's own as well.
+run check policies --scenario examples/seed-story.json
+expect_status 0
+expect_stdout_has "result contract on scenario \"seed story\""
+
+# A policy directory with one file replaced.
+broken() { # name file contents
+    mkdir -p "$TMP/$1"
+    cp policies/*.lua "$TMP/$1/"
+    printf '%b' "$3" >"$TMP/$1/$2"
+}
+
+broken syntax placement.lua 'local M = {}\nlocal x = = 1\nreturn M\n'
+printf 'return {\n' >"$TMP/syntax/fairshare.lua"
+run check "$TMP/syntax"
+expect_status 1
+# both files' syntax errors, each as path:line:
+expect_stdout_has "$TMP/syntax/placement.lua:2:"
+expect_stdout_has "$TMP/syntax/fairshare.lua:2:"
+expect_stdout_has "FAIL syntax"
+expect_stdout_has "FAILED, 2 problems"
+
+broken nofn background.lua 'return { reoffer_all = function() end }\n'
+run check "$TMP/nofn"
+expect_status 1
+expect_stdout_has "$TMP/nofn/background.lua: must return a table with a function \"reoffer\""
+expect_stdout_has "FAIL required functions"
+
+broken runtime placement.lua 'local M = {}\nfunction M.score(pod, node)\n  return pod.nope.x\nend\nreturn M\n'
+run check "$TMP/runtime"
+expect_status 1
+expect_stdout_has "$TMP/runtime/placement.lua:3: attempt to index a nil value"
+expect_stdout_has "PolicyFailed in cycle 1, t=0s"
+expect_stdout_has "FAIL result contract"
+
+broken loop fairshare.lua 'local M = {}\nfunction M.compute(view)\n  while true do end\nend\nreturn M\n'
+run check "$TMP/loop" --instructions 100000
+expect_status 1
+expect_stdout_has "$TMP/loop/fairshare.lua:3: instruction budget exceeded (100000 instructions)"
+
+broken bomb background.lua 'local M = {}\nfunction M.reoffer(view)\n  local t = {}\n  for i = 1, 1e9 do t[i] = string.rep("x", 1000) .. i end\nend\nreturn M\n'
+run check "$TMP/bomb" --memory 8Mi
+expect_status 1
+expect_stdout_has "$TMP/bomb/background.lua:4: memory budget exceeded (8388608 bytes)"
+
+broken overfill background.lua 'local M = {}\nfunction M.reoffer(view)\n  local keep, place = {}, {}\n  for _, p in ipairs(view.running) do keep[#keep + 1] = p.name end\n  for _, p in ipairs(view.pending) do place[p.name] = p.candidates[1] end\n  return { keep = keep, place = place }\nend\nreturn M\n'
+run check "$TMP/overfill"
+expect_status 1
+expect_stdout_has "$TMP/overfill/background.lua: result rejected:"
+expect_stdout_has "over capacity"
+expect_stdout_has "PolicyRejected"
+
+# A scenario with no background work never calls reoffer: the built-in
+# scenario is run too, and finds what the scenario could not.
+cat >"$TMP/ai-only.json" <<'JSON'
+{"name": "ai only", "horizon": 20,
+ "nodes": [{"name": "n1", "gpu": 8}],
+ "queues": [{"name": "q", "resources": {"gpu": {"quota": 8}}}],
+ "workloads": [{"name": "w", "queue": "q", "requests": {"gpu": 1}}]}
+JSON
+run check "$TMP/overfill" --scenario "$TMP/ai-only.json"
+expect_status 1
+expect_stdout_has "ok   result contract on scenario \"ai only\""
+expect_stdout_has "never called reoffer"
+expect_stdout_has "FAIL result contract on scenario \"built-in check\""
+
+# A missing directory names the file it could not read.
+run check "$TMP/nowhere"
+expect_status 1
+expect_stdout_has "$TMP/nowhere/fairshare.lua: cannot read it"
+
+# The check cannot run: exit 2, the reason on stderr.
+run check policies --scenario "$TMP/no-such.json"
+expect_status 2
+expect_stderr_has "no-such.json"
+run check
+expect_status 2
+expect_stderr_has "missing the policy directory DIR"
+run check policies other
+expect_status 2
+expect_stderr_has "one policy directory at a time"
+run check policies --json
+expect_status 2
+expect_stderr_has "unknown option --json"
