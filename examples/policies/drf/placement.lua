@@ -43,6 +43,15 @@ CALLED AS
   Units: gpu in devices (a number: 0.5 is half a device), cpu in millicores
   and memory in bytes (integers).
 
+  SCORES ARE CACHED BY WHAT THE VIEWS SAY, NOT BY NAME.  Pods whose views
+  agree on everything but their names (same requests, labels, priority,
+  queue, node selector) form one class, and so do nodes (same labels,
+  capacity, allocation, cordon, background work).  The engine calls score
+  once per (pod class, node class) and reuses the answer for the whole
+  cycle; pod.name, pod.workload and node.name are those of the first
+  member.  A score must therefore not depend on names: use labels to tell
+  nodes apart.  This is what keeps a 10,000-node cycle fast.
+
   The same pod table is passed for every node of one pod: do not change it.
   The order of pairs() over labels differs from run to run; sort the keys
   if the order matters.
