@@ -6,6 +6,9 @@
 #   make test    every test: C unit tests, busted specs, CLI checks, and the
 #                same again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench   the benchmark (docs/benchmarks.md)
+#   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
+#                (.a and .so), understory.h, understory.pc, the Lua module and
+#                the default policies; make uninstall removes exactly those
 
 PKGS      := lua5.4 libcjson libuv libcurl
 DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make
@@ -17,7 +20,9 @@ OPT       ?= -O2 -g
 CFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
-CFLAGS    += $(WARN) $(OPT) -fPIC $(SANITIZE) $(CFLAGS_PKG) -Iengine -Ibindings
+# Hidden by default: the shared library and the Lua module export only what
+# is marked US_API (bindings/understory.h) or luaopen_understory.
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CFLAGS_PKG) -Iengine -Ibindings
 LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
@@ -29,9 +34,24 @@ BIN        := $(BUILD)/understory
 LUAMOD     := $(BUILD)/lua/understory.so
 CTEST_SRC  := $(wildcard tests/c/test_*.c)
 CTEST_BIN  := $(CTEST_SRC:tests/c/%.c=$(BUILD)/tests/%)
+REPLAY     := $(BUILD)/tests/replay
 
-.PHONY: all run test test-release test-asan deps clean bench
-all: understory $(LUAMOD)
+# The embedding libraries.  The version's one source is the public header.
+VERSION    := $(shell sed -n 's/^\#define UNDERSTORY_VERSION_STRING "\(.*\)"/\1/p' bindings/understory.h)
+SONAME     := libunderstory.so.$(firstword $(subst ., ,$(VERSION)))
+PUB_A      := $(BUILD)/libunderstory.a
+PUB_SO     := $(BUILD)/libunderstory.so.$(VERSION)
+# What the library itself links (libcurl is the command line's, not the
+# engine's): its NEEDED entries and understory.pc's Requires.private.
+LIB_PKGS   := lua5.4 libcjson libuv
+LIB_LIBS    = $(shell pkg-config --libs $(LIB_PKGS) 2>/dev/null) -lm -pthread
+PREFIX     ?= /usr/local
+DESTDIR    ?=
+D          := $(DESTDIR)$(PREFIX)
+
+.PHONY: all libs run test test-release test-asan deps clean bench install uninstall
+all: understory $(LUAMOD) libs
+libs: $(PUB_A) $(PUB_SO)
 
 understory: $(BUILD)/understory
 	cp $< $@
@@ -49,14 +69,37 @@ $(BIN): $(MAIN_OBJ) $(LIB_A)
 
 $(LUAMOD): $(BUILD)/bindings/lua_understory.o $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -shared -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
 $(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
+# The scenario replayed through the C API (tests/cli/embed-equivalence.sh).
+$(REPLAY): tests/embed/replay.c bindings/understory.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+# libunderstory.a: the engine linked into one object whose only global
+# symbols are the public API (the internals become local), so that it cannot
+# clash with a program's own names.
+$(BUILD)/understory-lib.o: $(ENGINE_OBJ)
+	$(CC) -r -nostdlib -o $@.tmp $^
+	objcopy --localize-hidden $@.tmp $@
+	@rm -f $@.tmp
+
+$(PUB_A): $(BUILD)/understory-lib.o
+	@rm -f $@
+	ar rcs $@ $<
+
+# libunderstory.so.X.Y.Z, soname libunderstory.so.X, and the usual links.
+$(PUB_SO): $(ENGINE_OBJ)
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined -o $@ $^ $(LIB_LIBS)
+	ln -sf $(notdir $@) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libunderstory.so
+
 # Build products of one flavour, used by tests/run.sh.
-build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN)
+build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY)
 
 run: all
 	./understory simulate examples/seed-story.json
@@ -74,6 +117,36 @@ $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
 
 bench: $(BUILD)/bench/understory-bench
 	$(BUILD)/bench/understory-bench $(BENCH_ARGS)
+
+# Installed files; uninstall removes exactly these (and the policies
+# directory it made).
+INSTALLED := bin/understory lib/libunderstory.a lib/libunderstory.so.$(VERSION) lib/$(SONAME) \
+             lib/libunderstory.so include/understory.h lib/pkgconfig/understory.pc \
+             lib/lua/5.4/understory.so $(addprefix share/understory/,$(wildcard policies/*.lua))
+
+install: all
+	install -d $(D)/bin $(D)/lib/pkgconfig $(D)/lib/lua/5.4 $(D)/include $(D)/share/understory/policies
+	install -m 755 $(BIN) $(D)/bin/understory
+	install -m 644 $(PUB_A) $(D)/lib/libunderstory.a
+	install -m 755 $(PUB_SO) $(D)/lib/libunderstory.so.$(VERSION)
+	ln -sf libunderstory.so.$(VERSION) $(D)/lib/$(SONAME)
+	ln -sf $(SONAME) $(D)/lib/libunderstory.so
+	install -m 644 bindings/understory.h $(D)/include/understory.h
+	install -m 755 $(LUAMOD) $(D)/lib/lua/5.4/understory.so
+	install -m 644 $(wildcard policies/*.lua) $(D)/share/understory/policies/
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$${prefix}/lib' 'includedir=$${prefix}/include' \
+	    'policiesdir=$${prefix}/share/understory/policies' '' \
+	    'Name: understory' \
+	    'Description: GPU-cluster scheduling engine with Lua policies: the embedding API' \
+	    'Version: $(VERSION)' \
+	    'Cflags: -I$${includedir}' \
+	    'Libs: -L$${libdir} -lunderstory' \
+	    'Requires.private: $(LIB_PKGS)' \
+	    'Libs.private: -lm -pthread' >$(D)/lib/pkgconfig/understory.pc
+
+uninstall:
+	rm -f $(addprefix $(D)/,$(INSTALLED))
+	-rmdir $(D)/share/understory/policies $(D)/share/understory 2>/dev/null
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

@@ -1,9 +1,10 @@
 /*
  * lua_understory.c — the Lua 5.4 module `understory` (require "understory"):
- * the simulator for Lua programs.
+ * the simulator and the embeddable engine for Lua programs.
  *
  *   local understory = require "understory"
  *   local out = understory.simulate(scenario, opts)
+ *   local e = understory.engine(opts)       -- see "engine" below
  *   print(understory.version)
  *
  * scenario: a file path; a JSON document (a string whose first non-blank
@@ -28,6 +29,24 @@
  * engine's message (`workloads[3].queue: "team-z" is not a queue`); errors
  * about the Lua table itself name its path Lua's way (`workloads[4].name`).
  *
+ * understory.engine(opts) returns an engine object over the embedding API
+ * (bindings/understory.h; docs/embedding.md has the walk-through).  opts
+ * are simulate's.  Methods take tables shaped like the scenario format's
+ * objects (or the same as JSON text) and return plain tables:
+ *   e:upsert_node(t)  e:remove_node(name)  e:upsert_queue(t)
+ *   e:remove_queue(name)  e:upsert_workload(t [, now])
+ *   e:remove_workload(name [, now])  e:complete_workload(name [, now])
+ *   e:upsert_pod{name=, workload=, node=}  e:remove_pod(name)
+ *   e:load_policies(dir or nil)  e:reload_policies(dir)  e:policy_id()
+ *   e:run_cycle(now) -> {decisions = {...}, events = {...}}
+ *   e:pods()  e:nodes()  e:queues()  e:workloads()  e:time()
+ *   e:on_event(fn or nil)  e:close()   (also __gc and __close)
+ * now defaults to the engine's time.  Decisions and events have the
+ * simulator output's shapes (plus `workload` on decisions).  Errors are Lua
+ * errors carrying the engine's message (`workload.queue: "x" is not a
+ * queue`).  understory.json_decode(text) and understory.json_encode(value)
+ * convert between JSON and the same tables.
+ *
  * Owns only the conversion between Lua values and the engine.  It must never
  * leak on a Lua error: everything it allocates hangs off one userdata whose
  * __gc frees it, so an error raised at any point leaves nothing behind.
@@ -45,6 +64,7 @@
 #include "policy.h"
 #include "scenario.h"
 #include "sim.h"
+#include "understory.h"
 
 #define JOB_MT "understory.job"
 #define MAX_DEPTH 64
@@ -258,14 +278,14 @@ static bool push_json(lua_State *L, const cJSON *v, int depth) {
 static const char *const opt_names[] = {"policies", "plain_ties", "long_grace", "instructions",
                                         "memory", NULL};
 
-/* Reads opts (stack index 2) into o; returns the policies directory or NULL.
- * The directory string stays on the stack, so it outlives the call. */
-static const char *read_opts(lua_State *L, us_sim_opts *o) {
+/* Reads opts (stack index idx) into o; returns the policies directory or
+ * NULL.  The directory string stays on the stack, so it outlives the call. */
+static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
     const char *dir = NULL;
-    if (lua_isnoneornil(L, 2)) goto defaults;
-    luaL_checktype(L, 2, LUA_TTABLE);
+    if (lua_isnoneornil(L, idx)) goto defaults;
+    luaL_checktype(L, idx, LUA_TTABLE);
     lua_pushnil(L);
-    while (lua_next(L, 2)) {
+    while (lua_next(L, idx)) {
         lua_pop(L, 1);
         const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
         bool known = false;
@@ -276,14 +296,14 @@ static const char *read_opts(lua_State *L, us_sim_opts *o) {
                        k ? k : luaL_typename(L, -1));
     }
 
-    lua_getfield(L, 2, "plain_ties");
+    lua_getfield(L, idx, "plain_ties");
     if (!lua_isnil(L, -1)) {
         if (!lua_isboolean(L, -1)) luaL_error(L, "opts.plain_ties: expected a boolean");
         o->cycle.background_aware_ties = !lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
 
-    lua_getfield(L, 2, "long_grace");
+    lua_getfield(L, idx, "long_grace");
     if (!lua_isnil(L, -1)) {
         if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) >= 0) ||
             !isfinite(lua_tonumber(L, -1)))
@@ -292,7 +312,7 @@ static const char *read_opts(lua_State *L, us_sim_opts *o) {
     }
     lua_pop(L, 1);
 
-    lua_getfield(L, 2, "instructions");
+    lua_getfield(L, idx, "instructions");
     if (!lua_isnil(L, -1)) {
         if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
             luaL_error(L, "opts.instructions: expected a positive integer");
@@ -300,7 +320,7 @@ static const char *read_opts(lua_State *L, us_sim_opts *o) {
     }
     lua_pop(L, 1);
 
-    lua_getfield(L, 2, "memory");
+    lua_getfield(L, idx, "memory");
     if (!lua_isnil(L, -1)) {
         int64_t bytes = -1;
         int isint = 0;
@@ -314,7 +334,7 @@ static const char *read_opts(lua_State *L, us_sim_opts *o) {
     }
     lua_pop(L, 1);
 
-    lua_getfield(L, 2, "policies"); /* left on the stack: dir points into it */
+    lua_getfield(L, idx, "policies"); /* left on the stack: dir points into it */
     if (!lua_isnil(L, -1)) {
         if (lua_type(L, -1) != LUA_TSTRING) luaL_error(L, "opts.policies: expected a directory");
         dir = lua_tostring(L, -1);
@@ -359,7 +379,7 @@ static int l_simulate(lua_State *L) {
     luaL_argexpected(L, lua_type(L, 1) == LUA_TSTRING || lua_type(L, 1) == LUA_TTABLE, 1,
                      "file path, JSON string or table");
     us_sim_opts_default(&o);
-    const char *dir = read_opts(L, &o);
+    const char *dir = read_opts(L, 2, &o);
 
     job *j = lua_newuserdatauv(L, sizeof *j, 0);
     memset(j, 0, sizeof *j);
@@ -378,12 +398,419 @@ static int l_simulate(lua_State *L) {
     return 1;
 }
 
-static const luaL_Reg funcs[] = {{"simulate", l_simulate}, {NULL, NULL}};
+/* ---- JSON helpers ----------------------------------------------------------- */
+
+/* A Lua value at idx as JSON text; what names it in messages.  A table's
+ * text hangs off a job userdata pushed on the stack and returned in *jp:
+ * the caller releases it once done, or its __gc does after an error. */
+static const char *to_json(lua_State *L, int idx, const char *what, job **jp) {
+    size_t len;
+    *jp = NULL;
+    idx = lua_absindex(L, idx);
+    if (lua_type(L, idx) == LUA_TSTRING) { /* JSON already */
+        const char *s = lua_tolstring(L, idx, &len);
+        if (strlen(s) != len) luaL_error(L, "%s: JSON text with a NUL byte", what);
+        return s;
+    }
+    if (lua_type(L, idx) != LUA_TTABLE) luaL_error(L, "%s: expected a table or JSON text", what);
+    job *j = *jp = lua_newuserdatauv(L, sizeof *j, 0);
+    memset(j, 0, sizeof *j);
+    luaL_setmetatable(L, JOB_MT);
+    walk w = {{0}, 0};
+    path_push(&w, what, 0);
+    if (!(j->in = lua_rawlen(L, idx) > 0 ? cJSON_CreateArray() : cJSON_CreateObject()))
+        luaL_error(L, "out of memory");
+    fill(L, idx, j->in, &w, 0);
+    if (!(j->text = cJSON_PrintUnformatted(j->in))) luaL_error(L, "out of memory");
+    return j->text;
+}
+
+/* understory.json_decode(text) -> value */
+static int l_json_decode(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len), *end = NULL;
+    job *j = lua_newuserdatauv(L, sizeof *j, 0);
+    memset(j, 0, sizeof *j);
+    luaL_setmetatable(L, JOB_MT);
+    if (strlen(s) != len) luaL_error(L, "invalid JSON: a NUL byte");
+    if (!(j->out = cJSON_ParseWithOpts(s, &end, 1))) {
+        int line = 1, col = 1;
+        for (const char *p = s; end && p < end && *p; p++) {
+            if (*p == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        luaL_error(L, "invalid JSON at line %d, column %d", line, col);
+    }
+    if (!push_json(L, j->out, 0)) lua_pushnil(L);
+    return 1;
+}
+
+/* understory.json_encode(value) -> text (object keys sorted) */
+static int l_json_encode(lua_State *L) {
+    luaL_checkany(L, 1);
+    job *j = lua_newuserdatauv(L, sizeof *j, 0);
+    memset(j, 0, sizeof *j);
+    luaL_setmetatable(L, JOB_MT);
+    walk w = {{0}, 0};
+    path_push(&w, "value", 0);
+    if (!(j->in = cJSON_CreateArray())) luaL_error(L, "out of memory");
+    add_value(L, 1, j->in, NULL, &w, 0);
+    if (!(j->text = cJSON_PrintUnformatted(j->in->child))) luaL_error(L, "out of memory");
+    lua_pushstring(L, j->text);
+    return 1;
+}
+
+/* ---- the engine object --------------------------------------------------------
+ * A full userdata holding the handle; its user value 1 is the on_event
+ * function.  Everything the engine owns is freed by us_engine_destroy, from
+ * close, __close or __gc, whichever comes first. */
+
+#define ENGINE_MT "understory.engine"
+
+typedef struct lengine {
+    us_engine *e;
+} lengine;
+
+static us_engine *check_engine(lua_State *L) {
+    lengine *le = luaL_checkudata(L, 1, ENGINE_MT);
+    if (!le->e) luaL_error(L, "understory engine: used after close");
+    return le->e;
+}
+
+/* Raise the engine's error as a Lua error. */
+static int check(lua_State *L, int rc, const us_error *err) {
+    if (rc != US_OK) luaL_error(L, "%s", err->message);
+    return 0;
+}
+
+static double opt_now(lua_State *L, int idx, us_engine *e) {
+    return luaL_optnumber(L, idx, us_engine_time(e));
+}
+
+/* understory.engine([opts]) -> engine */
+static int l_engine(lua_State *L) {
+    us_sim_opts so;
+    us_engine_options o;
+    us_error err;
+    us_sim_opts_default(&so);
+    const char *dir = read_opts(L, 1, &so);
+    us_engine_options_init(&o);
+    o.policies = dir;
+    o.plain_ties = !so.cycle.background_aware_ties;
+    o.long_grace = so.cycle.long_grace;
+    o.instructions = so.limits.instructions;
+    o.memory = so.limits.memory;
+    lengine *le = lua_newuserdatauv(L, sizeof *le, 1);
+    le->e = NULL;
+    luaL_setmetatable(L, ENGINE_MT);
+    check(L, us_engine_create(&o, &le->e, &err), &err);
+    return 1;
+}
+
+static int l_close(lua_State *L) {
+    lengine *le = luaL_checkudata(L, 1, ENGINE_MT);
+    us_engine_destroy(le->e);
+    le->e = NULL;
+    return 0;
+}
+
+static int l_tostring(lua_State *L) {
+    lengine *le = luaL_checkudata(L, 1, ENGINE_MT);
+    if (!le->e) lua_pushliteral(L, "understory.engine (closed)");
+    else
+        lua_pushfstring(L, "understory.engine (t=%f, %d cycles)", us_engine_time(le->e),
+                        (int)us_engine_cycle_count(le->e));
+    return 1;
+}
+
+typedef int (*json_fn)(us_engine *, const char *, us_error *);
+
+static int upsert(lua_State *L, json_fn fn, const char *what) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    job *j;
+    const char *text = to_json(L, 2, what, &j);
+    int rc = fn(e, text, &err);
+    if (j) job_release(j); /* now, rather than at the next collection */
+    return check(L, rc, &err);
+}
+
+static int l_upsert_node(lua_State *L) { return upsert(L, us_engine_upsert_node_json, "node"); }
+static int l_upsert_queue(lua_State *L) { return upsert(L, us_engine_upsert_queue_json, "queue"); }
+static int l_upsert_pod(lua_State *L) { return upsert(L, us_engine_upsert_pod_json, "pod"); }
+
+static int l_upsert_workload(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    double now = opt_now(L, 3, e);
+    job *j;
+    const char *text = to_json(L, 2, "workload", &j);
+    int rc = us_engine_upsert_workload_json(e, text, now, &err);
+    if (j) job_release(j);
+    return check(L, rc, &err);
+}
+
+typedef int (*name_fn)(us_engine *, const char *, us_error *);
+typedef int (*name_now_fn)(us_engine *, const char *, double, us_error *);
+
+static int by_name(lua_State *L, name_fn fn) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    return check(L, fn(e, luaL_checkstring(L, 2), &err), &err);
+}
+
+static int by_name_now(lua_State *L, name_now_fn fn) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    return check(L, fn(e, luaL_checkstring(L, 2), opt_now(L, 3, e), &err), &err);
+}
+
+static int l_remove_node(lua_State *L) { return by_name(L, us_engine_remove_node); }
+static int l_remove_queue(lua_State *L) { return by_name(L, us_engine_remove_queue); }
+static int l_remove_pod(lua_State *L) { return by_name(L, us_engine_remove_pod); }
+static int l_reload_policies(lua_State *L) { return by_name(L, us_engine_reload_policies); }
+static int l_remove_workload(lua_State *L) { return by_name_now(L, us_engine_remove_workload); }
+static int l_complete_workload(lua_State *L) { return by_name_now(L, us_engine_complete_workload); }
+
+static int l_load_policies(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    return check(L, us_engine_load_policies(e, luaL_optstring(L, 2, NULL), &err), &err);
+}
+
+static int l_policy_id(lua_State *L) {
+    lua_pushstring(L, us_engine_policy_id(check_engine(L)));
+    return 1;
+}
+
+static int l_time(lua_State *L) {
+    lua_pushnumber(L, us_engine_time(check_engine(L)));
+    return 1;
+}
+
+/* t[key] = s, when s is not NULL. */
+static void set_str(lua_State *L, const char *key, const char *s) {
+    if (!s) return;
+    lua_pushstring(L, s);
+    lua_setfield(L, -2, key);
+}
+
+static void set_res(lua_State *L, const char *key, us_resources r) {
+    lua_createtable(L, 0, 3);
+    push_number(L, r.gpu);
+    lua_setfield(L, -2, "gpu");
+    lua_pushinteger(L, (lua_Integer)r.cpu);
+    lua_setfield(L, -2, "cpu");
+    lua_pushinteger(L, (lua_Integer)r.memory);
+    lua_setfield(L, -2, "memory");
+    lua_setfield(L, -2, key);
+}
+
+static void push_event(lua_State *L, const us_event_info *ev) {
+    lua_createtable(L, 0, 5);
+    set_str(L, "type", ev->type);
+    set_str(L, "reason", ev->reason);
+    set_str(L, "object", ev->object);
+    set_str(L, "message", ev->message);
+    if (ev->nannotations) {
+        lua_createtable(L, 0, (int)ev->nannotations);
+        for (size_t k = 0; k < ev->nannotations; k++) set_str(L, ev->annotations[k].key, ev->annotations[k].value);
+        lua_setfield(L, -2, "annotations");
+    }
+}
+
+/* e:run_cycle(now) -> {decisions = {...}, events = {...}}; then the
+ * on_event function, if any, once per event. */
+static int l_run_cycle(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    check(L, us_engine_run_cycle(e, luaL_checknumber(L, 2), &err), &err);
+    size_t nd = us_engine_decision_count(e), ne = us_engine_event_count(e);
+    luaL_checkstack(L, 8, "run_cycle");
+    lua_createtable(L, 0, 2);
+    lua_createtable(L, (int)nd, 0);
+    for (size_t i = 0; i < nd; i++) {
+        us_decision_info d;
+        us_engine_decision(e, i, &d);
+        lua_createtable(L, 0, 7);
+        set_str(L, "op", d.op_name);
+        set_str(L, "pod", d.pod);
+        set_str(L, "workload", d.workload);
+        set_str(L, "node", d.node);
+        set_str(L, "action", d.action);
+        set_str(L, "evictor", d.evictor);
+        if (d.op == US_DECISION_PIPELINE) {
+            lua_createtable(L, (int)d.nwaits_for, 0);
+            for (size_t k = 0; k < d.nwaits_for; k++) {
+                lua_pushstring(L, d.waits_for[k]);
+                lua_rawseti(L, -2, (lua_Integer)k + 1);
+            }
+            lua_setfield(L, -2, "waits_for");
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "decisions");
+    lua_createtable(L, (int)ne, 0);
+    for (size_t i = 0; i < ne; i++) {
+        us_event_info ev;
+        us_engine_event(e, i, &ev);
+        push_event(L, &ev);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "events");
+    /* the callback runs after the cycle, outside the engine: an error in it
+     * is an ordinary Lua error from run_cycle, the cycle itself done */
+    if (lua_getiuservalue(L, 1, 1) == LUA_TFUNCTION) {
+        lua_getfield(L, -2, "events");
+        for (size_t i = 0; i < ne; i++) {
+            lua_pushvalue(L, -2);
+            lua_rawgeti(L, -2, (lua_Integer)i + 1);
+            lua_call(L, 1, 0);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+    return 1;
+}
+
+static int l_on_event(lua_State *L) {
+    check_engine(L);
+    if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_settop(L, 2);
+    lua_setiuservalue(L, 1, 1);
+    return 0;
+}
+
+static int l_pods(lua_State *L) {
+    us_engine *e = check_engine(L);
+    size_t n = us_engine_pod_count(e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        us_pod_info p;
+        us_engine_pod(e, i, &p);
+        lua_createtable(L, 0, 5);
+        set_str(L, "name", p.name);
+        set_str(L, "workload", p.workload);
+        set_str(L, "node", p.node);
+        set_str(L, "state", p.phase_name);
+        lua_pushboolean(L, p.background);
+        lua_setfield(L, -2, "background");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int l_nodes(lua_State *L) {
+    us_engine *e = check_engine(L);
+    size_t n = us_engine_node_count(e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        us_node_info x;
+        us_engine_node(e, i, &x);
+        lua_createtable(L, 0, 5);
+        set_str(L, "name", x.name);
+        set_str(L, "pool", x.pool);
+        set_res(L, "capacity", x.capacity);
+        set_res(L, "used", x.used);
+        lua_pushboolean(L, x.unschedulable);
+        lua_setfield(L, -2, "unschedulable");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int l_queues(lua_State *L) {
+    us_engine *e = check_engine(L);
+    size_t n = us_engine_queue_count(e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        us_queue_info q;
+        us_engine_queue(e, i, &q);
+        lua_createtable(L, 0, 4);
+        set_str(L, "name", q.name);
+        set_str(L, "parent", q.parent);
+        set_res(L, "allocated", q.allocated);
+        set_res(L, "fair_share", q.fair_share);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static int l_workloads(lua_State *L) {
+    static const char *const phases[] = {"active", "completed", "deleted"};
+    us_engine *e = check_engine(L);
+    size_t n = us_engine_workload_count(e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        us_workload_info w;
+        us_engine_workload(e, i, &w);
+        lua_createtable(L, 0, 6);
+        set_str(L, "name", w.name);
+        set_str(L, "queue", w.queue);
+        set_str(L, "state", phases[w.phase]);
+        lua_pushboolean(L, w.background);
+        lua_setfield(L, -2, "background");
+        set_str(L, "blocked", w.blocked);
+        if (w.running_since >= 0) {
+            lua_pushnumber(L, w.running_since);
+            lua_setfield(L, -2, "running_since");
+        }
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
+static const luaL_Reg engine_methods[] = {
+    {"upsert_node", l_upsert_node},
+    {"remove_node", l_remove_node},
+    {"upsert_queue", l_upsert_queue},
+    {"remove_queue", l_remove_queue},
+    {"upsert_workload", l_upsert_workload},
+    {"remove_workload", l_remove_workload},
+    {"complete_workload", l_complete_workload},
+    {"upsert_pod", l_upsert_pod},
+    {"remove_pod", l_remove_pod},
+    {"load_policies", l_load_policies},
+    {"reload_policies", l_reload_policies},
+    {"policy_id", l_policy_id},
+    {"run_cycle", l_run_cycle},
+    {"on_event", l_on_event},
+    {"pods", l_pods},
+    {"nodes", l_nodes},
+    {"queues", l_queues},
+    {"workloads", l_workloads},
+    {"time", l_time},
+    {"close", l_close},
+    {NULL, NULL}};
+
+static const luaL_Reg funcs[] = {{"simulate", l_simulate},
+                                 {"engine", l_engine},
+                                 {"json_decode", l_json_decode},
+                                 {"json_encode", l_json_encode},
+                                 {NULL, NULL}};
+
+/* The one symbol the module exports (the build hides the rest). */
+__attribute__((visibility("default"))) int luaopen_understory(lua_State *L);
 
 int luaopen_understory(lua_State *L) {
     if (luaL_newmetatable(L, JOB_MT)) {
         lua_pushcfunction(L, job_gc);
         lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, ENGINE_MT)) {
+        luaL_newlib(L, engine_methods);
+        lua_setfield(L, -2, "__index");
+        lua_pushcfunction(L, l_close);
+        lua_setfield(L, -2, "__gc");
+        lua_pushcfunction(L, l_close);
+        lua_setfield(L, -2, "__close");
+        lua_pushcfunction(L, l_tostring);
+        lua_setfield(L, -2, "__tostring");
     }
     lua_pop(L, 1);
     luaL_newlib(L, funcs);

@@ -8,13 +8,9 @@
 #ifndef US_ERROR_H
 #define US_ERROR_H
 
-enum {
-    US_OK = 0,
-    US_EINVAL = 1,   /* malformed input: the message names the JSON path */
-    US_ENOMEM = 2,   /* an allocation failed */
-    US_EIO = 3,      /* a file could not be read */
-    US_EPOLICY = 4   /* a policy failed, broke its budget or its contract */
-};
+/* The codes (US_OK, US_EINVAL, US_ENOMEM, US_EIO, US_EPOLICY, US_ENOENT,
+ * US_EBUSY) are the public API's, defined once in bindings/understory.h. */
+#include "understory.h"
 
 typedef struct us_err {
     int code;

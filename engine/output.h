@@ -19,8 +19,9 @@
 #include "state.h"
 
 /* The engine's version, reported by `understory --version` and by the Lua
- * module as `understory.version`. */
-#define US_VERSION "0.1.0"
+ * module as `understory.version`: the public header's, its one source. */
+#include "understory.h"
+#define US_VERSION UNDERSTORY_VERSION_STRING
 
 /* A resource vector in output units: {"gpu": devices (a number),
  * "cpu": millicores, "memory": bytes}.  Integers whose magnitude reaches

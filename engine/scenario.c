@@ -229,7 +229,8 @@ static void names_free(names *h) {
 
 typedef struct ctx {
     us_scenario *sc;
-    us_state *st;
+    us_state *st;        /* the state being built; NULL when standalone */
+    const us_state *look; /* standalone: names are looked up here */
     us_err *err;
     const char *origin;
     names nodes, queues, wls, pods;
@@ -557,16 +558,17 @@ static int res_value(ctx *c, const cJSON *v, const char *path, const char *key, 
 static const char *const node_fields[] = {"name", "pool", "cpu", "memory", "gpu",
                                           "labels", "unschedulable", NULL};
 
-static int parse_node(ctx *c, const cJSON *o, const char *path, bool removed, int *index) {
+/* The fields of a node object into *n (zeroed first; freed on failure). */
+static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *out) {
     us_node n;
     const cJSON *v;
     char q[QLEN], num[32];
-    int idx;
     memset(&n, 0, sizeof n);
+    memset(out, 0, sizeof *out);
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, node_fields) < 0)
         goto fail;
     if (get_str(c, o, path, "name", NULL, &n.name) < 0) goto fail;
-    if (names_get(&c->nodes, n.name) >= 0) {
+    if (c->st && names_get(&c->nodes, n.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate node name", quote(q, n.name));
         goto fail;
     }
@@ -592,18 +594,23 @@ static int parse_node(ctx *c, const cJSON *o, const char *path, bool removed, in
     }
     if (get_labels(c, o, path, "labels", &n.labels) < 0) goto fail;
     if (get_bool(c, o, path, "unschedulable", &n.unschedulable) < 0) goto fail;
-    n.removed = removed;
-    idx = us_state_add_node(c->st, &n);
-    memset(&n, 0, sizeof n); /* the state owns (or has freed) it now */
-    if (idx < 0 || names_put(&c->nodes, c->st->nodes[idx].name, idx) < 0) {
-        nomem(c);
-        goto fail;
-    }
-    *index = idx;
+    *out = n;
     return 0;
 fail:
     us_node_free(&n);
     return -1;
+}
+
+static int parse_node(ctx *c, const cJSON *o, const char *path, bool removed, int *index) {
+    us_node n;
+    int idx;
+    if (node_fields_parse(c, o, path, &n) < 0) return -1;
+    n.removed = removed;
+    idx = us_state_add_node(c->st, &n);
+    memset(&n, 0, sizeof n); /* the state owns (or has freed) it now */
+    if (idx < 0 || names_put(&c->nodes, c->st->nodes[idx].name, idx) < 0) return nomem(c);
+    *index = idx;
+    return 0;
 }
 
 /* ---- queues -------------------------------------------------------------- */
@@ -637,14 +644,17 @@ static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res
     return 0;
 }
 
-static int parse_queue(ctx *c, const cJSON *o, const char *path) {
+/* The fields of a queue object into *out (parent left -1: the caller
+ * resolves it). */
+static int queue_fields_parse(ctx *c, const cJSON *o, const char *path, us_queue *out) {
     us_queue q;
     const cJSON *v, *f;
     char p[PATHLEN], pp[PATHLEN], qb[QLEN];
     bool set[US_NRES] = {false};
     size_t n = 0;
-    int idx;
     memset(&q, 0, sizeof q);
+    memset(out, 0, sizeof *out);
+    out->parent = -1;
     q.parent = -1;
     for (int r = 0; r < US_NRES; r++) {
         q.res[r].quota = 0;
@@ -654,7 +664,7 @@ static int parse_queue(ctx *c, const cJSON *o, const char *path) {
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, queue_fields) < 0)
         goto fail;
     if (get_str(c, o, path, "name", NULL, &q.name) < 0) goto fail;
-    if (names_get(&c->queues, q.name) >= 0) {
+    if (c->st && names_get(&c->queues, q.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate queue name", quote(qb, q.name));
         goto fail;
     }
@@ -689,16 +699,20 @@ static int parse_queue(ctx *c, const cJSON *o, const char *path) {
             if (parse_resources(c, f, subkey(pp, p, f->string), qp->res, qp->set) < 0) goto fail;
         }
     }
-    idx = us_state_add_queue(c->st, &q);
-    memset(&q, 0, sizeof q);
-    if (idx < 0 || names_put(&c->queues, c->st->queues[idx].name, idx) < 0) {
-        nomem(c);
-        goto fail;
-    }
+    *out = q;
     return 0;
 fail:
     us_queue_free(&q);
     return -1;
+}
+
+static int parse_queue(ctx *c, const cJSON *o, const char *path) {
+    us_queue q;
+    int idx;
+    if (queue_fields_parse(c, o, path, &q) < 0) return -1;
+    idx = us_state_add_queue(c->st, &q);
+    if (idx < 0 || names_put(&c->queues, c->st->queues[idx].name, idx) < 0) return nomem(c);
+    return 0;
 }
 
 /* Link parents by name and reject cycles (a walk up must end at a root). */
@@ -933,14 +947,17 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     return 0;
 }
 
-/* A workload object; from the timeline (tl) it is submitted at `at`. */
-static int parse_workload(ctx *c, const cJSON *o, const char *path, bool tl, double at, int *index) {
+/* The fields of a workload object, except its pre-existing pods, into
+ * *out; from the timeline (tl) it is submitted at `at`. */
+static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool tl, double at,
+                                 us_workload *out) {
     us_workload w;
-    const cJSON *v;
     const char *qname, *bg;
     char q[QLEN];
-    int idx, ctrl = US_CTRL_NONE, qi;
+    int ctrl = US_CTRL_NONE, qi;
+    const us_state *look = c->st ? c->st : c->look;
     memset(&w, 0, sizeof w);
+    memset(out, 0, sizeof *out);
     w.queue = -1;
     w.state = US_WL_WAITING;
     w.started_at = -1;
@@ -952,16 +969,17 @@ static int parse_workload(ctx *c, const cJSON *o, const char *path, bool tl, dou
         goto fail;
     }
     if (get_str(c, o, path, "name", NULL, &w.name) < 0) goto fail;
-    if (names_get(&c->wls, w.name) >= 0) {
+    if (c->st && names_get(&c->wls, w.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
     }
     if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
-    if ((qi = names_get(&c->queues, qname)) < 0) {
+    qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
+    if (qi < 0) {
         failk(c, path, "queue", "%s is not a queue", quote(q, qname));
         goto fail;
     }
-    if (!c->st->queues[qi].leaf) {
+    if (!look->queues[qi].leaf) {
         failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
         goto fail;
     }
@@ -992,18 +1010,24 @@ static int parse_workload(ctx *c, const cJSON *o, const char *path, bool tl, dou
     else if (get_num(c, o, path, "submit_at", false, 0, 0, false, &w.submit_at) < 0) goto fail;
     if (get_num(c, o, path, "duration", false, -1, 0, true, &w.duration) < 0) goto fail;
     if (get_requests(c, o, path, w.background, &w.request) < 0) goto fail;
-    idx = us_state_add_workload(c->st, &w);
-    memset(&w, 0, sizeof w);
-    if (idx < 0 || names_put(&c->wls, c->st->workloads[idx].name, idx) < 0) {
-        nomem(c);
-        goto fail;
-    }
-    if ((v = get(o, "pods")) && parse_pods(c, v, path, idx) < 0) goto fail;
-    *index = idx;
+    *out = w;
     return 0;
 fail:
     us_workload_free(&w);
     return -1;
+}
+
+/* A workload object with its pre-existing pods, added to the state. */
+static int parse_workload(ctx *c, const cJSON *o, const char *path, bool tl, double at, int *index) {
+    us_workload w;
+    const cJSON *v;
+    int idx;
+    if (workload_fields_parse(c, o, path, tl, at, &w) < 0) return -1;
+    idx = us_state_add_workload(c->st, &w);
+    if (idx < 0 || names_put(&c->wls, c->st->workloads[idx].name, idx) < 0) return nomem(c);
+    if ((v = get(o, "pods")) && parse_pods(c, v, path, idx) < 0) return -1;
+    *index = idx;
+    return 0;
 }
 
 /* ---- timeline ------------------------------------------------------------ */
@@ -1261,6 +1285,50 @@ fail:
     free(buf);
     if (rc < 0) us_scenario_free(sc);
     return rc;
+}
+
+/* ---- one object at a time (the embedding API) ------------------------------ */
+
+/* A context that builds no state: duplicates are the caller's business and
+ * names are looked up in look (may be NULL when nothing is looked up). */
+static void standalone(ctx *c, const us_state *look, us_err *err) {
+    memset(c, 0, sizeof *c);
+    c->look = look;
+    c->err = err;
+}
+
+int us_scenario_parse_node(const cJSON *o, const char *path, us_node *out, us_err *err) {
+    ctx c;
+    standalone(&c, NULL, err);
+    return node_fields_parse(&c, o, path, out);
+}
+
+int us_scenario_parse_queue(const cJSON *o, const us_state *st, const char *path, us_queue *out,
+                            us_err *err) {
+    ctx c;
+    const cJSON *v;
+    char q[QLEN];
+    standalone(&c, st, err);
+    if (queue_fields_parse(&c, o, path, out) < 0) return -1;
+    if ((v = get(o, "parent")) && (out->parent = us_state_queue_index(st, v->valuestring)) < 0) {
+        failk(&c, path, "parent", "%s is not a queue", quote(q, v->valuestring));
+        us_queue_free(out);
+        memset(out, 0, sizeof *out);
+        return -1;
+    }
+    return 0;
+}
+
+int us_scenario_parse_workload(const cJSON *o, const us_state *st, const char *path,
+                               us_workload *out, us_err *err) {
+    ctx c;
+    standalone(&c, st, err);
+    memset(out, 0, sizeof *out);
+    /* pre-existing pods name nodes and take room: only a whole scenario
+     * can check them */
+    if (cJSON_IsObject(o) && get(o, "pods"))
+        return failk(&c, path, "pods", "pre-existing pods belong to a whole scenario");
+    return workload_fields_parse(&c, o, path, false, 0, out);
 }
 
 int us_scenario_load_file(us_scenario *sc, const char *path, us_err *err) {

@@ -59,6 +59,26 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len,
                             const char *origin, us_err *err);
 void us_scenario_free(us_scenario *sc);
 
+/* One object at a time, for the embedding API: parse and validate a node,
+ * queue or workload object of the scenario format on its own, with the same
+ * checks and messages as a whole document, paths starting at path ("node":
+ * `node.gpu: ...`).  On success *out is filled and owned by the caller (free
+ * with us_node_free / us_queue_free / us_workload_free, or hand it to the
+ * state); on failure *out is empty and err says why.  Uniqueness of the
+ * name is the caller's to check.
+ *   queue: the parent is looked up in st (out->parent, or -1 for a root);
+ *     whether it makes a cycle or holds workloads is the caller's to check.
+ *   workload: the queue is looked up in st and must be a leaf; submit_at
+ *     and duration are read (0 and -1 when absent); `pods` is refused, as
+ *     pre-existing pods only make sense in a whole scenario.  Run-time
+ *     fields are initial (waiting, never started). */
+struct cJSON;
+int us_scenario_parse_node(const struct cJSON *o, const char *path, us_node *out, us_err *err);
+int us_scenario_parse_queue(const struct cJSON *o, const us_state *st, const char *path,
+                            us_queue *out, us_err *err);
+int us_scenario_parse_workload(const struct cJSON *o, const us_state *st, const char *path,
+                               us_workload *out, us_err *err);
+
 /* Quantities.  Each returns 0 and sets *out, or -1 when s is not a valid
  * quantity.  cpu: "500m", "8", "1.5" (cores) -> millicores; memory: "512Mi",
  * "80Gi", "1G", "1e3", "1000" (bytes) -> bytes. */

@@ -1,0 +1,458 @@
+/*
+ * understory.h — the embedding API of the understory scheduling engine.
+ *
+ * A control plane holds one engine handle per cluster.  It feeds the handle
+ * the cluster as it changes (nodes, queues, workloads, and what happened to
+ * pods), runs one scheduling cycle at a time it chooses, and applies the
+ * decisions the cycle returns (bind, pipeline, evict) to the real cluster.
+ *
+ *     us_engine *e;
+ *     us_error err;
+ *     if (us_engine_create(NULL, &e, &err) != US_OK) { ...err.message... }
+ *     us_engine_upsert_node_json(e, "{\"name\": \"n1\", \"gpu\": 8}", &err);
+ *     ...
+ *     us_engine_run_cycle(e, now, &err);
+ *     for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+ *         us_decision_info d;
+ *         us_engine_decision(e, i, &d);   // apply d to the cluster
+ *     }
+ *     us_engine_destroy(e);
+ *
+ * docs/embedding.md walks through all of it.  This header is the whole
+ * public API; it includes no engine internals and is stable: within one
+ * major version a function never changes meaning and a struct never
+ * changes layout (new fields come with a new soname).
+ *
+ * Conventions, for every function below:
+ *  - Errors.  A fallible function returns US_OK (0) or a positive error
+ *    code, and when err is not NULL fills it with the code and a message.
+ *    Messages about input name the field (`workload.queue: "team-z" is not
+ *    a queue`).  A failed call leaves the engine exactly as it was, except
+ *    after US_ENOMEM, when the engine is consistent (every scheduling
+ *    invariant holds) but the operation may be partly applied.  Nothing in
+ *    the library aborts or exits.
+ *  - Ownership.  Pointers passed in are borrowed for the length of the call
+ *    and copied when kept.  Pointers handed out (names, info structs'
+ *    strings and arrays) are owned by the engine: never free them.  Each
+ *    function says how long they stay valid.
+ *  - Threads.  One handle is used by one thread at a time: calls on the
+ *    same handle must not overlap (the caller serializes them).  Different
+ *    handles are independent and may be used from different threads at
+ *    once.  Functions that take no handle are safe from any thread.
+ *  - Units.  cpu in millicores, memory in bytes (integers); gpu in devices
+ *    (a double: whole devices for nodes, a fraction below 1 allowed for an
+ *    AI pod's request); times and durations in seconds of the caller's
+ *    clock (any origin, never going backwards).
+ */
+#ifndef UNDERSTORY_H
+#define UNDERSTORY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- version --------------------------------------------------------------
+ * The one source of the version: the Makefile derives the library's soname
+ * (libunderstory.so.MAJOR) and understory.pc from these lines. */
+#define UNDERSTORY_VERSION_MAJOR 0
+#define UNDERSTORY_VERSION_MINOR 1
+#define UNDERSTORY_VERSION_PATCH 0
+#define UNDERSTORY_VERSION_STRING "0.1.0"
+
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define US_API __attribute__((visibility("default")))
+#else
+#define US_API
+#endif
+
+/* The version of the library actually loaded ("0.1.0"), which may be newer
+ * than the header a program was built with.  Static string; thread-safe. */
+US_API const char *us_version(void);
+
+/* ---- errors ---------------------------------------------------------------- */
+
+enum {
+    US_OK = 0,
+    US_EINVAL = 1,  /* malformed input: the message names the field */
+    US_ENOMEM = 2,  /* an allocation failed */
+    US_EIO = 3,     /* a file could not be read */
+    US_EPOLICY = 4, /* a policy failed to load or failed its check */
+    US_ENOENT = 5,  /* no node, queue, workload or pod of that name */
+    US_EBUSY = 6    /* in use (a queue with workloads or children), or a
+                       call that changes the engine made from inside its
+                       event callback */
+};
+
+/* A code and a message.  A plain value owned by the caller. */
+typedef struct us_error {
+    int code;
+    char message[1024];
+} us_error;
+
+/* A short name of code ("invalid input", "no such object", ...).  Static
+ * string; thread-safe. */
+US_API const char *us_strerror(int code);
+
+/* ---- values ----------------------------------------------------------------- */
+
+/* A key/value pair (labels, node selectors, event annotations). */
+typedef struct us_label {
+    const char *key;
+    const char *value;
+} us_label;
+
+/* A resource vector: gpu in devices, cpu in millicores, memory in bytes.
+ * In queue quotas and limits a component of -1 means unlimited / no limit. */
+typedef struct us_resources {
+    double gpu;
+    int64_t cpu;
+    int64_t memory;
+} us_resources;
+
+/* Per-resource over-quota weights. */
+typedef struct us_weights {
+    double gpu, cpu, memory;
+} us_weights;
+
+/* ---- the engine handle ------------------------------------------------------ */
+
+typedef struct us_engine us_engine;
+
+typedef struct us_engine_options {
+    /* Directory holding fairshare.lua, placement.lua and background.lua
+     * (docs/policies.md); NULL: the built-in C policies.  Copied. */
+    const char *policies;
+    /* Non-zero: ties between equally scored nodes go by node name only;
+     * 0 (default): prefer the node that displaces the least background work. */
+    int plain_ties;
+    /* Seconds of termination grace above which a background workload draws
+     * a warning event (default 30). */
+    double long_grace;
+    /* Lua instructions and heap bytes one policy call may use; 0: the
+     * defaults (10,000,000 and 64 MiB). */
+    uint64_t instructions;
+    size_t memory;
+} us_engine_options;
+
+/* Fill o with the defaults.  Thread-safe. */
+US_API void us_engine_options_init(us_engine_options *o);
+
+/* Create an engine with an empty cluster at time 0.  o may be NULL for the
+ * defaults.  On success *out is a new handle owned by the caller (free it
+ * with us_engine_destroy); on failure *out is NULL (a policy directory that
+ * does not load is US_EPOLICY, naming file:line).  Thread-safe. */
+US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_error *err);
+
+/* Free the engine and everything it handed out.  e may be NULL. */
+US_API void us_engine_destroy(us_engine *e);
+
+/* ---- policies --------------------------------------------------------------- */
+
+/* Load the policies in dir (NULL: the built-in C policies) and use them from
+ * the next cycle, unchecked beyond compiling: for start-up.  On failure the
+ * current policies stay. */
+US_API int us_engine_load_policies(us_engine *e, const char *dir, us_error *err);
+
+/* Hot reload: compile dir into a fresh Lua state, check its functions and
+ * dry-run a full cycle on a copy of the current state (at the engine's
+ * time) within budget; only when all of it passes is it swapped in, and the
+ * policies it replaces become its fallback.  On failure (US_EPOLICY, saying
+ * why) the current policies stay.  The cluster state is never changed. */
+US_API int us_engine_reload_policies(us_engine *e, const char *dir, us_error *err);
+
+/* Id of the policies in use (a hex hash of the three files), or "builtin".
+ * Owned by e; valid until the policies change or e is destroyed. */
+US_API const char *us_engine_policy_id(const us_engine *e);
+
+/* ---- nodes ------------------------------------------------------------------ */
+
+typedef struct us_node_spec {
+    const char *name;        /* required, unique among nodes */
+    const char *pool;        /* NULL: "default" */
+    us_resources capacity;   /* gpu: whole devices, 0..64 */
+    const us_label *labels;  /* nlabels pairs, keys unique */
+    size_t nlabels;
+    int unschedulable;       /* non-zero: cordoned, nothing new is placed */
+} us_node_spec;
+
+/* Add a node, or replace a present node's spec (capacity, labels, cordon;
+ * the pool of a present node cannot change).  A DaemonSet gets a pending
+ * pod on every node that joins or comes to match its selector, and loses it
+ * on a node that no longer matches.  Refused (US_EINVAL) when the new
+ * capacity is below what the pods on the node hold. */
+US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_error *err);
+/* The same from one node object of the scenario format (docs/embedding.md),
+ * a NUL-terminated JSON text; messages name its fields as `node.<field>`. */
+US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *err);
+/* The node leaves: its DaemonSet pods go with it, the other pods on it are
+ * lost and recreated pending by their controllers, and a gang that falls
+ * below min_member goes back to pending whole.  US_ENOENT when absent. */
+US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err);
+
+/* ---- queues ----------------------------------------------------------------- */
+
+/* A per-pool override of a queue's figures (all three resources). */
+typedef struct us_queue_pool_spec {
+    const char *pool;
+    us_resources quota;            /* -1 component: unlimited */
+    us_resources limit;            /* -1 component: no limit */
+    us_weights over_quota_weight;
+} us_queue_pool_spec;
+
+typedef struct us_queue_spec {
+    const char *name;              /* required, unique among queues */
+    const char *parent;            /* NULL: a root queue */
+    int priority;                  /* default 0 */
+    us_resources quota;            /* default 0; -1 component: unlimited */
+    us_resources limit;            /* default -1 (no limit) */
+    us_weights over_quota_weight;  /* default 1 */
+    const us_queue_pool_spec *pools;
+    size_t npools;
+} us_queue_spec;
+
+/* Fill q with the defaults (and NULL name).  Thread-safe. */
+US_API void us_queue_spec_init(us_queue_spec *q);
+
+/* Add a queue, or replace a present queue's spec.  The parent must exist,
+ * must not be the queue or one of its descendants, and must not hold
+ * workloads (workloads go to leaf queues only). */
+US_API int us_engine_upsert_queue(us_engine *e, const us_queue_spec *spec, us_error *err);
+/* From one queue object of the scenario format; messages say `queue.<field>`. */
+US_API int us_engine_upsert_queue_json(us_engine *e, const char *json, us_error *err);
+/* Refused with US_EBUSY while a workload (live or still terminating) is in
+ * the queue or the queue has children; US_ENOENT when absent. */
+US_API int us_engine_remove_queue(us_engine *e, const char *name, us_error *err);
+
+/* ---- workloads -------------------------------------------------------------- */
+
+typedef enum us_preemption {
+    US_PREEMPTION_DEFAULT = 0,   /* preemptible when priority < 100, else not
+                                    (or the label kai.scheduler/preemptibility) */
+    US_PREEMPTION_PREEMPTIBLE,
+    US_PREEMPTION_NON_PREEMPTIBLE,
+    US_PREEMPTION_SEMI_PREEMPTIBLE
+} us_preemption;
+
+typedef enum us_controller_kind {
+    US_CONTROLLER_NONE = 0,
+    US_CONTROLLER_JOB,
+    US_CONTROLLER_DEPLOYMENT,
+    US_CONTROLLER_DAEMONSET      /* one pod per matching node of its pool */
+} us_controller_kind;
+
+/* Priority classes. */
+#define US_PRIORITY_TRAIN 50
+#define US_PRIORITY_BUILD_PREEMPTIBLE 75
+#define US_PRIORITY_BUILD 100
+#define US_PRIORITY_INFERENCE 125
+
+typedef struct us_workload_spec {
+    const char *name;              /* required, unique among live workloads */
+    const char *queue;             /* required: a leaf queue */
+    int priority;                  /* default US_PRIORITY_TRAIN */
+    us_preemption preemptibility;
+    us_controller_kind controller;
+    int replicas;                  /* default 1; ignored for a DaemonSet */
+    int min_member;                /* gang size; 0: replicas for none/job,
+                                      1 for deployment/daemonset */
+    const char *pool;              /* NULL: "default" */
+    const us_label *node_selector;
+    size_t nnode_selector;
+    const us_label *labels;        /* kai.scheduler/background: "true" makes
+                                      it a background workload */
+    size_t nlabels;
+    double termination_grace;      /* seconds, default 30 */
+    us_resources requests;         /* per pod */
+} us_workload_spec;
+
+/* Fill w with the defaults (and NULL name and queue).  Thread-safe. */
+US_API void us_workload_spec_init(us_workload_spec *w);
+
+/* Submit a new workload at time now (its controller creates its pods,
+ * pending), or update a live one.  On a live workload only replicas,
+ * min_member and termination_grace may change (scaling down terminates the
+ * newest pods first, pending before running); any other difference is
+ * refused with US_EINVAL naming the field: remove the workload and submit
+ * it again.  An identical spec is a no-op, so a control plane may resend
+ * its whole state.  A workload that breaks a background rule is accepted
+ * and never scheduled, with a Warning event saying why, as a cluster does. */
+US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec, double now,
+                                     us_error *err);
+/* From one workload object of the scenario format, without the simulator's
+ * fields (submit_at, duration, pods: here the caller submits, completes and
+ * reports pods itself); messages say `workload.<field>`. */
+US_API int us_engine_upsert_workload_json(us_engine *e, const char *json, double now,
+                                          us_error *err);
+/* Delete the workload at now: pending pods vanish, running pods terminate
+ * for their grace period.  US_ENOENT when no live workload has that name. */
+US_API int us_engine_remove_workload(us_engine *e, const char *name, double now, us_error *err);
+/* The workload finished (a job completed): its pods leave and free their
+ * resources at once. */
+US_API int us_engine_complete_workload(us_engine *e, const char *name, double now,
+                                       us_error *err);
+
+/* ---- pods: what the cluster did --------------------------------------------
+ * The engine names the pods it schedules (`<workload>-<i>`, DaemonSet pods
+ * `<workload>-<node>`) and assumes its decisions are applied.  The caller
+ * reports where reality differs: a pod that runs somewhere (at start-up, or
+ * after a bind the engine did not decide), a bind that failed (back to
+ * pending), a pod that is gone. */
+typedef struct us_pod_spec {
+    const char *name;       /* required */
+    const char *workload;   /* required when the engine does not know the pod */
+    const char *node;       /* the node it runs on; NULL: pending (unbound) */
+} us_pod_spec;
+
+/* Report that a pod runs on spec->node (or is pending when node is NULL).
+ * A pod the engine does not know is adopted by its workload: it takes the
+ * place of one of the workload's pending pods (and its name).  Refused when
+ * the node has not the room (running and terminating pods count), is in
+ * another pool, or the workload has no place for another pod.  A pod the
+ * engine evicted and that still terminates is left terminating. */
+US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err);
+/* From {"name": ..., "workload": ..., "node": ..., "state": "running" |
+ * "pending"}; state defaults to running with a node, pending without. */
+US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *err);
+/* The pod is gone.  A terminating pod frees its resources now rather than
+ * at the end of its grace period; any other pod is lost, and its controller
+ * recreates it pending under the same name (a gang below min_member goes
+ * back to pending whole).  US_ENOENT when no pod has that name. */
+US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err);
+
+/* ---- cycles --------------------------------------------------------------- */
+
+/* Run one scheduling cycle at time now (not before the engine's time):
+ * terminating pods whose grace has ended leave, pipelined pods whose room
+ * is free bind, then the full cycle of DESIGN.md runs.  The engine's state
+ * follows its own decisions (a bound pod is running, an evicted one
+ * terminating) until the caller reports otherwise.  Replaces the previous
+ * cycle's decisions and events, then calls the event callback once per
+ * event.  A failing policy never fails a cycle: it draws an event and the
+ * last good policy is used. */
+US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err);
+
+/* The engine's time: the latest now given to it (0 at first). */
+US_API double us_engine_time(const us_engine *e);
+/* Cycles run so far. */
+US_API uint64_t us_engine_cycle_count(const us_engine *e);
+
+typedef enum us_decision_op {
+    US_DECISION_BIND,       /* bind pod to node now */
+    US_DECISION_PIPELINE,   /* bind pod to node once waits_for have terminated */
+    US_DECISION_EVICT       /* evict pod from node */
+} us_decision_op;
+
+/* One decision of the last cycle.  Strings and arrays are owned by the
+ * engine and stay valid until the next us_engine_run_cycle or
+ * us_engine_destroy. */
+typedef struct us_decision_info {
+    us_decision_op op;
+    const char *op_name;             /* "bind", "pipeline", "evict" */
+    const char *action;              /* "allocate", "reclaim", "preempt",
+                                        "backgroundpods"; NULL for a pipelined
+                                        pod that binds now its room is free */
+    const char *pod;
+    const char *workload;
+    const char *node;
+    const char *const *waits_for;    /* pipeline: pods it waits for */
+    size_t nwaits_for;
+    const char *evictor;             /* evict: the AI workload that needed the
+                                        room, or NULL */
+} us_decision_info;
+
+/* One event of the last cycle (Kubernetes-style).  Same lifetime. */
+typedef struct us_event_info {
+    const char *type;                /* "Normal" or "Warning" */
+    const char *reason;              /* "Evict", "NotScheduled", ... */
+    const char *object;              /* the workload, or the policy */
+    const char *message;
+    const us_label *annotations;     /* Evict: evictor-action-type,
+                                        num-evicted-pods, evictor-pod-group-name */
+    size_t nannotations;
+} us_event_info;
+
+US_API size_t us_engine_decision_count(const us_engine *e);
+/* Fill *out with decision i of the last cycle; US_ENOENT when out of range. */
+US_API int us_engine_decision(const us_engine *e, size_t i, us_decision_info *out);
+US_API size_t us_engine_event_count(const us_engine *e);
+US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
+
+/* Called once per event at the end of every cycle, in order.  The callback
+ * may read the engine (counts, infos) but not change it: such calls fail
+ * with US_EBUSY.  ev and its strings are valid during the call only. */
+typedef void (*us_event_cb)(us_engine *e, const us_event_info *ev, void *data);
+/* Register cb with data (borrowed, passed back as is); cb NULL removes it.
+ * One callback per engine: a new one replaces the old. */
+US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data);
+
+/* ---- reading the state --------------------------------------------------------
+ * Infos point into the engine's state and stay valid until the next call
+ * that changes the engine (any upsert, remove, complete, reload, run_cycle)
+ * or us_engine_destroy.  Indices run from 0 to count - 1, in a stable order
+ * (creation order) between changes. */
+
+typedef enum us_pod_phase {
+    US_PHASE_PENDING,
+    US_PHASE_PIPELINED,
+    US_PHASE_RUNNING,
+    US_PHASE_RELEASING      /* evicted or deleted, terminating */
+} us_pod_phase;
+
+typedef struct us_pod_info {
+    const char *name;
+    const char *workload;
+    const char *node;        /* NULL when pending */
+    us_pod_phase phase;
+    const char *phase_name;  /* "pending", "pipelined", "running", "releasing" */
+    int background;          /* non-zero: a background pod */
+} us_pod_info;
+
+typedef struct us_node_info {
+    const char *name;
+    const char *pool;
+    us_resources capacity;
+    us_resources used;       /* held by running and terminating pods */
+    int unschedulable;
+} us_node_info;
+
+typedef struct us_queue_info {
+    const char *name;
+    const char *parent;      /* NULL for a root */
+    us_resources allocated;  /* AI usage at the last cycle (children included) */
+    us_resources fair_share; /* at the last cycle, rounded to whole units */
+} us_queue_info;
+
+typedef enum us_workload_phase {
+    US_WORKLOAD_ACTIVE,
+    US_WORKLOAD_COMPLETED,   /* listed while its pods are still leaving */
+    US_WORKLOAD_DELETED
+} us_workload_phase;
+
+typedef struct us_workload_info {
+    const char *name;
+    const char *queue;
+    us_workload_phase phase;
+    int background;
+    const char *blocked;     /* why it is never scheduled (a broken
+                                background rule), or NULL */
+    double running_since;    /* when its gang last started running; < 0 if
+                                it does not run */
+} us_workload_info;
+
+US_API size_t us_engine_pod_count(const us_engine *e);
+US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out);
+US_API size_t us_engine_node_count(const us_engine *e);
+US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out);
+US_API size_t us_engine_queue_count(const us_engine *e);
+US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out);
+US_API size_t us_engine_workload_count(const us_engine *e);
+US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1325 @@
+/*
+ * api.c — the embedding API of bindings/understory.h on top of the engine:
+ * the handle (a cluster state, its policies, the last cycle's log and queue
+ * figures, the event callback), and every call of the header.
+ *
+ * C specs are turned into objects of the scenario format and validated by
+ * scenario.c, like JSON, so both paths accept and refuse the same things
+ * with the same messages.  State changes go through lifecycle.c, cycles
+ * through cycle.c, hot reload through reload.c.
+ *
+ * It owns the handle and every string it hands out.  It must never change
+ * the state on a refused call (every check comes before the first change),
+ * never call the caller except through the event callback once a cycle is
+ * over, and never abort or exit.
+ */
+#include "understory.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cycle.h"
+#include "error.h"
+#include "events.h"
+#include "lifecycle.h"
+#include "plan.h"
+#include "policy.h"
+#include "reload.h"
+#include "scenario.h"
+#include "state.h"
+
+struct us_engine {
+    us_state st;
+    us_policy *pol;               /* NULL: the built-in C policies */
+    us_cycle_opts copts;
+    us_policy_limits limits;
+    double now;                   /* latest time given */
+    uint64_t cycles;
+
+    /* the last cycle */
+    us_cycle_log log;
+    char **dec_workload;          /* [log.ndecisions]: workload of each decision's pod */
+    us_label *ann;                /* every event's annotations, flattened */
+    size_t *ann_first;            /* [log.nevents]: offset into ann */
+    us_queue_figures *figs;       /* [nfigs], by queue index; later queues have none */
+    size_t nfigs;
+
+    us_event_cb cb;
+    void *cb_data;
+    bool busy;                    /* inside the event callback */
+};
+
+/* A cycle's victim search sorts with a comparator that reads file-scope
+ * variables (victims.c), so two cycles must not run at once even on
+ * different handles.  Cycles and reload dry runs take this lock. */
+static pthread_mutex_t cycle_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* ---- errors ------------------------------------------------------------------ */
+
+US_API const char *us_version(void) { return UNDERSTORY_VERSION_STRING; }
+
+US_API const char *us_strerror(int code) {
+    switch (code) {
+    case US_OK: return "success";
+    case US_EINVAL: return "invalid input";
+    case US_ENOMEM: return "out of memory";
+    case US_EIO: return "input/output error";
+    case US_EPOLICY: return "policy error";
+    case US_ENOENT: return "no such object";
+    case US_EBUSY: return "busy";
+    default: return "unknown error";
+    }
+}
+
+static int ok(us_error *err) {
+    if (err) {
+        err->code = US_OK;
+        err->message[0] = '\0';
+    }
+    return US_OK;
+}
+
+static int fail(us_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(us_error *err, int code, const char *fmt, ...) {
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err->code = code;
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* An internal error, passed on (its code is a public one). */
+static int fail_from(us_error *err, const us_err *in) {
+    int code = in->code ? in->code : US_EINVAL;
+    return fail(err, code, "%s", in->msg);
+}
+
+static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); }
+
+/* Refuse calls that change the engine from inside its event callback, and
+ * calls without a handle. */
+#define GUARD_CHANGE(e, err)                                                                  \
+    do {                                                                                      \
+        if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
+        if ((e)->busy)                                                                        \
+            return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
+    } while (0)
+
+/* A time the engine may move to. */
+static int check_time(const us_engine *e, double now, us_error *err) {
+    if (!isfinite(now)) return fail(err, US_EINVAL, "now: %g is not a finite time", now);
+    if (now < e->now)
+        return fail(err, US_EINVAL, "now: %g is before the engine's time %g (time never goes back)",
+                    now, e->now);
+    return US_OK;
+}
+
+/* ---- the handle ------------------------------------------------------------------ */
+
+US_API void us_engine_options_init(us_engine_options *o) {
+    memset(o, 0, sizeof *o);
+    o->long_grace = 30;
+}
+
+US_API void us_queue_spec_init(us_queue_spec *q) {
+    memset(q, 0, sizeof *q);
+    q->limit = (us_resources){-1, -1, -1};
+    q->over_quota_weight = (us_weights){1, 1, 1};
+}
+
+US_API void us_workload_spec_init(us_workload_spec *w) {
+    memset(w, 0, sizeof *w);
+    w->priority = US_PRIORITY_TRAIN;
+    w->replicas = 1;
+    w->termination_grace = 30;
+}
+
+static void free_cycle(us_engine *e) {
+    for (size_t i = 0; e->dec_workload && i < e->log.ndecisions; i++) free(e->dec_workload[i]);
+    free(e->dec_workload);
+    free(e->ann);
+    free(e->ann_first);
+    us_cycle_log_free(&e->log);
+    e->dec_workload = NULL;
+    e->ann = NULL;
+    e->ann_first = NULL;
+}
+
+US_API void us_engine_destroy(us_engine *e) {
+    if (!e) return;
+    free_cycle(e);
+    free(e->figs);
+    us_policy_free(e->pol);
+    us_state_free(&e->st);
+    free(e);
+}
+
+US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_error *err) {
+    us_engine_options defaults;
+    us_engine *e = NULL;
+    int rc;
+    if (!out) return fail(err, US_EINVAL, "out: NULL");
+    *out = NULL;
+    if (!o) {
+        us_engine_options_init(&defaults);
+        o = &defaults;
+    }
+    if (!isfinite(o->long_grace) || o->long_grace < 0)
+        return fail(err, US_EINVAL, "options.long_grace: %g is not a number of seconds >= 0",
+                    o->long_grace);
+    if (!(e = calloc(1, sizeof *e))) return nomem(err);
+    us_state_init(&e->st);
+    us_cycle_log_init(&e->log);
+    us_cycle_opts_default(&e->copts);
+    e->copts.background_aware_ties = !o->plain_ties;
+    e->copts.long_grace = o->long_grace;
+    e->limits.instructions = o->instructions;
+    e->limits.memory = o->memory;
+    if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
+        us_engine_destroy(e);
+        return rc;
+    }
+    *out = e;
+    return ok(err);
+}
+
+/* ---- policies ------------------------------------------------------------------ */
+
+US_API int us_engine_load_policies(us_engine *e, const char *dir, us_error *err) {
+    us_err ie = {0};
+    us_policy *p = NULL;
+    GUARD_CHANGE(e, err);
+    if (dir && !(p = us_policy_load(dir, &e->limits, &ie))) {
+        int code = ie.code == US_ENOMEM ? US_ENOMEM : US_EPOLICY;
+        return fail(err, code, "policies %s: %s", dir, ie.msg);
+    }
+    us_policy_free(e->pol);
+    e->pol = p;
+    return ok(err);
+}
+
+US_API int us_engine_reload_policies(us_engine *e, const char *dir, us_error *err) {
+    us_err ie = {0};
+    us_policy *fresh = NULL;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if (!dir) return fail(err, US_EINVAL, "dir: NULL (load_policies(NULL) selects the built-in policies)");
+    pthread_mutex_lock(&cycle_lock);
+    rc = us_reload_check(&e->st, e->now, dir, &e->limits, &e->copts, &fresh, &ie);
+    pthread_mutex_unlock(&cycle_lock);
+    if (rc < 0) {
+        int code = ie.code == US_ENOMEM ? US_ENOMEM : US_EPOLICY;
+        return fail(err, code, "reload of %s refused, the running policy stays: %s", dir, ie.msg);
+    }
+    us_policy_set_previous(fresh, e->pol); /* fresh owns the old one now */
+    e->pol = fresh;
+    return ok(err);
+}
+
+US_API const char *us_engine_policy_id(const us_engine *e) {
+    return e && e->pol ? us_policy_id(e->pol) : "builtin";
+}
+
+/* ---- JSON in ---------------------------------------------------------------------- */
+
+/* Parse a JSON text holding one object; what names it in messages. */
+static int parse_text(const char *json, const char *what, cJSON **out, us_error *err) {
+    const char *end = NULL;
+    *out = NULL;
+    if (!json) return fail(err, US_EINVAL, "%s: NULL JSON text", what);
+    if (!(*out = cJSON_ParseWithOpts(json, &end, 1))) {
+        int line = 1, col = 1;
+        size_t off = end && end >= json ? (size_t)(end - json) : 0;
+        for (size_t i = 0; i < off && json[i]; i++) {
+            if (json[i] == '\n') {
+                line++;
+                col = 1;
+            } else {
+                col++;
+            }
+        }
+        return fail(err, US_EINVAL, "%s: invalid JSON at line %d, column %d", what, line, col);
+    }
+    return US_OK;
+}
+
+/* o[key], JSON null read as absent. */
+static const cJSON *field(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNull(v) ? NULL : v;
+}
+
+/* ---- C specs -> scenario objects -------------------------------------------------- */
+
+/* Builders record the first failure in *bad (an out-of-memory or a NULL
+ * where a string must be); the caller reports it. */
+typedef struct build {
+    int code;          /* 0, US_ENOMEM or US_EINVAL */
+    char msg[256];
+} build;
+
+static void add(build *b, cJSON *obj, const char *key, cJSON *item) {
+    if (b->code) {
+        cJSON_Delete(item);
+        return;
+    }
+    if (!item || !cJSON_AddItemToObject(obj, key, item)) {
+        cJSON_Delete(item);
+        b->code = US_ENOMEM;
+    }
+}
+
+static void add_str(build *b, cJSON *obj, const char *key, const char *s) {
+    if (s) add(b, obj, key, cJSON_CreateString(s));
+}
+
+/* cpu and memory as exact quantity strings ("1500m", "1073741824"), so
+ * that no integer is rounded through a double; -1 (unlimited) as a number. */
+static void add_cpu(build *b, cJSON *obj, const char *key, int64_t v) {
+    char s[32];
+    if (v == -1) {
+        add(b, obj, key, cJSON_CreateNumber(-1));
+        return;
+    }
+    snprintf(s, sizeof s, "%lldm", (long long)v);
+    add(b, obj, key, cJSON_CreateString(s));
+}
+
+static void add_mem(build *b, cJSON *obj, const char *key, int64_t v) {
+    char s[32];
+    if (v == -1) {
+        add(b, obj, key, cJSON_CreateNumber(-1));
+        return;
+    }
+    snprintf(s, sizeof s, "%lld", (long long)v);
+    add(b, obj, key, cJSON_CreateString(s));
+}
+
+static void add_labels(build *b, cJSON *obj, const char *key, const us_label *l, size_t n,
+                       const char *path) {
+    cJSON *m;
+    if (!n) return;
+    if (!l) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "%s.%s: NULL array with a count of %zu", path, key, n);
+        return;
+    }
+    m = cJSON_CreateObject();
+    add(b, obj, key, m);
+    for (size_t i = 0; i < n && !b->code; i++) {
+        if (!l[i].key || !l[i].value) {
+            b->code = US_EINVAL;
+            snprintf(b->msg, sizeof b->msg, "%s.%s[%zu]: NULL key or value", path, key, i);
+            return;
+        }
+        add(b, m, l[i].key, cJSON_CreateString(l[i].value));
+    }
+}
+
+static cJSON *node_object(const us_node_spec *s, build *b) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) {
+        b->code = US_ENOMEM;
+        return NULL;
+    }
+    add_str(b, o, "name", s->name);
+    add_str(b, o, "pool", s->pool);
+    add_cpu(b, o, "cpu", s->capacity.cpu);
+    add_mem(b, o, "memory", s->capacity.memory);
+    add(b, o, "gpu", cJSON_CreateNumber(s->capacity.gpu));
+    add_labels(b, o, "labels", s->labels, s->nlabels, "node");
+    add(b, o, "unschedulable", cJSON_CreateBool(s->unschedulable != 0));
+    return o;
+}
+
+/* {gpu: {quota, limit, over_quota_weight}, cpu: {...}, memory: {...}} */
+static cJSON *resources_object(const us_resources *quota, const us_resources *limit,
+                               const us_weights *w, build *b) {
+    cJSON *o = cJSON_CreateObject(), *g = cJSON_CreateObject(), *c = cJSON_CreateObject(),
+          *m = cJSON_CreateObject();
+    if (!o) {
+        cJSON_Delete(g);
+        cJSON_Delete(c);
+        cJSON_Delete(m);
+        b->code = US_ENOMEM;
+        return NULL;
+    }
+    add(b, o, "gpu", g);
+    add(b, o, "cpu", c);
+    add(b, o, "memory", m);
+    if (b->code) return o;
+    add(b, g, "quota", cJSON_CreateNumber(quota->gpu));
+    add(b, g, "limit", cJSON_CreateNumber(limit->gpu));
+    add(b, g, "over_quota_weight", cJSON_CreateNumber(w->gpu));
+    add_cpu(b, c, "quota", quota->cpu);
+    add_cpu(b, c, "limit", limit->cpu);
+    add(b, c, "over_quota_weight", cJSON_CreateNumber(w->cpu));
+    add_mem(b, m, "quota", quota->memory);
+    add_mem(b, m, "limit", limit->memory);
+    add(b, m, "over_quota_weight", cJSON_CreateNumber(w->memory));
+    return o;
+}
+
+static cJSON *queue_object(const us_queue_spec *s, build *b) {
+    cJSON *o = cJSON_CreateObject(), *pools;
+    if (!o) {
+        b->code = US_ENOMEM;
+        return NULL;
+    }
+    add_str(b, o, "name", s->name);
+    add_str(b, o, "parent", s->parent);
+    add(b, o, "priority", cJSON_CreateNumber(s->priority));
+    add(b, o, "resources", resources_object(&s->quota, &s->limit, &s->over_quota_weight, b));
+    if (!s->npools) return o;
+    if (!s->pools) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "queue.pools: NULL array with a count of %zu", s->npools);
+        return o;
+    }
+    add(b, o, "pools", pools = cJSON_CreateObject());
+    for (size_t i = 0; i < s->npools && !b->code; i++) {
+        const us_queue_pool_spec *p = &s->pools[i];
+        if (!p->pool) {
+            b->code = US_EINVAL;
+            snprintf(b->msg, sizeof b->msg, "queue.pools[%zu]: NULL pool name", i);
+            break;
+        }
+        add(b, pools, p->pool, resources_object(&p->quota, &p->limit, &p->over_quota_weight, b));
+    }
+    return o;
+}
+
+static const char *const preempt_names[] = {NULL, "preemptible", "non-preemptible",
+                                            "semi-preemptible"};
+static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
+
+static cJSON *workload_object(const us_workload_spec *s, build *b) {
+    cJSON *o = cJSON_CreateObject(), *r;
+    if (!o) {
+        b->code = US_ENOMEM;
+        return NULL;
+    }
+    add_str(b, o, "name", s->name);
+    add_str(b, o, "queue", s->queue);
+    add(b, o, "priority", cJSON_CreateNumber(s->priority));
+    if ((unsigned)s->preemptibility > US_PREEMPTION_SEMI_PREEMPTIBLE) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "workload.preemptibility: %d is not a us_preemption",
+                 (int)s->preemptibility);
+        return o;
+    }
+    if ((unsigned)s->controller > US_CONTROLLER_DAEMONSET) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "workload.controller: %d is not a us_controller_kind",
+                 (int)s->controller);
+        return o;
+    }
+    if (s->preemptibility != US_PREEMPTION_DEFAULT)
+        add_str(b, o, "preemptibility", preempt_names[s->preemptibility]);
+    add_str(b, o, "controller", ctrl_names[s->controller]);
+    add(b, o, "replicas", cJSON_CreateNumber(s->replicas));
+    if (s->min_member != 0) add(b, o, "min_member", cJSON_CreateNumber(s->min_member));
+    add_str(b, o, "pool", s->pool);
+    add_labels(b, o, "node_selector", s->node_selector, s->nnode_selector, "workload");
+    add_labels(b, o, "labels", s->labels, s->nlabels, "workload");
+    add(b, o, "termination_grace", cJSON_CreateNumber(s->termination_grace));
+    add(b, o, "requests", r = cJSON_CreateObject());
+    if (b->code) return o;
+    add(b, r, "gpu", cJSON_CreateNumber(s->requests.gpu));
+    add_cpu(b, r, "cpu", s->requests.cpu);
+    add_mem(b, r, "memory", s->requests.memory);
+    return o;
+}
+
+/* Report a builder failure (and free what was built). */
+static int built(build *b, cJSON *o, us_error *err) {
+    if (!b->code) return US_OK;
+    cJSON_Delete(o);
+    if (b->code == US_ENOMEM) return nomem(err);
+    return fail(err, b->code, "%s", b->msg);
+}
+
+/* ---- lookups ------------------------------------------------------------------------ */
+
+/* A node that is in the cluster (not removed), by name; -1 when none. */
+static int find_node(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->nnodes; i++)
+        if (!st->nodes[i].removed && strcmp(st->nodes[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+/* A live (submitted, not finished) workload by name; -1 when none.  Finished
+ * ones linger while their pods terminate, under the same name. */
+static int find_workload(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->nworkloads; i++)
+        if (st->workloads[i].state == US_WL_ACTIVE && strcmp(st->workloads[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+static bool pod_live(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
+                        p->state == US_POD_RUNNING);
+}
+
+/* The live incarnation of a pod name, and a terminating one; -1 when none. */
+static void find_pod(const us_state *st, const char *name, int *live, int *releasing) {
+    *live = *releasing = -1;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (p->gone || strcmp(p->name, name) != 0) continue;
+        if (pod_live(p)) *live = (int)i;
+        else if (p->state == US_POD_RELEASING) *releasing = (int)i;
+    }
+}
+
+/* ---- tidying ---------------------------------------------------------------------------
+ * The engine's state never removes objects from its arrays (indices stay
+ * valid for a whole simulated run).  A control plane runs for months, so
+ * between calls the handle drops what can no longer matter: pods that left,
+ * finished workloads whose pods are all gone, removed nodes no pod refers
+ * to.  Cross references (pod -> workload, node, pin) are renumbered.  When
+ * memory for the maps is short it simply tidies later. */
+static void tidy(us_state *st) {
+    int *wmap = NULL, *nmap = NULL;
+    size_t k;
+    us_state_compact_pods(st);
+    wmap = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *wmap);
+    nmap = calloc(st->nnodes ? st->nnodes : 1, sizeof *nmap);
+    if (!wmap || !nmap) goto out;
+    /* mark what pods refer to (1), then turn marks into new indices */
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        wmap[p->workload] = 1;
+        if (p->node >= 0) nmap[p->node] = 1;
+        if (p->pin >= 0) nmap[p->pin] = 1;
+    }
+    k = 0;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wmap[w] || wl->state == US_WL_ACTIVE || wl->state == US_WL_WAITING) {
+            wmap[w] = (int)k;
+            st->workloads[k++] = *wl;
+        } else {
+            us_workload_free(wl);
+            wmap[w] = -1;
+        }
+    }
+    st->nworkloads = k;
+    k = 0;
+    for (size_t n = 0; n < st->nnodes; n++) {
+        us_node *nd = &st->nodes[n];
+        if (nmap[n] || !nd->removed) {
+            nmap[n] = (int)k;
+            st->nodes[k++] = *nd;
+        } else {
+            us_node_free(nd);
+            nmap[n] = -1;
+        }
+    }
+    st->nnodes = k;
+    for (size_t i = 0; i < st->npods; i++) {
+        us_pod *p = &st->pods[i];
+        p->workload = wmap[p->workload];
+        if (p->node >= 0) p->node = nmap[p->node];
+        if (p->pin >= 0) p->pin = nmap[p->pin];
+    }
+out:
+    free(wmap);
+    free(nmap);
+}
+
+/* Undo appends made since a mark (an out-of-memory half-way through
+ * adding a node or a workload). */
+typedef struct mark {
+    size_t npods, nnodes, nworkloads;
+    uint64_t seq;
+} mark;
+
+static mark mark_state(const us_state *st) {
+    return (mark){st->npods, st->nnodes, st->nworkloads, st->next_seq};
+}
+
+static void rollback(us_state *st, mark m) {
+    for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
+    for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
+    for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
+    st->npods = m.npods;
+    st->nnodes = m.nnodes;
+    st->nworkloads = m.nworkloads;
+    st->next_seq = m.seq;
+}
+
+/* Re-derive queue fields and background rules; a workload newly blocked
+ * warns again. */
+static int rederive(us_state *st) {
+    const char **before = malloc((st->nworkloads ? st->nworkloads : 1) * sizeof *before);
+    if (!before) return -1;
+    for (size_t i = 0; i < st->nworkloads; i++) before[i] = st->workloads[i].blocked;
+    us_state_derive_queues(st);
+    us_state_check_rules(st);
+    for (size_t i = 0; i < st->nworkloads; i++)
+        if (st->workloads[i].blocked && st->workloads[i].blocked != before[i])
+            st->workloads[i].warned = false;
+    free(before);
+    return 0;
+}
+
+/* ---- room on a node ---------------------------------------------------------------- */
+
+/* Take req on u when it fits; else name the resource that runs short. */
+static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char **res) {
+    if (!us_use_fits(u, cap, req, slot)) {
+        *res = "gpu"; /* devices, when no sum is over */
+        for (int r = US_NRES - 1; r >= 0; r--)
+            if (u->used.v[r] + req.v[r] > cap->cap.v[r]) *res = us_res_names[r];
+        return false;
+    }
+    us_use_add(u, cap, req, slot);
+    return true;
+}
+
+/* Would the pods on node n fit a node shaped like cap, with pod `extra`
+ * (or -1) moved onto it?  Checked twice: running and terminating pods (what
+ * the node physically holds), and running and pipelined pods (what the
+ * engine has planned for it).  On false, *res names the resource short. */
+static bool node_holds(const us_state *st, int n, const us_node *cap, int extra, const char **res) {
+    for (int pass = 0; pass < 2; pass++) {
+        us_pod_state other = pass == 0 ? US_POD_RELEASING : US_POD_PIPELINED;
+        us_use u = {0};
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *p = &st->pods[i];
+            if ((int)i == extra || p->gone || p->node != n ||
+                (p->state != US_POD_RUNNING && p->state != other))
+                continue;
+            if (!take(&u, cap, st->workloads[p->workload].request, p->shared_dev, res)) return false;
+        }
+        if (extra >= 0 && !take(&u, cap, st->workloads[st->pods[extra].workload].request, -1, res))
+            return false;
+    }
+    return true;
+}
+
+/* ---- nodes ------------------------------------------------------------------------ */
+
+static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
+    us_state *st = &e->st;
+    us_err ie = {0};
+    us_node n;
+    const char *res;
+    int idx;
+    if (us_scenario_parse_node(o, "node", &n, &ie) < 0) return fail_from(err, &ie);
+    idx = find_node(st, n.name);
+    if (idx < 0) {
+        mark m = mark_state(st);
+        if ((idx = us_state_add_node(st, &n)) < 0) return nomem(err); /* n freed */
+        if (us_life_add_node(st, idx, e->now) < 0) {
+            rollback(st, m);
+            return nomem(err);
+        }
+        return ok(err);
+    }
+    us_node *cur = &st->nodes[idx];
+    int rc = US_OK;
+    if (strcmp(cur->pool, n.pool) != 0) {
+        rc = fail(err, US_EINVAL,
+                  "node.pool: \"%s\" is in pool \"%s\"; a node's pool cannot change (remove the "
+                  "node and add it again)", cur->name, cur->pool);
+        goto out;
+    }
+    if (!node_holds(st, idx, &n, -1, &res)) {
+        rc = fail(err, US_EINVAL,
+                  "node.%s: the pods on \"%s\" hold more than that; report them gone or let them "
+                  "finish first", res, cur->name);
+        goto out;
+    }
+    bool relabel = cur->labels.n != n.labels.n;
+    for (size_t i = 0; !relabel && i < n.labels.n; i++) {
+        const char *v = us_labels_get(&cur->labels, n.labels.items[i].key);
+        relabel = !v || strcmp(v, n.labels.items[i].value) != 0;
+    }
+    us_labels old = cur->labels;
+    cur->labels = n.labels;
+    n.labels = old;
+    cur->cap = n.cap;
+    cur->gpus = n.gpus;
+    cur->unschedulable = n.unschedulable;
+    if (relabel && us_life_node_changed(st, idx, e->now) < 0) rc = nomem(err);
+    else ok(err);
+out:
+    us_node_free(&n);
+    return rc;
+}
+
+US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_error *err) {
+    build b = {0};
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if (!spec) return fail(err, US_EINVAL, "node: NULL spec");
+    o = node_object(spec, &b);
+    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    rc = upsert_node(e, o, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *err) {
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = parse_text(json, "node", &o, err)) != US_OK) return rc;
+    rc = upsert_node(e, o, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) {
+    int n;
+    GUARD_CHANGE(e, err);
+    if (!name) return fail(err, US_EINVAL, "node: NULL name");
+    if ((n = find_node(&e->st, name)) < 0)
+        return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
+    if (us_life_remove_node(&e->st, n, e->now) < 0) return nomem(err);
+    tidy(&e->st);
+    return ok(err);
+}
+
+/* ---- queues ------------------------------------------------------------------------ */
+
+/* A workload entry (any state) in queue q, or -1. */
+static int queue_user(const us_state *st, int q) {
+    for (size_t i = 0; i < st->nworkloads; i++)
+        if (st->workloads[i].queue == q) return (int)i;
+    return -1;
+}
+
+static int upsert_queue(us_engine *e, const cJSON *o, us_error *err) {
+    us_state *st = &e->st;
+    us_err ie = {0};
+    us_queue q;
+    int idx, user, rc = US_OK;
+    if (us_scenario_parse_queue(o, st, "queue", &q, &ie) < 0) return fail_from(err, &ie);
+    idx = us_state_queue_index(st, q.name);
+    if (q.parent >= 0) {
+        const char *pname = st->queues[q.parent].name;
+        for (int a = q.parent; a >= 0; a = st->queues[a].parent) {
+            if (a == idx) {
+                rc = fail(err, US_EINVAL, "queue.parent: \"%s\" %s", pname,
+                          q.parent == idx ? "is the queue itself"
+                                          : "is below this queue: that would make a cycle");
+                goto out;
+            }
+        }
+        if ((user = queue_user(st, q.parent)) >= 0) {
+            rc = fail(err, US_EINVAL,
+                      "queue.parent: \"%s\" holds workload \"%s\"; workloads go to leaf queues "
+                      "only, so it cannot have children", pname, st->workloads[user].name);
+            goto out;
+        }
+    }
+    if (idx < 0) {
+        if (us_state_add_queue(st, &q) < 0) return nomem(err); /* q freed */
+    } else {
+        us_queue *cur = &st->queues[idx];
+        us_qpool *pools = cur->pools;
+        size_t npools = cur->npools;
+        cur->parent = q.parent;
+        cur->priority = q.priority;
+        memcpy(cur->res, q.res, sizeof cur->res);
+        cur->pools = q.pools;
+        cur->npools = q.npools;
+        q.pools = pools;
+        q.npools = npools;
+        us_queue_free(&q);
+    }
+    if (rederive(st) < 0) return nomem(err);
+    return ok(err);
+out:
+    us_queue_free(&q);
+    return rc;
+}
+
+US_API int us_engine_upsert_queue(us_engine *e, const us_queue_spec *spec, us_error *err) {
+    build b = {0};
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if (!spec) return fail(err, US_EINVAL, "queue: NULL spec");
+    o = queue_object(spec, &b);
+    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    rc = upsert_queue(e, o, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_upsert_queue_json(us_engine *e, const char *json, us_error *err) {
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = parse_text(json, "queue", &o, err)) != US_OK) return rc;
+    rc = upsert_queue(e, o, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_remove_queue(us_engine *e, const char *name, us_error *err) {
+    us_state *st;
+    int q, user;
+    GUARD_CHANGE(e, err);
+    if (!name) return fail(err, US_EINVAL, "queue: NULL name");
+    st = &e->st;
+    if ((q = us_state_queue_index(st, name)) < 0)
+        return fail(err, US_ENOENT, "queue \"%s\" does not exist", name);
+    for (size_t i = 0; i < st->nqueues; i++)
+        if (st->queues[i].parent == q)
+            return fail(err, US_EBUSY, "queue \"%s\" has a child queue \"%s\"", name,
+                        st->queues[i].name);
+    if ((user = queue_user(st, q)) >= 0)
+        return fail(err, US_EBUSY, "queue \"%s\" holds workload \"%s\"%s", name,
+                    st->workloads[user].name,
+                    st->workloads[user].state == US_WL_ACTIVE ? "" : " (still terminating)");
+    us_queue_free(&st->queues[q]);
+    memmove(&st->queues[q], &st->queues[q + 1], (st->nqueues - (size_t)q - 1) * sizeof *st->queues);
+    st->nqueues--;
+    for (size_t i = 0; i < st->nqueues; i++)
+        if (st->queues[i].parent > q) st->queues[i].parent--;
+    for (size_t i = 0; i < st->nworkloads; i++)
+        if (st->workloads[i].queue > q) st->workloads[i].queue--;
+    if ((size_t)q < e->nfigs) {
+        memmove(&e->figs[q], &e->figs[q + 1], (e->nfigs - (size_t)q - 1) * sizeof *e->figs);
+        e->nfigs--;
+    }
+    /* cannot fail for want of memory in a way that matters: the derived
+     * fields are recomputed at every change anyway */
+    if (rederive(st) < 0) return nomem(err);
+    return ok(err);
+}
+
+/* ---- workloads ---------------------------------------------------------------------- */
+
+static bool labels_same(const us_labels *a, const us_labels *b) {
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++) {
+        const char *v = us_labels_get(b, a->items[i].key);
+        if (!v || strcmp(v, a->items[i].value) != 0) return false;
+    }
+    return true;
+}
+
+/* The first field a live workload may not change that w changes, or NULL. */
+static const char *immutable_change(const us_workload *cur, const us_workload *w) {
+    if (cur->queue != w->queue) return "queue";
+    if (cur->priority != w->priority) return "priority";
+    if (cur->preemptibility != w->preemptibility) return "preemptibility";
+    if (cur->controller != w->controller) return "controller";
+    if (strcmp(cur->pool, w->pool) != 0) return "pool";
+    if (!labels_same(&cur->node_selector, &w->node_selector)) return "node_selector";
+    if (!labels_same(&cur->labels, &w->labels)) return "labels";
+    for (int r = 0; r < US_NRES; r++)
+        if (cur->request.v[r] != w->request.v[r]) return "requests";
+    return NULL;
+}
+
+static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *err) {
+    static const char *const sim_only[][2] = {
+        {"submit_at", "the engine submits a workload when it is upserted"},
+        {"duration", "the caller completes a workload with us_engine_complete_workload"},
+        {"pods", "the caller reports running pods with us_engine_upsert_pod"}};
+    us_state *st = &e->st;
+    us_err ie = {0};
+    us_workload w;
+    const char *what;
+    int idx, rc;
+    if ((rc = check_time(e, now, err)) != US_OK) return rc;
+    for (size_t i = 0; cJSON_IsObject(o) && i < sizeof sim_only / sizeof sim_only[0]; i++)
+        if (field(o, sim_only[i][0]))
+            return fail(err, US_EINVAL, "workload.%s: a simulator field, not used here: %s",
+                        sim_only[i][0], sim_only[i][1]);
+    if (us_scenario_parse_workload(o, st, "workload", &w, &ie) < 0) return fail_from(err, &ie);
+    idx = find_workload(st, w.name);
+    if (idx < 0) {
+        mark m = mark_state(st);
+        w.submit_at = now;
+        if ((idx = us_state_add_workload(st, &w)) < 0) return nomem(err); /* w freed */
+        if (us_life_submit(st, idx, now) < 0 || rederive(st) < 0) {
+            rollback(st, m);
+            return nomem(err);
+        }
+        e->now = now;
+        return ok(err);
+    }
+    us_workload *cur = &st->workloads[idx];
+    if ((what = immutable_change(cur, &w))) {
+        rc = fail(err, US_EINVAL,
+                  "workload.%s: cannot change on live workload \"%s\" (only replicas, min_member "
+                  "and termination_grace can); remove the workload and submit it again",
+                  what, cur->name);
+        us_workload_free(&w);
+        return rc;
+    }
+    e->now = now;
+    cur->termination_grace = w.termination_grace;
+    bool regang = cur->min_member != w.min_member;
+    cur->min_member = w.min_member;
+    rc = 0;
+    if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas)
+        rc = us_life_scale(st, idx, w.replicas, now);
+    else
+        cur->replicas = w.replicas;
+    if (rc == 0 && regang) {
+        int evicted;
+        rc = us_life_gang_reset(st, idx, now, &evicted);
+    }
+    us_workload_free(&w);
+    tidy(st);
+    return rc < 0 ? nomem(err) : ok(err);
+}
+
+US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec, double now,
+                                     us_error *err) {
+    build b = {0};
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if (!spec) return fail(err, US_EINVAL, "workload: NULL spec");
+    o = workload_object(spec, &b);
+    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    rc = upsert_workload(e, o, now, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_upsert_workload_json(us_engine *e, const char *json, double now,
+                                          us_error *err) {
+    cJSON *o;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = parse_text(json, "workload", &o, err)) != US_OK) return rc;
+    rc = upsert_workload(e, o, now, err);
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* Shared checks of remove and complete: the live workload named name. */
+static int live_workload(us_engine *e, const char *name, double now, int *w, us_error *err) {
+    int rc;
+    if (!name) return fail(err, US_EINVAL, "workload: NULL name");
+    if ((rc = check_time(e, now, err)) != US_OK) return rc;
+    if ((*w = find_workload(&e->st, name)) < 0)
+        return fail(err, US_ENOENT, "workload \"%s\" is not a live workload", name);
+    return US_OK;
+}
+
+US_API int us_engine_remove_workload(us_engine *e, const char *name, double now, us_error *err) {
+    int w, rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
+    e->now = now;
+    if (us_life_delete(&e->st, w, now) < 0) return nomem(err);
+    tidy(&e->st);
+    return ok(err);
+}
+
+US_API int us_engine_complete_workload(us_engine *e, const char *name, double now,
+                                       us_error *err) {
+    int w, rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
+    e->now = now;
+    if (us_life_complete(&e->st, w, now) < 0) return nomem(err);
+    /* completed pods hold nothing; a control plane has no use for them */
+    for (size_t i = 0; i < e->st.npods; i++)
+        if (e->st.pods[i].workload == w && e->st.pods[i].state == US_POD_COMPLETED)
+            e->st.pods[i].gone = true;
+    tidy(&e->st);
+    return ok(err);
+}
+
+/* ---- pods ---------------------------------------------------------------------------- */
+
+/* A pending pod of workload w that an unknown pod reported on node n (-1:
+ * pending) may take the place of: a DaemonSet's pod pinned to n, else the
+ * newest pending pod.  -1 when none, with the reason in err. */
+static int adoptable(const us_state *st, int w, int n, const char *pod, us_error *err) {
+    const us_workload *wl = &st->workloads[w];
+    int best = -1;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (p->gone || p->workload != w || p->state != US_POD_PENDING) continue;
+        if (wl->controller == US_CTRL_DAEMONSET && n >= 0 && p->pin != n) continue;
+        if (best < 0 || p->seq > st->pods[best].seq) best = (int)i;
+    }
+    if (best < 0) {
+        if (wl->controller == US_CTRL_DAEMONSET && n >= 0)
+            fail(err, US_EINVAL,
+                 "pod.workload: daemonset \"%s\" has no pending pod on \"%s\" for \"%s\" to be "
+                 "(its pod there is placed already, or the node does not match it)",
+                 wl->name, st->nodes[n].name, pod);
+        else
+            fail(err, US_EINVAL,
+                 "pod.workload: \"%s\" has no pending pod for \"%s\" to be (all its replicas "
+                 "are placed)", wl->name, pod);
+    }
+    return best;
+}
+
+static int upsert_pod(us_engine *e, const char *name, const char *workload, const char *node,
+                      us_error *err) {
+    us_state *st = &e->st;
+    const char *res;
+    int live, rel, w, n = -1, p;
+    if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
+    if (node && (n = find_node(st, node)) < 0)
+        return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
+    find_pod(st, name, &live, &rel);
+    /* an evicted pod runs on until it has terminated: as decided */
+    if (n >= 0 && rel >= 0 && st->pods[rel].node == n) return ok(err);
+    if (live >= 0) {
+        w = st->pods[live].workload;
+        if (workload && strcmp(workload, st->workloads[w].name) != 0)
+            return fail(err, US_EINVAL, "pod.workload: pod \"%s\" belongs to workload \"%s\"", name,
+                        st->workloads[w].name);
+        p = live;
+    } else {
+        if (!workload)
+            return fail(err, US_ENOENT,
+                        "pod.workload: pod \"%s\" is unknown; name its workload to add it", name);
+        if ((w = find_workload(st, workload)) < 0)
+            return fail(err, US_ENOENT, "pod.workload: \"%s\" is not a live workload", workload);
+        if ((p = adoptable(st, w, n, name, err)) < 0) return err ? err->code : US_EINVAL;
+    }
+    const us_workload *wl = &st->workloads[w];
+    us_pod *pd = &st->pods[p];
+    if (n < 0) {
+        if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
+            char *copy = strdup(name);
+            if (!copy) return nomem(err);
+            free(pd->name);
+            pd->name = copy;
+            return ok(err);
+        }
+        if (pd->state == US_POD_PENDING) return ok(err);
+        if (us_life_pod_lost(st, p, false, e->now) < 0) return nomem(err);
+        tidy(st);
+        return ok(err);
+    }
+    if (pd->node == n && pd->state == US_POD_RUNNING) return ok(err);
+    if (strcmp(st->nodes[n].pool, wl->pool) != 0)
+        return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
+                    node, st->nodes[n].pool, wl->name, wl->pool);
+    if (pd->pin >= 0 && pd->pin != n)
+        return fail(err, US_EINVAL, "pod.node: daemonset pod \"%s\" belongs on \"%s\", not \"%s\"",
+                    name, st->nodes[pd->pin].name, node);
+    if (!node_holds(st, n, &st->nodes[n], p, &res))
+        return fail(err, US_EINVAL,
+                    "pod.node: \"%s\" has not enough %s for pod \"%s\" besides the pods running, "
+                    "terminating or pipelined there", node, res, name);
+    if (live < 0) {
+        char *copy = strdup(name);
+        if (!copy) return nomem(err);
+        free(pd->name);
+        pd->name = copy;
+    }
+    /* its device slot: where it fits next to the pods there now */
+    us_use u = {0};
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *q = &st->pods[i];
+        if ((int)i != p && !q->gone && q->node == n &&
+            (q->state == US_POD_RUNNING || q->state == US_POD_RELEASING))
+            us_use_add(&u, &st->nodes[n], st->workloads[q->workload].request, q->shared_dev);
+    }
+    pd->shared_dev = us_use_add(&u, &st->nodes[n], wl->request, -1);
+    pd->node = n;
+    pd->state = US_POD_RUNNING;
+    return ok(err);
+}
+
+US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err) {
+    GUARD_CHANGE(e, err);
+    if (!spec) return fail(err, US_EINVAL, "pod: NULL spec");
+    return upsert_pod(e, spec->name, spec->workload, spec->node, err);
+}
+
+US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *err) {
+    static const char *const keys[] = {"name", "workload", "node", "state"};
+    const char *s[4] = {NULL, NULL, NULL, NULL};
+    cJSON *o;
+    const cJSON *f;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = parse_text(json, "pod", &o, err)) != US_OK) return rc;
+    if (!cJSON_IsObject(o)) {
+        rc = fail(err, US_EINVAL, "pod: must be an object");
+        goto out;
+    }
+    for (f = o->child; f; f = f->next) {
+        size_t k = 0;
+        while (k < 4 && strcmp(f->string, keys[k]) != 0) k++;
+        if (k == 4) {
+            rc = fail(err, US_EINVAL, "pod.%s: unknown field (name, workload, node, state)", f->string);
+            goto out;
+        }
+        if (cJSON_IsNull(f)) continue;
+        if (!cJSON_IsString(f)) {
+            rc = fail(err, US_EINVAL, "pod.%s: must be a string", f->string);
+            goto out;
+        }
+        if (s[k]) {
+            rc = fail(err, US_EINVAL, "pod.%s: duplicate field", f->string);
+            goto out;
+        }
+        s[k] = f->valuestring;
+    }
+    if (s[3] && strcmp(s[3], "running") != 0 && strcmp(s[3], "pending") != 0) {
+        rc = fail(err, US_EINVAL, "pod.state: \"%s\" is not a state a pod can be reported in "
+                  "(running, pending; a pod that is gone is removed)", s[3]);
+        goto out;
+    }
+    if (s[3] && (strcmp(s[3], "running") == 0) != (s[2] != NULL)) {
+        rc = fail(err, US_EINVAL, "pod.state: \"%s\" %s", s[3],
+                  s[2] ? "with a node: a pod on a node is running" : "needs a node");
+        goto out;
+    }
+    rc = upsert_pod(e, s[0], s[1], s[2], err);
+out:
+    cJSON_Delete(o);
+    return rc;
+}
+
+US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
+    int live, rel;
+    GUARD_CHANGE(e, err);
+    if (!name) return fail(err, US_EINVAL, "pod: NULL name");
+    find_pod(&e->st, name, &live, &rel);
+    if (rel >= 0) {
+        e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
+    } else if (live >= 0) {
+        if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
+    } else {
+        return fail(err, US_ENOENT, "pod \"%s\" is unknown", name);
+    }
+    tidy(&e->st);
+    return ok(err);
+}
+
+/* ---- cycles --------------------------------------------------------------------------- */
+
+typedef struct pod_key {
+    const char *name;
+    int workload;
+} pod_key;
+
+static int cmp_key(const void *a, const void *b) {
+    return strcmp(((const pod_key *)a)->name, ((const pod_key *)b)->name);
+}
+
+/* Per-decision workload names and flattened annotations for the infos;
+ * before tidy, while every pod a decision names is still in the state
+ * (incarnations of a pod share its name and workload). */
+static int index_cycle(us_engine *e) {
+    const us_cycle_log *log = &e->log;
+    const us_state *st = &e->st;
+    size_t nann = 0, k = 0;
+    pod_key *keys = NULL;
+    if (log->ndecisions) {
+        if (!(e->dec_workload = calloc(log->ndecisions, sizeof *e->dec_workload))) return -1;
+        if (!(keys = malloc((st->npods ? st->npods : 1) * sizeof *keys))) return -1;
+        for (size_t j = 0; j < st->npods; j++) keys[j] = (pod_key){st->pods[j].name, st->pods[j].workload};
+        qsort(keys, st->npods, sizeof *keys, cmp_key);
+    }
+    for (size_t i = 0; i < log->ndecisions; i++) {
+        pod_key want = {log->decisions[i].pod, -1};
+        const pod_key *hit = st->npods ? bsearch(&want, keys, st->npods, sizeof *keys, cmp_key) : NULL;
+        if (hit && !(e->dec_workload[i] = strdup(st->workloads[hit->workload].name))) {
+            free(keys);
+            return -1;
+        }
+    }
+    free(keys);
+    for (size_t i = 0; i < log->nevents; i++) nann += log->events[i].annotations.n;
+    if (log->nevents && !(e->ann_first = calloc(log->nevents, sizeof *e->ann_first))) return -1;
+    if (nann && !(e->ann = calloc(nann, sizeof *e->ann))) return -1;
+    for (size_t i = 0; i < log->nevents; i++) {
+        const us_labels *a = &log->events[i].annotations;
+        e->ann_first[i] = k;
+        for (size_t j = 0; j < a->n; j++, k++)
+            e->ann[k] = (us_label){a->items[j].key, a->items[j].value};
+    }
+    return 0;
+}
+
+static void event_info(const us_engine *e, size_t i, us_event_info *out) {
+    const us_event *ev = &e->log.events[i];
+    out->type = ev->type;
+    out->reason = ev->reason;
+    out->object = ev->object;
+    out->message = ev->message;
+    out->nannotations = ev->annotations.n;
+    out->annotations = ev->annotations.n ? e->ann + e->ann_first[i] : NULL;
+}
+
+US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
+    us_err ie = {0};
+    us_queue_figures *figs;
+    int rc;
+    GUARD_CHANGE(e, err);
+    if ((rc = check_time(e, now, err)) != US_OK) return rc;
+    free_cycle(e);
+    if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
+    /* the simulator seeds cycle i with i: the same inputs decide the same */
+    if (e->pol) us_policy_seed(e->pol, e->cycles + 1);
+    pthread_mutex_lock(&cycle_lock);
+    rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
+    pthread_mutex_unlock(&cycle_lock);
+    e->now = now;
+    e->cycles++;
+    if (rc < 0 || index_cycle(e) < 0) {
+        free(figs);
+        free_cycle(e);
+        tidy(&e->st);
+        return rc < 0 ? fail_from(err, &ie) : nomem(err);
+    }
+    free(e->figs);
+    e->figs = figs;
+    e->nfigs = e->st.nqueues;
+    tidy(&e->st);
+    if (e->cb) {
+        e->busy = true;
+        for (size_t i = 0; i < e->log.nevents; i++) {
+            us_event_info info;
+            event_info(e, i, &info);
+            e->cb(e, &info, e->cb_data);
+        }
+        e->busy = false;
+    }
+    return ok(err);
+}
+
+US_API double us_engine_time(const us_engine *e) { return e ? e->now : 0; }
+US_API uint64_t us_engine_cycle_count(const us_engine *e) { return e ? e->cycles : 0; }
+
+US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data) {
+    if (!e) return;
+    e->cb = cb;
+    e->cb_data = cb ? data : NULL;
+}
+
+US_API size_t us_engine_decision_count(const us_engine *e) { return e ? e->log.ndecisions : 0; }
+US_API size_t us_engine_event_count(const us_engine *e) { return e ? e->log.nevents : 0; }
+
+US_API int us_engine_decision(const us_engine *e, size_t i, us_decision_info *out) {
+    if (!e || !out || i >= e->log.ndecisions) return US_ENOENT;
+    const us_decision *d = &e->log.decisions[i];
+    out->op = d->op == US_OP_BIND ? US_DECISION_BIND
+              : d->op == US_OP_PIPELINE ? US_DECISION_PIPELINE
+                                        : US_DECISION_EVICT;
+    out->op_name = us_op_names[d->op];
+    out->action = d->action == US_ACT_NONE ? NULL : us_action_names[d->action];
+    out->pod = d->pod;
+    out->workload = e->dec_workload ? e->dec_workload[i] : NULL;
+    out->node = d->node;
+    /* char ** read through const char *const *: only adds qualifiers */
+    out->waits_for = (const char *const *)d->waits_for;
+    out->nwaits_for = d->nwaits;
+    out->evictor = d->evictor;
+    return US_OK;
+}
+
+US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out) {
+    if (!e || !out || i >= e->log.nevents) return US_ENOENT;
+    event_info(e, i, out);
+    return US_OK;
+}
+
+/* ---- reading the state ------------------------------------------------------------------ */
+
+static const char *const phase_names[] = {"pending", "pipelined", "running", "releasing"};
+
+static us_resources out_res(us_res r) {
+    return (us_resources){(double)r.v[US_GPU] / US_GPU_UNIT, r.v[US_CPU], r.v[US_MEM]};
+}
+
+US_API size_t us_engine_pod_count(const us_engine *e) { return e ? e->st.npods : 0; }
+
+US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
+    if (!e || !out || i >= e->st.npods) return US_ENOENT;
+    const us_pod *p = &e->st.pods[i];
+    const us_workload *w = &e->st.workloads[p->workload];
+    out->name = p->name;
+    out->workload = w->name;
+    out->node = p->node >= 0 && p->state != US_POD_PENDING ? e->st.nodes[p->node].name : NULL;
+    switch (p->state) {
+    case US_POD_PENDING: out->phase = US_PHASE_PENDING; break;
+    case US_POD_PIPELINED: out->phase = US_PHASE_PIPELINED; break;
+    case US_POD_RUNNING: out->phase = US_PHASE_RUNNING; break;
+    default: out->phase = US_PHASE_RELEASING; break;
+    }
+    out->phase_name = phase_names[out->phase];
+    out->background = w->background;
+    return US_OK;
+}
+
+US_API size_t us_engine_node_count(const us_engine *e) { return e ? e->st.nnodes : 0; }
+
+US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
+    if (!e || !out || i >= e->st.nnodes) return US_ENOENT;
+    const us_node *n = &e->st.nodes[i];
+    us_res used = {{0}};
+    for (size_t k = 0; k < e->st.npods; k++) {
+        const us_pod *p = &e->st.pods[k];
+        if (!p->gone && p->node == (int)i &&
+            (p->state == US_POD_RUNNING || p->state == US_POD_RELEASING))
+            used = us_res_add(used, e->st.workloads[p->workload].request);
+    }
+    out->name = n->name;
+    out->pool = n->pool;
+    out->capacity = out_res(n->cap);
+    out->used = out_res(used);
+    out->unschedulable = n->unschedulable;
+    return US_OK;
+}
+
+US_API size_t us_engine_queue_count(const us_engine *e) { return e ? e->st.nqueues : 0; }
+
+US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
+    if (!e || !out || i >= e->st.nqueues) return US_ENOENT;
+    const us_queue *q = &e->st.queues[i];
+    us_res alloc = {{0}}, fair = {{0}};
+    if (i < e->nfigs) {
+        alloc = e->figs[i].allocated;
+        /* like the simulator's output: rounded to the engine's units */
+        for (int r = 0; r < US_NRES; r++)
+            fair.v[r] = isfinite(e->figs[i].fair[r]) ? llround(e->figs[i].fair[r]) : 0;
+    }
+    out->name = q->name;
+    out->parent = q->parent >= 0 ? e->st.queues[q->parent].name : NULL;
+    out->allocated = out_res(alloc);
+    out->fair_share = out_res(fair);
+    return US_OK;
+}
+
+US_API size_t us_engine_workload_count(const us_engine *e) { return e ? e->st.nworkloads : 0; }
+
+US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *out) {
+    if (!e || !out || i >= e->st.nworkloads) return US_ENOENT;
+    const us_workload *w = &e->st.workloads[i];
+    out->name = w->name;
+    out->queue = w->queue >= 0 ? e->st.queues[w->queue].name : NULL;
+    out->phase = w->state == US_WL_COMPLETED ? US_WORKLOAD_COMPLETED
+                 : w->state == US_WL_DELETED ? US_WORKLOAD_DELETED
+                                             : US_WORKLOAD_ACTIVE;
+    out->background = w->background;
+    out->blocked = w->blocked;
+    out->running_since = w->started_at;
+    return US_OK;
+}

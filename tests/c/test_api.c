@@ -1,0 +1,719 @@
+/*
+ * test_api.c — the embedding API (bindings/understory.h) through its public
+ * header only: every call, read back; every error path with its code and
+ * message; and that a refused call leaves the engine exactly as it was.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "understory.h"
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+static us_engine *engine(void) {
+    us_engine *e = NULL;
+    us_error err;
+    if (us_engine_create(NULL, &e, &err) != US_OK) fprintf(stderr, "create: %s\n", err.message);
+    return e;
+}
+
+/* Everything readable about the engine, as text: a refused call must leave
+ * it byte for byte the same. */
+static char *dump(const us_engine *e) {
+    size_t cap = 1 << 16, n = 0;
+    char *s = malloc(cap);
+    if (!s) return NULL;
+    s[0] = '\0';
+#define P(...) n += (size_t)snprintf(s + n, n < cap ? cap - n : 0, __VA_ARGS__)
+    P("t=%g cycles=%llu policy=%s\n", us_engine_time(e),
+      (unsigned long long)us_engine_cycle_count(e), us_engine_policy_id(e));
+    for (size_t i = 0; i < us_engine_node_count(e); i++) {
+        us_node_info x;
+        us_engine_node(e, i, &x);
+        P("node %s %s %g/%lld/%lld used %g/%lld/%lld %d\n", x.name, x.pool, x.capacity.gpu,
+          (long long)x.capacity.cpu, (long long)x.capacity.memory, x.used.gpu,
+          (long long)x.used.cpu, (long long)x.used.memory, x.unschedulable);
+    }
+    for (size_t i = 0; i < us_engine_queue_count(e); i++) {
+        us_queue_info x;
+        us_engine_queue(e, i, &x);
+        P("queue %s %s %g %g\n", x.name, x.parent ? x.parent : "-", x.allocated.gpu, x.fair_share.gpu);
+    }
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        us_workload_info x;
+        us_engine_workload(e, i, &x);
+        P("workload %s %s %d %d %s %g\n", x.name, x.queue, x.phase, x.background,
+          x.blocked ? x.blocked : "-", x.running_since);
+    }
+    for (size_t i = 0; i < us_engine_pod_count(e); i++) {
+        us_pod_info x;
+        us_engine_pod(e, i, &x);
+        P("pod %s %s %s %s\n", x.name, x.workload, x.node ? x.node : "-", x.phase_name);
+    }
+#undef P
+    return s;
+}
+
+static int node(us_engine *e, const char *name, double gpu) {
+    us_node_spec n = {0};
+    n.name = name;
+    n.capacity = (us_resources){gpu, 32000, 256LL << 30};
+    return us_engine_upsert_node(e, &n, NULL);
+}
+
+static int queue(us_engine *e, const char *name, const char *parent, double quota) {
+    us_queue_spec q;
+    us_queue_spec_init(&q);
+    q.name = name;
+    q.parent = parent;
+    q.quota.gpu = quota;
+    return us_engine_upsert_queue(e, &q, NULL);
+}
+
+static int bg_queue(us_engine *e, const char *name) {
+    us_queue_spec q;
+    us_queue_spec_init(&q);
+    q.name = name;
+    q.over_quota_weight = (us_weights){0, 0, 0};
+    return us_engine_upsert_queue(e, &q, NULL);
+}
+
+static int workload(us_engine *e, const char *name, const char *q, int replicas, double gpu,
+                    double now) {
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = name;
+    w.queue = q;
+    w.replicas = replicas;
+    w.requests.gpu = gpu;
+    return us_engine_upsert_workload(e, &w, now, NULL);
+}
+
+static const us_label bg_label[] = {{"kai.scheduler/background", "true"}};
+
+static int bg_workload(us_engine *e, const char *name, us_controller_kind c, int replicas,
+                       double gpu, double now) {
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = name;
+    w.queue = "bg";
+    w.controller = c;
+    w.replicas = replicas;
+    w.labels = bg_label;
+    w.nlabels = 1;
+    w.termination_grace = 5;
+    w.requests = (us_resources){gpu, 100, 64 << 20};
+    return us_engine_upsert_workload(e, &w, now, NULL);
+}
+
+static const us_pod_info *pod_named(const us_engine *e, const char *name, us_pod_info *out) {
+    for (size_t i = 0; i < us_engine_pod_count(e); i++)
+        if (us_engine_pod(e, i, out) == US_OK && strcmp(out->name, name) == 0 &&
+            out->phase != US_PHASE_RELEASING)
+            return out;
+    return NULL;
+}
+
+static size_t count_phase(const us_engine *e, us_pod_phase ph) {
+    size_t n = 0;
+    us_pod_info p;
+    for (size_t i = 0; i < us_engine_pod_count(e); i++)
+        if (us_engine_pod(e, i, &p) == US_OK && p.phase == ph) n++;
+    return n;
+}
+
+/* Run f; it must fail with code and a message containing msg, and leave
+ * the engine as it was. */
+#define REFUSED(e, call, want_code, msg)                                                          \
+    do {                                                                                          \
+        us_error err = {0};                                                                       \
+        char *before = dump(e);                                                                   \
+        int rc_ = (call);                                                                         \
+        char *after = dump(e);                                                                    \
+        if (rc_ != (want_code))                                                                   \
+            fprintf(stderr, "  %s:%d: code %d (%s), expected %d\n", __FILE__, __LINE__, rc_,     \
+                    err.message, want_code);                                                      \
+        CHECK(rc_ == (want_code));                                                                \
+        CHECK(err.code == (want_code));                                                           \
+        CHECK_HAS(err.message, msg);                                                              \
+        CHECK_STR(after, before);                                                                 \
+        free(before);                                                                             \
+        free(after);                                                                              \
+    } while (0)
+
+/* ---- version, errors, options --------------------------------------------------------- */
+
+TEST(version_is_the_headers) {
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d.%d", UNDERSTORY_VERSION_MAJOR, UNDERSTORY_VERSION_MINOR,
+             UNDERSTORY_VERSION_PATCH);
+    CHECK_STR(us_version(), UNDERSTORY_VERSION_STRING);
+    CHECK_STR(v, UNDERSTORY_VERSION_STRING);
+    CHECK_STR(us_strerror(US_ENOENT), "no such object");
+    CHECK_STR(us_strerror(999), "unknown error");
+}
+
+TEST(create_refuses_bad_options) {
+    us_engine_options o;
+    us_engine *e = (us_engine *)&o; /* must be reset to NULL */
+    us_error err;
+    us_engine_options_init(&o);
+    o.long_grace = -1;
+    CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
+    CHECK(e == NULL);
+    CHECK_HAS(err.message, "options.long_grace");
+    us_engine_options_init(&o);
+    o.policies = "/nonexistent/policies";
+    CHECK(us_engine_create(&o, &e, &err) == US_EPOLICY);
+    CHECK(e == NULL);
+    CHECK_HAS(err.message, "policies /nonexistent/policies");
+    CHECK(us_engine_create(NULL, NULL, &err) == US_EINVAL);
+    us_engine_destroy(NULL); /* allowed */
+}
+
+TEST(create_with_lua_policies) {
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    us_engine_options_init(&o);
+    o.policies = "policies";
+    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(strcmp(us_engine_policy_id(e), "builtin") != 0);
+    CHECK(us_engine_load_policies(e, NULL, &err) == US_OK);
+    CHECK_STR(us_engine_policy_id(e), "builtin");
+    us_engine_destroy(e);
+}
+
+/* ---- nodes ------------------------------------------------------------------------------ */
+
+TEST(node_upsert_and_read_back) {
+    us_engine *e = engine();
+    us_error err;
+    us_label labels[] = {{"zone", "a"}};
+    us_node_spec n = {"n1", "train", {8, 64000, 512LL << 30}, labels, 1, 1};
+    us_node_info x;
+    CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
+    CHECK(us_engine_node_count(e) == 1);
+    CHECK(us_engine_node(e, 0, &x) == US_OK);
+    CHECK_STR(x.name, "n1");
+    CHECK_STR(x.pool, "train");
+    CHECK(x.capacity.gpu == 8 && x.capacity.cpu == 64000 && x.capacity.memory == 512LL << 30);
+    CHECK(x.unschedulable);
+    /* the same node as JSON, in the scenario format: replaces the spec */
+    CHECK(us_engine_upsert_node_json(
+              e, "{\"name\": \"n1\", \"pool\": \"train\", \"cpu\": \"1500m\", \"memory\": \"1Gi\", \"gpu\": 4}",
+              &err) == US_OK);
+    CHECK(us_engine_node(e, 0, &x) == US_OK);
+    CHECK(x.capacity.gpu == 4 && x.capacity.cpu == 1500 && x.capacity.memory == 1LL << 30);
+    CHECK(!x.unschedulable);
+    CHECK(us_engine_node(e, 1, &x) == US_ENOENT);
+    us_engine_destroy(e);
+}
+
+TEST(node_errors_name_the_field_and_change_nothing) {
+    us_engine *e = engine();
+    us_label dup[] = {{"zone", "a"}, {"zone", "b"}};
+    us_label nullkey[] = {{NULL, "a"}};
+    us_node_spec n = {"n2", NULL, {8.5, 1000, 1000}, NULL, 0, 0};
+    CHECK(node(e, "n1", 8) == US_OK);
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
+            "node.gpu: 8.5 is not a whole number of GPUs from 0 to 64");
+    n.capacity.gpu = 1;
+    n.capacity.cpu = -5;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.cpu:");
+    n.capacity.cpu = 1000;
+    n.labels = dup;
+    n.nlabels = 2;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.labels.zone: duplicate key");
+    n.labels = nullkey;
+    n.nlabels = 1;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.labels[0]: NULL key or value");
+    n.name = NULL;
+    n.nlabels = 0;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.name: required field is missing");
+    REFUSED(e, us_engine_upsert_node(e, NULL, &err), US_EINVAL, "NULL spec");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"n3\",\n \"gpus\": 8}", &err), US_EINVAL,
+            "node.gpus: unknown field (did you mean \"gpu\"?)");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"n3\",\n \"gpu\": }", &err), US_EINVAL,
+            "node: invalid JSON at line 2, column");
+    REFUSED(e, us_engine_upsert_node_json(e, "[1]", &err), US_EINVAL, "node: must be an object");
+    REFUSED(e, us_engine_upsert_node_json(e, NULL, &err), US_EINVAL, "node: NULL JSON text");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"n1\", \"pool\": \"other\", \"gpu\": 8}", &err),
+            US_EINVAL, "node.pool: \"n1\" is in pool \"default\"; a node's pool cannot change");
+    REFUSED(e, us_engine_remove_node(e, "nope", &err), US_ENOENT, "node \"nope\" is not in the cluster");
+    us_engine_destroy(e);
+}
+
+TEST(node_capacity_cannot_drop_below_its_pods) {
+    us_engine *e = engine();
+    us_error err;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(us_engine_upsert_workload_json(
+              e, "{\"name\": \"w\", \"queue\": \"q\", \"requests\": {\"gpu\": 6, \"memory\": \"1Gi\"}}", 0,
+              &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"n1\", \"gpu\": 4, \"cpu\": \"32\", \"memory\": \"256Gi\"}", &err),
+            US_EINVAL, "node.gpu: the pods on \"n1\" hold more than that");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"n1\", \"gpu\": 8, \"cpu\": \"32\", \"memory\": \"1Ki\"}", &err),
+            US_EINVAL, "node.memory: the pods on \"n1\" hold more than that");
+    CHECK(node(e, "n1", 6) == US_OK); /* exactly enough */
+    us_engine_destroy(e);
+}
+
+TEST(node_leaves_and_its_pods_go_pending) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(us_engine_remove_node(e, "n1", &err) == US_OK);
+    CHECK(us_engine_node_count(e) == 0);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_PENDING && p.node == NULL);
+    /* the name can come back as a new node */
+    CHECK(node(e, "n1", 2) == US_OK);
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
+    us_engine_destroy(e);
+}
+
+TEST(daemonset_follows_node_labels) {
+    us_engine *e = engine();
+    us_error err;
+    us_workload_spec w;
+    us_label sel[] = {{"role", "gpu"}};
+    us_label yes[] = {{"role", "gpu"}};
+    us_node_spec n = {"n1", NULL, {8, 32000, 1LL << 35}, NULL, 0, 0};
+    us_pod_info p;
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "agent";
+    w.queue = "bg";
+    w.controller = US_CONTROLLER_DAEMONSET;
+    w.node_selector = sel;
+    w.nnode_selector = 1;
+    w.labels = bg_label;
+    w.nlabels = 1;
+    w.termination_grace = 0;
+    w.requests.cpu = 100;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    CHECK(us_engine_pod_count(e) == 0); /* n1 does not match */
+    n.labels = yes;
+    n.nlabels = 1;
+    CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
+    CHECK(pod_named(e, "agent-n1", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(pod_named(e, "agent-n1", &p) && p.phase == US_PHASE_RUNNING && p.background);
+    n.nlabels = 0; /* no longer matches: its pod goes (grace 0: at once) */
+    CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
+    CHECK(us_engine_pod_count(e) == 0);
+    us_engine_destroy(e);
+}
+
+/* ---- queues ------------------------------------------------------------------------------ */
+
+TEST(queue_tree_rules) {
+    us_engine *e = engine();
+    us_error err;
+    us_queue_info q;
+    CHECK(queue(e, "org", NULL, 8) == US_OK);
+    CHECK(queue(e, "a", "org", 4) == US_OK);
+    CHECK(queue(e, "b", "org", 4) == US_OK);
+    CHECK(us_engine_queue(e, 1, &q) == US_OK);
+    CHECK_STR(q.name, "a");
+    CHECK_STR(q.parent, "org");
+    CHECK(workload(e, "w", "a", 1, 1, 0) == US_OK);
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"x\", \"queue\": \"org\"}", 0, &err),
+            US_EINVAL, "workload.queue: \"org\" is not a leaf queue");
+    REFUSED(e, us_engine_upsert_queue_json(e, "{\"name\": \"c\", \"parent\": \"zz\"}", &err), US_EINVAL,
+            "queue.parent: \"zz\" is not a queue");
+    REFUSED(e, us_engine_upsert_queue_json(e, "{\"name\": \"org\", \"parent\": \"b\"}", &err), US_EINVAL,
+            "queue.parent: \"b\" is below this queue");
+    REFUSED(e, us_engine_upsert_queue_json(e, "{\"name\": \"b\", \"parent\": \"b\"}", &err), US_EINVAL,
+            "queue.parent: \"b\" is the queue itself");
+    REFUSED(e, us_engine_upsert_queue_json(e, "{\"name\": \"c\", \"parent\": \"a\"}", &err), US_EINVAL,
+            "queue.parent: \"a\" holds workload \"w\"");
+    REFUSED(e, us_engine_upsert_queue_json(e, "{\"name\": \"c\", \"resources\": {\"gpu\": {\"quota\": \"x\"}}}", &err),
+            US_EINVAL, "queue.resources.gpu.quota: must be a number");
+    REFUSED(e, us_engine_remove_queue(e, "org", &err), US_EBUSY, "queue \"org\" has a child queue \"a\"");
+    REFUSED(e, us_engine_remove_queue(e, "a", &err), US_EBUSY, "queue \"a\" holds workload \"w\"");
+    REFUSED(e, us_engine_remove_queue(e, "nope", &err), US_ENOENT, "queue \"nope\" does not exist");
+    /* b is free: it goes, and the indices behind it stay right */
+    CHECK(queue(e, "c", "org", 0) == US_OK);
+    CHECK(workload(e, "wc", "c", 1, 1, 0) == US_OK);
+    CHECK(us_engine_remove_queue(e, "b", &err) == US_OK);
+    CHECK(us_engine_queue_count(e) == 3);
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        us_workload_info w;
+        us_engine_workload(e, i, &w);
+        CHECK_STR(w.queue, strcmp(w.name, "w") == 0 ? "a" : "c");
+    }
+    /* a queue may move under another parent */
+    CHECK(queue(e, "top", NULL, 0) == US_OK);
+    CHECK(queue(e, "c", "top", 0) == US_OK);
+    CHECK(us_engine_queue(e, 2, &q) == US_OK);
+    CHECK_STR(q.name, "c");
+    CHECK_STR(q.parent, "top");
+    us_engine_destroy(e);
+}
+
+TEST(queue_pools_from_c) {
+    us_engine *e = engine();
+    us_error err;
+    us_queue_spec q;
+    us_queue_pool_spec pools[] = {{"p1", {2, 0, 0}, {-1, -1, -1}, {1, 1, 1}}, {NULL, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}}};
+    us_queue_spec_init(&q);
+    q.name = "q";
+    q.pools = pools;
+    q.npools = 1;
+    CHECK(us_engine_upsert_queue(e, &q, &err) == US_OK);
+    q.npools = 2;
+    REFUSED(e, us_engine_upsert_queue(e, &q, &err), US_EINVAL, "queue.pools[1]: NULL pool name");
+    pools[1].pool = "p1";
+    REFUSED(e, us_engine_upsert_queue(e, &q, &err), US_EINVAL, "queue.pools.p1: duplicate key");
+    us_engine_destroy(e);
+}
+
+/* ---- workloads ---------------------------------------------------------------------------- */
+
+TEST(workload_errors) {
+    us_engine *e = engine();
+    us_workload_spec w;
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 2, 1, 10) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "x";
+    w.queue = "team-z";
+    REFUSED(e, us_engine_upsert_workload(e, &w, 10, &err), US_EINVAL, "workload.queue: \"team-z\" is not a queue");
+    w.queue = "q";
+    w.preemptibility = (us_preemption)9;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 10, &err), US_EINVAL, "workload.preemptibility: 9");
+    w.preemptibility = US_PREEMPTION_DEFAULT;
+    w.replicas = 2;
+    w.min_member = 3;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 10, &err), US_EINVAL, "workload.min_member: 3 is more than replicas (2)");
+    w.min_member = 0;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 5, &err), US_EINVAL, "now: 5 is before the engine's time 10");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"x\", \"queue\": \"q\", \"duration\": 5}", 10, &err),
+            US_EINVAL, "workload.duration: a simulator field");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"x\", \"queue\": \"q\", \"submit_at\": 5}", 10, &err),
+            US_EINVAL, "workload.submit_at: a simulator field");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"x\", \"queue\": \"q\", \"pods\": []}", 10, &err),
+            US_EINVAL, "workload.pods: a simulator field");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"x\", \"queue\": \"q\", \"requests\": {\"gpu\": 1.5}}", 10, &err),
+            US_EINVAL, "workload.requests.gpu: 1.5 is not a whole number of GPUs");
+    /* a live workload: only replicas, min_member and grace may change */
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 2, \"requests\": {\"gpu\": 2}}", 10, &err),
+            US_EINVAL, "workload.requests: cannot change on live workload \"w\"");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 2, \"priority\": \"build\", \"requests\": {\"gpu\": 1}}", 10, &err),
+            US_EINVAL, "workload.priority: cannot change");
+    REFUSED(e, us_engine_remove_workload(e, "nope", 10, &err), US_ENOENT, "workload \"nope\" is not a live workload");
+    REFUSED(e, us_engine_complete_workload(e, "nope", 10, &err), US_ENOENT, "workload \"nope\"");
+    us_engine_destroy(e);
+}
+
+static int workloads_named(const us_engine *e, const char *name) {
+    int n = 0;
+    us_workload_info w;
+    for (size_t i = 0; i < us_engine_workload_count(e); i++)
+        if (us_engine_workload(e, i, &w) == US_OK && strcmp(w.name, name) == 0) n++;
+    return n;
+}
+
+static int deployment(us_engine *e, const char *name, int replicas, double now) {
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = name;
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DEPLOYMENT;
+    w.replicas = replicas;
+    w.requests.gpu = 1;
+    return us_engine_upsert_workload(e, &w, now, NULL);
+}
+
+TEST(workload_resend_scale_and_finish) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(deployment(e, "w", 2, 0) == US_OK);
+    CHECK(us_engine_pod_count(e) == 2);
+    char *before = dump(e);
+    CHECK(deployment(e, "w", 2, 0) == US_OK); /* the same spec again: nothing */
+    char *after = dump(e);
+    CHECK_STR(after, before);
+    free(before);
+    free(after);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
+    CHECK(deployment(e, "w", 4, 10) == US_OK); /* scale up */
+    CHECK(count_phase(e, US_PHASE_PENDING) == 2);
+    CHECK(pod_named(e, "w-3", &p) != NULL);
+    CHECK(deployment(e, "w", 1, 10) == US_OK); /* scale down: pending first, then newest */
+    CHECK(count_phase(e, US_PHASE_PENDING) == 0);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 1);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 1);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(us_engine_complete_workload(e, "w", 20, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
+    /* a job's gang is its replicas unless min_member says otherwise:
+     * growing it re-forms the gang, which starts again whole */
+    CHECK(workload(e, "g", "q", 2, 1, 20) == US_OK);
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
+    CHECK(workload(e, "g", "q", 3, 1, 20) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 3);
+    CHECK(us_engine_remove_workload(e, "g", 20, &err) == US_OK);
+    /* deleted while a pod terminates: the old one lingers, a new one may start */
+    CHECK(workload(e, "v", "q", 1, 1, 20) == US_OK);
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(us_engine_remove_workload(e, "v", 30, &err) == US_OK);
+    CHECK(pod_named(e, "v-0", &p) == NULL); /* releasing only */
+    CHECK(workload(e, "v", "q", 1, 1, 30) == US_OK);
+    CHECK(pod_named(e, "v-0", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(workloads_named(e, "v") == 2); /* the terminating v and the new v */
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(workloads_named(e, "v") == 1); /* the old one is gone with its pod */
+    CHECK(us_engine_workload_count(e) == 1);
+    us_engine_destroy(e);
+}
+
+/* ---- pods ------------------------------------------------------------------------------------ */
+
+TEST(pod_reports) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_pod_spec s = {"train-abc", "w", "n1"};
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    CHECK(workload(e, "w", "q", 2, 4, 0) == US_OK);
+    /* a pod already running when the control plane starts: adopted under its own name */
+    CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
+    CHECK(pod_named(e, "train-abc", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK_STR(p.node, "n1");
+    CHECK(count_phase(e, US_PHASE_PENDING) == 1);
+    s.name = "train-def";
+    s.node = "n1";
+    CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK); /* exactly fills n1 */
+    s.name = "train-ghi";
+    REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_EINVAL, "pod.workload: \"w\" has no pending pod");
+    s.name = "train-def";
+    s.workload = NULL;
+    s.node = "n3";
+    REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_ENOENT, "pod.node: \"n3\" is not a node");
+    s.name = "ghost";
+    s.node = "n1";
+    REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_ENOENT, "pod \"ghost\" is unknown");
+    s.workload = "zz";
+    REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_ENOENT, "pod.workload: \"zz\" is not a live workload");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"state\": \"running\"}", &err),
+            US_EINVAL, "pod.state: \"running\" needs a node");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"state\": \"gone\"}", &err),
+            US_EINVAL, "pod.state: \"gone\" is not a state");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"nodes\": \"n1\"}", &err),
+            US_EINVAL, "pod.nodes: unknown field");
+    REFUSED(e, us_engine_remove_pod(e, "ghost", &err), US_ENOENT, "pod \"ghost\" is unknown");
+    /* a bind that failed: back to pending */
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\"}", &err) == US_OK);
+    CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING && !p.node);
+    /* moved to n2 by someone else */
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"node\": \"n2\"}", &err) == US_OK);
+    CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK_STR(p.node, "n2");
+    /* gone: its controller recreates it pending */
+    CHECK(us_engine_remove_pod(e, "train-def", &err) == US_OK);
+    CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
+    us_engine_destroy(e);
+}
+
+TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_decision_info d;
+    CHECK(node(e, "n1", 1) == US_OK);
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 1) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 2);
+    CHECK(us_engine_decision(e, 0, &d) == US_OK && d.op == US_DECISION_EVICT);
+    CHECK_STR(d.workload, "burn");
+    CHECK_STR(d.evictor, "w");
+    CHECK(us_engine_decision(e, 1, &d) == US_OK && d.op == US_DECISION_PIPELINE);
+    CHECK(d.nwaits_for == 1);
+    CHECK_STR(d.waits_for[0], "burn-0");
+    CHECK(us_engine_decision(e, 2, &d) == US_ENOENT);
+    /* the pipelined pod cannot run before the burn pod is gone */
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err), US_EINVAL,
+            "pod.node: \"n1\" has not enough gpu for pod \"w-0\"");
+    /* still running, as far as the cluster knows: it is terminating, as decided */
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"burn-0\", \"node\": \"n1\"}", &err) == US_OK);
+    CHECK(us_engine_remove_pod(e, "burn-0", &err) == US_OK); /* it terminated */
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err) == US_OK);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(pod_named(e, "burn-0", &p) && p.phase == US_PHASE_PENDING);
+    us_engine_destroy(e);
+}
+
+/* ---- cycles, events ----------------------------------------------------------------------- */
+
+typedef struct seen {
+    int events, refused;
+    char reasons[512];
+} seen;
+
+static void on_event(us_engine *e, const us_event_info *ev, void *data) {
+    seen *s = data;
+    us_error err;
+    s->events++;
+    strncat(s->reasons, ev->reason, sizeof s->reasons - strlen(s->reasons) - 2);
+    strcat(s->reasons, " ");
+    /* reading is fine, changing is not */
+    (void)us_engine_pod_count(e);
+    if (us_engine_run_cycle(e, 100, &err) == US_EBUSY && node(e, "zz", 1) == US_EBUSY) s->refused++;
+}
+
+TEST(cycle_events_and_callback) {
+    us_engine *e = engine();
+    us_error err;
+    us_event_info ev;
+    seen s = {0, 0, ""};
+    CHECK(node(e, "n1", 2) == US_OK);
+    CHECK(queue(e, "q", NULL, 2) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 2, 1, 0) == US_OK);
+    us_engine_on_event(e, on_event, &s);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(s.events == 0);
+    CHECK(workload(e, "w", "q", 2, 1, 5) == US_OK);
+    REFUSED(e, us_engine_run_cycle(e, 4, &err), US_EINVAL, "now: 4 is before the engine's time 5");
+    CHECK(us_engine_run_cycle(e, 5, &err) == US_OK);
+    CHECK(s.events == (int)us_engine_event_count(e));
+    CHECK(s.events >= 1 && s.refused == s.events);
+    CHECK_HAS(s.reasons, "Evict");
+    CHECK(us_engine_event(e, 0, &ev) == US_OK);
+    CHECK_STR(ev.reason, "Evict");
+    CHECK_STR(ev.object, "burn");
+    CHECK(ev.nannotations == 3);
+    CHECK_STR(ev.annotations[0].key, "evictor-action-type");
+    CHECK_STR(ev.annotations[0].value, "backgroundpods");
+    CHECK_STR(ev.annotations[2].value, "w");
+    CHECK(us_engine_event(e, 99, &ev) == US_ENOENT);
+    CHECK(us_engine_cycle_count(e) == 2);
+    CHECK(us_engine_time(e) == 5);
+    us_engine_on_event(e, NULL, NULL);
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    us_engine_destroy(e);
+}
+
+TEST(queue_figures_in_output_units) {
+    us_engine *e = engine();
+    us_error err;
+    us_queue_info q;
+    us_workload_spec w;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 4) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "q";
+    w.replicas = 2;
+    w.requests = (us_resources){0.5, 1500, 1LL << 30};
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    CHECK(us_engine_queue(e, 0, &q) == US_OK && q.allocated.gpu == 0); /* no cycle yet */
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(us_engine_queue(e, 0, &q) == US_OK);
+    CHECK(q.allocated.gpu == 1 && q.allocated.cpu == 3000 && q.allocated.memory == 2LL << 30);
+    CHECK(q.fair_share.gpu == 1); /* its demand */
+    us_engine_destroy(e);
+}
+
+TEST(background_rule_warning) {
+    us_engine *e = engine();
+    us_error err;
+    us_event_info ev;
+    us_workload_info w;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "bg", NULL, 4) == US_OK); /* a queue with quota */
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 1, 1, 0) == US_OK);
+    CHECK(us_engine_workload(e, 0, &w) == US_OK && w.blocked && w.background);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 0);
+    CHECK(us_engine_event(e, 0, &ev) == US_OK);
+    CHECK_STR(ev.type, "Warning");
+    CHECK_STR(ev.reason, "NotScheduled");
+    us_engine_destroy(e);
+}
+
+/* ---- policies ------------------------------------------------------------------------------- */
+
+static void write_file(const char *dir, const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+TEST(reload_checks_before_swapping) {
+    us_engine *e = engine();
+    us_error err;
+    char dir[] = "/tmp/understory-api-XXXXXX", cmd[600];
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "cp policies/*.lua %s/", dir);
+    CHECK(system(cmd) == 0);
+    write_file(dir, "placement.lua", "return { score = function(pod, node) return nil + 1 end }\n");
+    REFUSED(e, us_engine_reload_policies(e, dir, &err), US_EPOLICY, "refused, the running policy stays");
+    CHECK_STR(us_engine_policy_id(e), "builtin");
+    CHECK(us_engine_reload_policies(e, "policies", &err) == US_OK);
+    CHECK(strcmp(us_engine_policy_id(e), "builtin") != 0);
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    REFUSED(e, us_engine_reload_policies(e, NULL, &err), US_EINVAL, "dir: NULL");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+    us_engine_destroy(e);
+}
+
+int main(void) {
+    RUN(version_is_the_headers);
+    RUN(create_refuses_bad_options);
+    RUN(create_with_lua_policies);
+    RUN(node_upsert_and_read_back);
+    RUN(node_errors_name_the_field_and_change_nothing);
+    RUN(node_capacity_cannot_drop_below_its_pods);
+    RUN(node_leaves_and_its_pods_go_pending);
+    RUN(daemonset_follows_node_labels);
+    RUN(queue_tree_rules);
+    RUN(queue_pools_from_c);
+    RUN(workload_errors);
+    RUN(workload_resend_scale_and_finish);
+    RUN(pod_reports);
+    RUN(evicted_pod_reported_gone_frees_its_room_at_once);
+    RUN(cycle_events_and_callback);
+    RUN(queue_figures_in_output_units);
+    RUN(background_rule_warning);
+    RUN(reload_checks_before_swapping);
+    return check_report();
+}
