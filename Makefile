@@ -99,7 +99,7 @@ $(PUB_SO): $(ENGINE_OBJ)
 	ln -sf $(SONAME) $(BUILD)/libunderstory.so
 
 # Build products of one flavour, used by tests/run.sh.
-build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY)
+build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench
 
 run: all
 	./understory simulate examples/seed-story.json

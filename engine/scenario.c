@@ -235,6 +235,7 @@ typedef struct ctx {
     const char *origin;
     names nodes, queues, wls, pods;
     us_res *used;        /* requests of pre-existing pods, per initial node */
+    int *pinned;         /* per initial node: 1 + the daemonset that last put a pod there */
     size_t nused;
     int *submitted;      /* per workload: the timeline entry submitting it, or -1 */
     bool *haspods;       /* per workload: it has pre-existing pods */
@@ -364,9 +365,10 @@ static int check_fields(ctx *c, const cJSON *o, const char *path, const char *co
         const char *k = f->string ? f->string : "", *best = NULL;
         bool ok = false;
         int bd = 3;
-        for (const char *const *a = allowed; *a; a++) {
+        for (const char *const *a = allowed; *a && !ok; a++) ok = strcmp(k, *a) == 0;
+        /* only an unknown field needs a suggestion: the distances cost */
+        for (const char *const *a = allowed; *a && !ok; a++) {
             int dd = dist(k, *a);
-            if (strcmp(k, *a) == 0) ok = true;
             if (dd < bd) {
                 bd = dd;
                 best = *a;
@@ -877,12 +879,12 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             failk(c, path, "node", "%s does not match the daemonset's node_selector", quote(q, node));
             goto fail;
         }
-        /* this workload's pods are the last ones added */
-        for (size_t k = st->npods; k-- > 0 && st->pods[k].workload == wi;)
-            if (st->pods[k].pin == ni) {
-                failk(c, path, "node", "%s already has a pod of this daemonset", quote(q, node));
-                goto fail;
-            }
+        /* a workload's pods are parsed together, so the last daemonset to
+         * pin a node tells whether this one already did */
+        if (c->pinned[ni] == wi + 1) {
+            failk(c, path, "node", "%s already has a pod of this daemonset", quote(q, node));
+            goto fail;
+        }
     }
     if ((v = get(o, "name"))) {
         if (get_strref(c, o, path, "name", NULL, &name) < 0) goto fail;
@@ -917,6 +919,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     }
     st->pods[pi].state = US_POD_RUNNING;
     st->pods[pi].node = ni;
+    if (w->controller == US_CTRL_DAEMONSET) c->pinned[ni] = wi + 1;
     free(gen);
     return 0;
 fail:
@@ -1228,7 +1231,8 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
         if (parse_node(&c, o, subidx(p, "", "nodes", i++), false, &idx) < 0) goto fail;
     }
     c.nused = c.st->nnodes;
-    if (c.nused && !(c.used = calloc(c.nused, sizeof *c.used))) {
+    if (c.nused && (!(c.used = calloc(c.nused, sizeof *c.used)) ||
+                    !(c.pinned = calloc(c.nused, sizeof *c.pinned)))) {
         nomem(&c);
         goto fail;
     }
@@ -1279,6 +1283,7 @@ fail:
     names_free(&c.wls);
     names_free(&c.pods);
     free(c.used);
+    free(c.pinned);
     free(c.submitted);
     free(c.haspods);
     cJSON_Delete(root);
