@@ -9,11 +9,7 @@
 
 #include "placement.h"
 
-bool us_gang_is_job(const us_plan *p, int w) {
-    const us_workload *wl = &p->st->workloads[w];
-    return !wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
-           strcmp(wl->pool, p->pool) == 0;
-}
+bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }
 
 size_t us_gang_pending(const us_plan *p, int w, int *pods) {
     size_t n = 0;

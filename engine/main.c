@@ -77,6 +77,8 @@ static void usage_simulate(FILE *f) {
             "\n"
             "options:\n"
             "  --json                print the JSON output document instead of text\n"
+            "  --timings             print wall-clock figures (load, cycles by phase,\n"
+            "                        output) to stderr; stdout is unchanged\n"
             "  --policies DIR        load fairshare.lua, placement.lua and background.lua\n"
             "                        from DIR; default: policies/ next to the executable,\n"
             "                        then ../share/understory/policies relative to it,\n"
@@ -155,7 +157,7 @@ static void brief_usage(FILE *f) {
 }
 
 static void brief_usage_simulate(FILE *f) {
-    fputs("usage: understory simulate FILE [--json] [--policies DIR] [--plain-ties]\n"
+    fputs("usage: understory simulate FILE [--json] [--timings] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
           "                           [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
@@ -242,19 +244,34 @@ static int parse_count(const char *s, uint64_t *out) {
     return 0;
 }
 
+/* Wall-clock figures go to stderr, so stdout stays the same for the same
+ * input, byte for byte. */
+static void print_timings(const us_sim_result *res, const us_cycle_profile *p, double load,
+                          double run, double output) {
+    fprintf(stderr,
+            "timings: load %.3f s (scenario and policies), %zu cycles %.3f s (%.3f s a cycle), "
+            "output %.3f s\n"
+            "  phases: snapshot %.3f  evict %.3f  fairshare %.3f  allocate %.3f  "
+            "reclaim+preempt %.3f  re-offer %.3f  commit %.3f s\n"
+            "  policies: %llu Lua calls, %.3f s\n",
+            load, res->ncycles, run, res->ncycles ? run / (double)res->ncycles : 0, output,
+            p->snapshot, p->eviction, p->fairshare, p->allocate, p->victims, p->reoffer, p->commit,
+            p->policy_calls, p->policy_seconds);
+}
+
 /* Everything a command line may say; each command reads its part. */
 typedef struct cli {
     const char *file;           /* simulate, diff: the scenario; check: DIR */
     const char *policies;
     const char *scenario;       /* check --scenario */
     const char *from, *to;      /* diff */
-    bool json, watch;
+    bool json, watch, timings;
     uint64_t max_runs;
     us_sim_opts sim;
 } cli;
 
 /* Which options a command takes. */
-enum { O_JSON = 1, O_POLICIES = 2, O_WATCH = 4, O_SCENARIO = 8, O_FROM_TO = 16 };
+enum { O_JSON = 1, O_POLICIES = 2, O_WATCH = 4, O_SCENARIO = 8, O_FROM_TO = 16, O_TIMINGS = 32 };
 
 /* Parses argv[2..] for a command taking the options in `allowed` and one
  * positional argument (what: the message when it is missing; one: what
@@ -272,6 +289,8 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
             c->json = true;
         } else if ((allowed & O_WATCH) && !strcmp(a, "--watch")) {
             c->watch = true;
+        } else if ((allowed & O_TIMINGS) && !strcmp(a, "--timings")) {
+            c->timings = true;
         } else if (!strcmp(a, "--plain-ties")) {
             c->sim.cycle.background_aware_ties = false;
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
@@ -342,7 +361,7 @@ static int simulate(int argc, char **argv) {
     memset(&sc, 0, sizeof sc);
     memset(&res, 0, sizeof res);
     us_sim_opts_default(&c.sim);
-    int rc = parse(argc, argv, O_JSON | O_POLICIES | O_WATCH, "simulate: missing the scenario FILE",
+    int rc = parse(argc, argv, O_JSON | O_POLICIES | O_WATCH | O_TIMINGS, "simulate: missing the scenario FILE",
                    "one scenario", usage_simulate, brief_usage_simulate, &c);
     if (rc >= 0) {
         status = rc;
@@ -373,6 +392,9 @@ static int simulate(int argc, char **argv) {
         goto cleanup;
     }
 
+    us_cycle_profile prof = {0};
+    double t_start = us_cycle_clock(), t_loaded = 0, t_ran = 0;
+    if (c.timings) c.sim.cycle.profile = &prof;
     if (us_scenario_load_file(&sc, c.file, &err) < 0) {
         /* a read error already names the file */
         if (err.code == US_EIO)
@@ -389,16 +411,20 @@ static int simulate(int argc, char **argv) {
 
     status = EXIT_FAILURE;
     ran = true;
+    t_loaded = us_cycle_clock();
     if (us_sim_run(&sc, pol, &c.sim, &res, &err) < 0) {
         fprintf(stderr, "understory: %s: simulation failed: %s\n", c.file, err.msg);
         goto cleanup;
     }
+    t_ran = us_cycle_clock();
     rc = c.json ? us_output_json(stdout, &res, &sc.state, &err)
                 : us_output_text(stdout, &res, &sc.state, &err);
     if (rc < 0) {
         fprintf(stderr, "understory: %s\n", err.msg);
         goto cleanup;
     }
+    if (c.timings) print_timings(&res, &prof, t_loaded - t_start, t_ran - t_loaded,
+                                 us_cycle_clock() - t_ran);
     status = EXIT_SUCCESS;
 cleanup:
     if (ran) us_sim_result_free(&res);

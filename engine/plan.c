@@ -85,11 +85,7 @@ static int by_node_name(const void *a, const void *b) {
     return strcmp(sort_st->nodes[*(const int *)a].name, sort_st->nodes[*(const int *)b].name);
 }
 
-bool us_plan_is_ai(const us_plan *p, int pod) {
-    const us_workload *w = &p->st->workloads[p->st->pods[pod].workload];
-    return !w->background && !w->blocked && w->state == US_WL_ACTIVE &&
-           strcmp(w->pool, p->pool) == 0;
-}
+bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod].workload]; }
 
 static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     for (; q >= 0; q = p->st->queues[q].parent) {
@@ -130,6 +126,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->node_first = calloc(nn + 1, sizeof *p->node_first);
     p->node_pods = calloc(np, sizeof *p->node_pods);
     p->held = calloc(nw, sizeof *p->held);
+    p->wl_ai = calloc(nw, sizeof *p->wl_ai);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
     p->wl_pending = calloc(np, sizeof *p->wl_pending);
     p->alloc = calloc(nq, sizeof *p->alloc);
@@ -138,10 +135,16 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending ||
+        !p->wl_first || !p->wl_pending || !p->wl_ai ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
+    /* AI jobs of this pool: active, not background, not blocked */
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        const us_workload *wl = &st->workloads[w];
+        p->wl_ai[w] = !wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
+                      strcmp(wl->pool, pool) == 0;
+    }
     for (size_t i = 0; i < st->nnodes; i++) {
         p->pos[i] = -1;
         if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
@@ -233,6 +236,7 @@ void us_plan_free(us_plan *p) {
     free(p->node_first);
     free(p->node_pods);
     free(p->held);
+    free(p->wl_ai);
     free(p->wl_first);
     free(p->wl_pending);
     free(p->alloc);

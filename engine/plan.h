@@ -73,6 +73,7 @@ typedef struct us_plan {
 
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
+    bool *wl_ai;         /* the workload is an AI job of this pool (us_gang_is_job) */
     int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
     int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
 

@@ -849,7 +849,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     us_workload *w = &st->workloads[wi];
     const cJSON *v;
     const char *node, *state, *name;
-    char *gen = NULL, q[QLEN], q2[QLEN], q3[QLEN];
+    char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN], q3[QLEN];
     int ni, pi;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
@@ -889,11 +889,16 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     if ((v = get(o, "name"))) {
         if (get_strref(c, o, path, "name", NULL, &name) < 0) goto fail;
     } else {
-        /* <workload>-<i>, daemonset pods <workload>-<node> */
+        /* <workload>-<i>, daemonset pods <workload>-<node>; the usual
+         * short name needs no allocation (a large scenario has 100,000) */
         size_t len = strlen(w->name) + strlen(node) + 24;
-        if (!(gen = malloc(len))) {
+        if (len > sizeof genbuf && !(gen = malloc(len))) {
             nomem(c);
             goto fail;
+        }
+        if (!gen) {
+            gen = genbuf;
+            len = sizeof genbuf;
         }
         if (w->controller == US_CTRL_DAEMONSET) snprintf(gen, len, "%s-%s", w->name, node);
         else snprintf(gen, len, "%s-%d", w->name, i);
@@ -920,10 +925,10 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     st->pods[pi].state = US_POD_RUNNING;
     st->pods[pi].node = ni;
     if (w->controller == US_CTRL_DAEMONSET) c->pinned[ni] = wi + 1;
-    free(gen);
+    if (gen != genbuf) free(gen);
     return 0;
 fail:
-    free(gen);
+    if (gen != genbuf) free(gen);
     return -1;
 }
 
