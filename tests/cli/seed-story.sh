@@ -30,3 +30,10 @@ cmp -s "$TMP/out" "$TMP/first.txt" || fail "$LAST: two runs differ"
 # Plain ties is accepted and runs.
 run simulate "$seed" --json --plain-ties --long-grace 60
 expect_status 0
+
+# --timings adds wall-clock figures on stderr only: stdout stays the same.
+run simulate "$seed" --json --timings
+expect_status 0
+cmp -s "$TMP/out" "$TMP/first.json" || fail "$LAST: --timings changed stdout"
+grep -q '^timings: load .* cycles .* output' "$TMP/err" || fail "$LAST: no timings on stderr: $(cat "$TMP/err")"
+grep -q 'phases: snapshot' "$TMP/err" || fail "$LAST: no phase timings on stderr"
