@@ -116,7 +116,7 @@ $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 bench: $(BUILD)/bench/understory-bench
-	$(BUILD)/bench/understory-bench $(BENCH_ARGS)
+	@$(BUILD)/bench/understory-bench $(BENCH_ARGS)
 
 # Installed files; uninstall removes exactly these (and the policies
 # directory it made).

@@ -37,6 +37,8 @@ typedef struct pclass {
     bool background;
     double *scores;    /* [nscores] by node class; NAN: not scored */
     int nscores;
+    int *disp;         /* [ndisp] by node class; -1: not known */
+    int ndisp;
 } pclass;
 
 struct us_classes {
@@ -224,7 +226,10 @@ fail:
 void us_classes_free(us_classes *c) {
     if (!c) return;
     for (int i = 0; i < c->ncls; i++) free(c->cls[i].heap);
-    for (int i = 0; i < c->npcs; i++) free(c->pcs[i].scores);
+    for (int i = 0; i < c->npcs; i++) {
+        free(c->pcs[i].scores);
+        free(c->pcs[i].disp);
+    }
     free(c->cls);
     free(c->table);
     free(c->node_class);
@@ -255,7 +260,7 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     if (c->wl_class[w] >= 0) return c->wl_class[w];
     const us_workload *wl = &p->st->workloads[w];
     pclass k = {wl->request, &wl->node_selector, &wl->labels, wl->priority, wl->queue,
-                wl->background, NULL, 0};
+                wl->background, NULL, 0, NULL, 0};
     for (int i = 0; i < c->npcs; i++) {
         const pclass *x = &c->pcs[i];
         if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
@@ -301,4 +306,25 @@ void us_classes_clear_scores(us_classes *c) {
         c->pcs[i].scores = NULL;
         c->pcs[i].nscores = 0;
     }
+}
+
+bool us_classes_displaced(us_classes *c, int pc, int nc, int *displaced) {
+    const pclass *x = &c->pcs[pc];
+    if (nc >= x->ndisp || x->disp[nc] < 0) return false;
+    *displaced = x->disp[nc];
+    return true;
+}
+
+int us_classes_set_displaced(us_classes *c, int pc, int nc, int displaced) {
+    pclass *x = &c->pcs[pc];
+    if (nc >= x->ndisp) {
+        int n = c->capcls > nc ? c->capcls : nc + 1;
+        int *d = realloc(x->disp, (size_t)n * sizeof *d);
+        if (!d) return -1;
+        for (int i = x->ndisp; i < n; i++) d[i] = -1;
+        x->disp = d;
+        x->ndisp = n;
+    }
+    x->disp[nc] = displaced;
+    return 0;
 }

@@ -42,6 +42,12 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod);
 bool us_classes_score(us_classes *c, int pc, int nc, double *score);
 int us_classes_set_score(us_classes *c, int pc, int nc, double score);
 
+/* Cached background displacement of a (pod class, node class) pair: how
+ * many background pods a pod of the class would displace there (tie-break);
+ * false when not known yet. */
+bool us_classes_displaced(us_classes *c, int pc, int nc, int *displaced);
+int us_classes_set_displaced(us_classes *c, int pc, int nc, int displaced);
+
 /* Forget every cached score (the scoring policy changed mid-cycle). */
 void us_classes_clear_scores(us_classes *c);
 

@@ -122,6 +122,18 @@ done:
     return rc;
 }
 
+/* Background work a pod of class pc (requesting req) would displace on node
+ * class nc, first member at position first, beyond what is displaced there
+ * already.  Cached: every member of a class has the same background work. */
+static int class_displaced(us_plan *p, int pc, int nc, int first, us_res req, int *out,
+                           us_err *err) {
+    if (us_classes_displaced(p->classes, pc, nc, out)) return 0;
+    us_res none = {{0}};
+    int node = p->nodes[first];
+    *out = us_place_displaced(p, node, req) - us_place_displaced(p, node, none);
+    return us_classes_set_displaced(p->classes, pc, nc, *out) < 0 ? us_err_nomem(err) : 0;
+}
+
 int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     us_state *st = p->st;
     const us_pod *pd = &st->pods[pod];
@@ -175,21 +187,18 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
      * enabled: it counts only what this pod would add), then the name */
     size_t best = 0;
     int best_disp = -1;
-    us_res none = {{0}};
+    bool aware = p->opts->background_aware_ties;
     for (size_t i = 1; i < nf; i++) {
         bool better = score[i] > score[best];
         if (score[i] == score[best]) {
             int d = 0;
-            if (p->opts->background_aware_ties) {
-                if (best_disp < 0)
-                    best_disp = us_place_displaced(p, p->nodes[rep[best]], w->request) -
-                                us_place_displaced(p, p->nodes[rep[best]], none);
-                d = us_place_displaced(p, p->nodes[rep[i]], w->request) -
-                    us_place_displaced(p, p->nodes[rep[i]], none);
+            if (aware) {
+                if (best_disp < 0 && (rc = class_displaced(p, pc, cls[best], rep[best], w->request, &best_disp, err)) < 0)
+                    goto done;
+                if ((rc = class_displaced(p, pc, cls[i], rep[i], w->request, &d, err)) < 0) goto done;
             }
-            better = (p->opts->background_aware_ties && d < best_disp) ||
-                     ((!p->opts->background_aware_ties || d == best_disp) && rep[i] < rep[best]);
-            if (better && p->opts->background_aware_ties) best_disp = d;
+            better = (aware && d < best_disp) || ((!aware || d == best_disp) && rep[i] < rep[best]);
+            if (better && aware) best_disp = d;
         } else if (better) {
             best_disp = -1;
         }
