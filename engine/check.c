@@ -161,8 +161,7 @@ bool us_check_offers_background(const us_state *st) {
         const us_pod *p = &st->pods[i];
         const us_workload *w = &st->workloads[p->workload];
         if (p->gone || !w->background || w->blocked || w->state != US_WL_ACTIVE) continue;
-        if (p->state == US_POD_PENDING || p->state == US_POD_RUNNING || p->state == US_POD_PIPELINED)
-            return true;
+        if (p->state == US_POD_PENDING) return true;
     }
     return false;
 }

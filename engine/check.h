@@ -64,9 +64,11 @@ int us_check_collect(us_check_findings *f, const us_cycle_log *log, int cycle, d
 int us_check_run_scenario(us_scenario *sc, us_policy *pol, const us_cycle_opts *o,
                           us_check_findings *f, us_err *err);
 
-/* Does st hold background pods a re-offer decides about (running,
- * pipelined or pending pods of active background workloads that break no
- * rule)?  A reoffer call without any only shows that the function runs, not
+/* Will the next cycle's re-offer be sure to have pods to decide about?
+ * True when st holds pending pods of active background workloads that
+ * break no rule: every such pod is offered.  (Running background pods are
+ * offered only on nodes the AI plan changes, which a state does not tell.)
+ * A reoffer call with nothing in it only shows that the function runs, not
  * that its results keep the rules. */
 bool us_check_offers_background(const us_state *st);
 

@@ -202,6 +202,22 @@ describe("reloading a broken policy mid-run", function()
   end)
 end)
 
+describe("policy ids in the output", function()
+  it("are \"builtin\" for the C policies, and a reload's id from its cycle on", function()
+    local spread = policy_dir({ ["placement.lua"] = read("examples/policies/spread/placement.lua") })
+    local out = H.run(scenario({ { at = 30, dir = spread } }), { policies = false })
+    remove_dir(spread)
+    local ev = events_of(out, "PolicyReloaded")
+    assert.are.equal(1, #ev)
+    assert.are.equal("builtin", ev[1].annotations["previous-policy-id"])
+    for _, c in ipairs(out.cycles) do
+      assert.are.equal(c.time < 30 and "builtin" or ev[1].annotations["policy-id"], c.policy)
+    end
+    assert.are.equal(ev[1].annotations["policy-id"], out.policy)
+    assert.are.equal("builtin", H.run(scenario(), { policies = false }).policy)
+  end)
+end)
+
 describe("reloading a good policy mid-run", function()
   it("swaps it in before the cycle and reports its id", function()
     local spread = policy_dir({ ["placement.lua"] = read("examples/policies/spread/placement.lua") })
