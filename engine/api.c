@@ -42,6 +42,10 @@ struct us_engine {
     double now;                   /* latest time given */
     uint64_t cycles;
 
+    /* events made between cycles (policy reloads), which open the next
+     * cycle's events as they do in the simulator */
+    us_cycle_log pending;
+
     /* the last cycle */
     us_cycle_log log;
     char **dec_workload;          /* [log.ndecisions]: workload of each decision's pod */
@@ -157,6 +161,7 @@ static void free_cycle(us_engine *e) {
 US_API void us_engine_destroy(us_engine *e) {
     if (!e) return;
     free_cycle(e);
+    us_cycle_log_free(&e->pending);
     free(e->figs);
     us_policy_free(e->pol);
     us_state_free(&e->st);
@@ -179,6 +184,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     if (!(e = calloc(1, sizeof *e))) return nomem(err);
     us_state_init(&e->st);
     us_cycle_log_init(&e->log);
+    us_cycle_log_init(&e->pending);
     us_cycle_opts_default(&e->copts);
     e->copts.background_aware_ties = !o->plain_ties;
     e->copts.long_grace = o->long_grace;
@@ -207,18 +213,38 @@ US_API int us_engine_load_policies(us_engine *e, const char *dir, us_error *err)
     return ok(err);
 }
 
+/* A reload, like the simulator's timeline reload, is also an event
+ * (PolicyReloaded, PolicyReloadRefused) that opens the next cycle's events,
+ * with the same wording and annotations. */
 US_API int us_engine_reload_policies(us_engine *e, const char *dir, us_error *err) {
     us_err ie = {0};
     us_policy *fresh = NULL;
+    const char *old_id;
     int rc;
     GUARD_CHANGE(e, err);
     if (!dir) return fail(err, US_EINVAL, "dir: NULL (load_policies(NULL) selects the built-in policies)");
+    old_id = us_engine_policy_id(e);
     pthread_mutex_lock(&cycle_lock);
     rc = us_reload_check(&e->st, e->now, dir, &e->limits, &e->copts, &fresh, &ie);
     pthread_mutex_unlock(&cycle_lock);
     if (rc < 0) {
-        int code = ie.code == US_ENOMEM ? US_ENOMEM : US_EPOLICY;
-        return fail(err, code, "reload of %s refused, the running policy stays: %s", dir, ie.msg);
+        const char *ann[] = {"policy-dir", dir, "policy-id", old_id, NULL};
+        us_error why;
+        if (ie.code == US_ENOMEM) return nomem(err);
+        fail(&why, US_EPOLICY, "reload of %s refused, the running policy (%s) stays: %s", dir,
+             old_id, ie.msg);
+        if (us_log_event(&e->pending, "Warning", "PolicyReloadRefused", "policies", ann, "%s",
+                         why.message) < 0)
+            return nomem(err);
+        if (err) *err = why;
+        return US_EPOLICY;
+    }
+    const char *ann[] = {"policy-dir", dir, "policy-id", us_policy_id(fresh),
+                         "previous-policy-id", old_id, NULL};
+    if (us_log_event(&e->pending, "Normal", "PolicyReloaded", "policies", ann,
+                     "policies reloaded from %s: %s replaces %s", dir, us_policy_id(fresh), old_id) < 0) {
+        us_policy_free(fresh);
+        return nomem(err);
     }
     us_policy_set_previous(fresh, e->pol); /* fresh owns the old one now */
     e->pol = fresh;
@@ -1174,8 +1200,10 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     int rc;
     GUARD_CHANGE(e, err);
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
-    free_cycle(e);
     if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
+    free_cycle(e);
+    e->log = e->pending; /* events since the last cycle come first */
+    us_cycle_log_init(&e->pending);
     /* the simulator seeds cycle i with i: the same inputs decide the same */
     if (e->pol) us_policy_seed(e->pol, e->cycles + 1);
     pthread_mutex_lock(&cycle_lock);

@@ -3,6 +3,7 @@
  * header only: every call, read back; every error path with its code and
  * message; and that a refused call leaves the engine exactly as it was.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -685,15 +686,82 @@ TEST(reload_checks_before_swapping) {
     snprintf(cmd, sizeof cmd, "cp policies/*.lua %s/", dir);
     CHECK(system(cmd) == 0);
     write_file(dir, "placement.lua", "return { score = function(pod, node) return nil + 1 end }\n");
-    REFUSED(e, us_engine_reload_policies(e, dir, &err), US_EPOLICY, "refused, the running policy stays");
+    REFUSED(e, us_engine_reload_policies(e, dir, &err), US_EPOLICY,
+            "refused, the running policy (builtin) stays: ");
     CHECK_STR(us_engine_policy_id(e), "builtin");
+    /* as in the simulator, a reload is also an event opening the next cycle */
+    CHECK(us_engine_run_cycle(e, 5, &err) == US_OK);
+    us_event_info ev;
+    CHECK(us_engine_event(e, 0, &ev) == US_OK);
+    CHECK_STR(ev.reason, "PolicyReloadRefused");
+    CHECK_STR(ev.type, "Warning");
     CHECK(us_engine_reload_policies(e, "policies", &err) == US_OK);
     CHECK(strcmp(us_engine_policy_id(e), "builtin") != 0);
     CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(us_engine_event(e, 0, &ev) == US_OK);
+    CHECK_STR(ev.reason, "PolicyReloaded");
+    CHECK(ev.nannotations == 3);
+    CHECK_STR(ev.annotations[2].key, "previous-policy-id");
+    CHECK_STR(ev.annotations[2].value, "builtin");
     REFUSED(e, us_engine_reload_policies(e, NULL, &err), US_EINVAL, "dir: NULL");
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     us_engine_destroy(e);
+}
+
+/* ---- threads ------------------------------------------------------------------------ */
+
+/* A little cluster run for a few cycles on its own handle; what it decided,
+ * as text. */
+static void *busy_cluster(void *out) {
+    char *text = out;
+    size_t n = 0;
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_engine_options_init(&o);
+    o.policies = "policies";
+    text[0] = '\0';
+    if (us_engine_create(&o, &e, NULL) != US_OK) return NULL;
+    for (int i = 0; i < 6; i++) {
+        char name[8];
+        snprintf(name, sizeof name, "n%d", i);
+        node(e, name, 8);
+    }
+    queue(e, "a", NULL, 16);
+    queue(e, "b", NULL, 16);
+    bg_queue(e, "bg");
+    bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 40, 1, 0);
+    for (int c = 0; c < 12; c++) {
+        char name[16];
+        snprintf(name, sizeof name, "job%d", c);
+        workload(e, name, c % 2 ? "a" : "b", 1 + c % 3, 2 + c % 4, c * 10);
+        if (c >= 3) {
+            snprintf(name, sizeof name, "job%d", c - 3);
+            us_engine_remove_workload(e, name, c * 10, NULL);
+        }
+        us_engine_run_cycle(e, c * 10, NULL);
+        for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+            us_decision_info d;
+            us_engine_decision(e, i, &d);
+            n += (size_t)snprintf(text + n, n < 65536 ? 65536 - n : 0, "%d %s %s %s\n", c, d.op_name,
+                                  d.pod, d.node);
+        }
+    }
+    us_engine_destroy(e);
+    return NULL;
+}
+
+TEST(handles_are_independent_across_threads) {
+    static char alone[65536], t1[65536], t2[65536];
+    pthread_t a, b;
+    busy_cluster(alone);
+    CHECK(strlen(alone) > 100);
+    CHECK(pthread_create(&a, NULL, busy_cluster, t1) == 0);
+    CHECK(pthread_create(&b, NULL, busy_cluster, t2) == 0);
+    pthread_join(a, NULL);
+    pthread_join(b, NULL);
+    CHECK_STR(t1, alone);
+    CHECK_STR(t2, alone);
 }
 
 int main(void) {
@@ -715,5 +783,6 @@ int main(void) {
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
+    RUN(handles_are_independent_across_threads);
     return check_report();
 }

@@ -248,6 +248,7 @@ static int replay(const char *path, const char *policies, int plain_ties) {
     size_t next = 0;
     for (int c = 0; c < 1000; c++) {
         double t = c * interval;
+        size_t first = next;
         if (t > horizon) break;
         for (; next < ntl && num(entries[next], "at", 0) <= t; next++) {
             cJSON *e = entries[next];
@@ -271,12 +272,6 @@ static int replay(const char *path, const char *policies, int plain_ties) {
                 cJSON_DeleteItemFromObjectCaseSensitive(n, "unschedulable");
                 cJSON_AddBoolToObject(n, "unschedulable", a[0] == 'c');
                 upsert_json(us_engine_upsert_node_json, n, a);
-            } else if (strcmp(a, "reload_policies") == 0) {
-                char dir[1024];
-                const char *slash = strrchr(path, '/'), *d = str(e, "dir");
-                if (d[0] == '/' || !slash) snprintf(dir, sizeof dir, "%s", d);
-                else snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - path), path, d);
-                us_engine_reload_policies(E, dir, &err); /* refused: the old stays */
             }
         }
         for (size_t i = 0; i < nw; i++) {
@@ -294,6 +289,17 @@ static int replay(const char *path, const char *policies, int plain_ties) {
                     break;
                 }
             }
+        }
+        /* reloads last, as the simulator does: their dry run sees the
+         * state this cycle starts from */
+        for (size_t i = first; i < next; i++) {
+            char dir[1024];
+            const char *slash = strrchr(path, '/'), *d = str(entries[i], "dir");
+            if (strcmp(str(entries[i], "action"), "reload_policies") != 0) continue;
+            if (d[0] == '/' || !slash) snprintf(dir, sizeof dir, "%s", d);
+            else snprintf(dir, sizeof dir, "%.*s/%s", (int)(slash - path), path, d);
+            int rc = us_engine_reload_policies(E, dir, &err);
+            if (rc != US_OK && rc != US_EPOLICY) die(dir, err.message); /* refused: the old stays */
         }
         call(us_engine_run_cycle(E, t, &err), "cycle");
         for (size_t i = 0; i < us_engine_decision_count(E); i++) {

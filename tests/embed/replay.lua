@@ -90,6 +90,7 @@ local next_tl = 1
 for c = 0, 999 do
   local t = c * (doc.cycle_interval or 10)
   if t > doc.horizon then break end
+  local first = next_tl
   while next_tl <= #timeline and timeline[next_tl].entry.at <= t do
     local en = timeline[next_tl].entry
     local a = en.action
@@ -110,10 +111,6 @@ for c = 0, 999 do
       local n = nodes[en.node]
       n.unschedulable = a == "cordon"
       e:upsert_node(n)
-    elseif a == "reload_policies" then
-      local dir = en.dir
-      if dir:sub(1, 1) ~= "/" and path:find("/") then dir = path:match("^(.*)/") .. "/" .. dir end
-      pcall(e.reload_policies, e, dir) -- refused: the old policies stay
     end
     next_tl = next_tl + 1
   end
@@ -126,6 +123,16 @@ for c = 0, 999 do
         e:complete_workload(w.name, t)
         w.state = "finished"
       end
+    end
+  end
+  -- reloads last, as the simulator does: their dry run sees the state this
+  -- cycle starts from
+  for i = first, next_tl - 1 do
+    local en = timeline[i].entry
+    if en.action == "reload_policies" then
+      local dir = en.dir
+      if dir:sub(1, 1) ~= "/" and path:find("/") then dir = path:match("^(.*)/") .. "/" .. dir end
+      pcall(e.reload_policies, e, dir) -- refused: the old policies stay
     end
   end
   local r = e:run_cycle(t)
