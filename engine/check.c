@@ -349,14 +349,54 @@ cleanup:
     return rc;
 }
 
+/* The checks proper, in order, each printing its line; a stage that fails
+ * ends them (a file that does not compile cannot be run).  sc is the
+ * loaded scenario; *loaded says whether it still is (the built-in scenario
+ * may replace it).  Returns the number of problems, or -1 with err. */
+static int run_checks(FILE *out, const char *dir, us_scenario *sc, bool *loaded,
+                      const us_check_opts *o, us_err *err) {
+    unsigned long calls[US_POLICY_NFN] = {0};
+    us_err lerr = {0};
+    us_policy *pol;
+    int problems, n;
+
+    if ((n = check_syntax(out, dir)) < 0) return us_err_nomem(err);
+    fprintf(out, "  %-4s syntax: fairshare.lua, placement.lua, background.lua\n", n ? "FAIL" : "ok");
+    if (n) return n;
+
+    if (!(pol = us_policy_load(dir, &o->limits, &lerr))) {
+        if (lerr.code == US_ENOMEM) return us_err_nomem(err);
+        problem(out, dir, lerr.msg, NULL);
+        fprintf(out, "  FAIL required functions: compute, score, reoffer\n");
+        return 1;
+    }
+    fprintf(out, "  ok   required functions: compute, score, reoffer (policy id %s)\n",
+            us_policy_id(pol));
+    us_policy_free(pol);
+
+    bool background = us_check_has_background(&sc->state);
+    if ((problems = check_contract(out, dir, sc, o, calls, err)) < 0) return -1;
+    if (!o->scenario || (calls[0] && calls[1] && calls[2] && background)) return problems;
+
+    /* The scenario left a function unexercised: check it on the built-in
+     * scenario too, so that every function is held to the contract at
+     * least once. */
+    fprintf(out, "  note the scenario never called%s%s%s; checking the built-in scenario too\n",
+            calls[0] ? "" : " compute", calls[1] ? "" : " score",
+            !calls[2] ? " reoffer" : !background ? " reoffer with background pods" : "");
+    us_scenario_free(sc);
+    *loaded = false;
+    if (us_check_load_builtin(sc, err) < 0) return -1;
+    *loaded = true;
+    if ((n = check_contract(out, dir, sc, o, calls, err)) < 0) return -1;
+    return problems + n;
+}
+
 int us_check_dir(FILE *out, const char *dir, const us_check_opts *o, us_err *err) {
     us_check_opts defaults;
     us_scenario sc;
-    us_policy *pol = NULL;
-    us_err lerr = {0};
-    unsigned long calls[US_POLICY_NFN] = {0};
     bool loaded = false;
-    int problems = -1, n;
+    int problems = -1;
 
     memset(&sc, 0, sizeof sc);
     if (!o) {
@@ -371,61 +411,10 @@ int us_check_dir(FILE *out, const char *dir, const us_check_opts *o, us_err *err
     loaded = true;
 
     fprintf(out, "check %s\n", dir);
-    if ((n = check_syntax(out, dir)) < 0) {
-        us_err_nomem(err);
-        goto cleanup;
-    }
-    problems = n;
-    fprintf(out, "  %-4s syntax: fairshare.lua, placement.lua, background.lua\n", n ? "FAIL" : "ok");
-    if (problems) goto verdict;
-
-    if (!(pol = us_policy_load(dir, &o->limits, &lerr))) {
-        if (lerr.code == US_ENOMEM) {
-            us_err_nomem(err);
-            problems = -1;
-            goto cleanup;
-        }
-        problem(out, dir, lerr.msg, NULL);
-        fprintf(out, "  FAIL required functions: compute, score, reoffer\n");
-        problems++;
-        goto verdict;
-    }
-    fprintf(out, "  ok   required functions: compute, score, reoffer (policy id %s)\n",
-            us_policy_id(pol));
-    us_policy_free(pol);
-    pol = NULL;
-
-    bool background = us_check_has_background(&sc.state);
-    if ((n = check_contract(out, dir, &sc, o, calls, err)) < 0) {
-        problems = -1;
-        goto cleanup;
-    }
-    problems += n;
-    if (o->scenario && (!calls[0] || !calls[1] || !calls[2] || !background)) {
-        /* The scenario left a function unexercised: check it on the
-         * built-in scenario too, so that every function is held to the
-         * contract at least once. */
-        us_scenario_free(&sc);
-        loaded = false;
-        fprintf(out, "  note the scenario never called%s%s%s; checking the built-in scenario too\n",
-                calls[0] ? "" : " compute", calls[1] ? "" : " score",
-                !calls[2] ? " reoffer" : !background ? " reoffer with background pods" : "");
-        if (us_check_load_builtin(&sc, err) < 0) {
-            problems = -1;
-            goto cleanup;
-        }
-        loaded = true;
-        if ((n = check_contract(out, dir, &sc, o, calls, err)) < 0) {
-            problems = -1;
-            goto cleanup;
-        }
-        problems += n;
-    }
-verdict:
+    if ((problems = run_checks(out, dir, &sc, &loaded, o, err)) < 0) goto cleanup;
     if (problems) fprintf(out, "%s: FAILED, %d problem%s\n", dir, problems, problems == 1 ? "" : "s");
     else fprintf(out, "%s: passed\n", dir);
 cleanup:
-    us_policy_free(pol);
     if (loaded) us_scenario_free(&sc);
     return problems;
 }

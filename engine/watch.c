@@ -170,6 +170,14 @@ static void dir_of(const char *path, char *dir, size_t n, const char **base) {
     }
 }
 
+/* A failure that ends the watch (out of memory, output that cannot be
+ * written), as opposed to a file that does not load. */
+static void fatal(watch *w, const us_err *err) {
+    us_err_set(w->err, err->code ? err->code : US_ENOMEM, "%s",
+               err->msg[0] ? err->msg : "out of memory");
+    w->rc = -1;
+}
+
 /* One run and its report.  A file that does not load is reported, not
  * fatal; only running out of memory or a failed watch sets w->rc. */
 static void run_once(watch *w) {
@@ -192,7 +200,10 @@ static void run_once(watch *w) {
     w->changed[0] = '\0';
 
     if (us_scenario_load_file(&sc, o->scenario, &err) < 0) {
-        if (err.code == US_ENOMEM) goto fatal;
+        if (err.code == US_ENOMEM) {
+            fatal(w, &err);
+            goto cleanup;
+        }
         fprintf(f, "run %d: %s%s%s\n", n, err.code == US_EIO ? "" : o->scenario,
                 err.code == US_EIO ? "" : ": ", err.msg);
         goto cleanup;
@@ -201,16 +212,25 @@ static void run_once(watch *w) {
     /* the directories the timeline reloads from matter as much */
     for (size_t i = 0; i < sc.ntimeline; i++)
         if (sc.timeline[i].action == US_TL_RELOAD_POLICIES && watch_dir(w, sc.timeline[i].dir, NULL) < 0) {
-            fprintf(f, "run %d: %s\n", n, w->err->msg);
-            if (w->err->code == US_ENOMEM) goto fatal;
+            if (w->err->code == US_ENOMEM) {
+                w->rc = -1;
+                goto cleanup;
+            }
+            fprintf(f, "run %d: %s\n", n, w->err->msg);  /* runs all the same */
         }
     if (o->policy_dir && !(pol = us_policy_load(o->policy_dir, &o->sim.limits, &err))) {
-        if (err.code == US_ENOMEM) goto fatal;
+        if (err.code == US_ENOMEM) {
+            fatal(w, &err);
+            goto cleanup;
+        }
         fprintf(f, "run %d: policies %s: %s\n", n, o->policy_dir, err.msg);
         goto cleanup;
     }
     if (us_sim_run(&sc, pol, &o->sim, &res, &err) < 0) {
-        if (err.code == US_ENOMEM) goto fatal;
+        if (err.code == US_ENOMEM) {
+            fatal(w, &err);
+            goto cleanup;
+        }
         fprintf(f, "run %d: simulation failed: %s\n", n, err.msg);
         goto cleanup;
     }
@@ -218,14 +238,23 @@ static void run_once(watch *w) {
         /* the first run that works: the whole account, as simulate prints it */
         int rc = o->json ? us_output_json(f, &res, &sc.state, &err)
                          : us_output_text(f, &res, &sc.state, &err);
-        if (us_diff_capture(&cur, &res, &sc.state, o->policy_dir, &err) < 0 || rc < 0) goto fatal;
+        if (us_diff_capture(&cur, &res, &sc.state, o->policy_dir, &err) < 0 || rc < 0) {
+            fatal(w, &err);
+            goto cleanup;
+        }
     } else {
-        if (us_diff_capture(&cur, &res, &sc.state, o->policy_dir, &err) < 0) goto fatal;
+        if (us_diff_capture(&cur, &res, &sc.state, o->policy_dir, &err) < 0) {
+            fatal(w, &err);
+            goto cleanup;
+        }
         if (o->json) {
             cJSON *doc = us_diff_document(&w->last, &cur);
             char *text = doc ? cJSON_Print(doc) : NULL;
             cJSON_Delete(doc);
-            if (!text) goto fatal;
+            if (!text) {
+                fatal(w, &err);
+                goto cleanup;
+            }
             fprintf(f, "%s\n", text);
             free(text);
         } else {
@@ -233,17 +262,16 @@ static void run_once(watch *w) {
             snprintf(na, sizeof na, "run %d", w->last_run);
             snprintf(nb, sizeof nb, "run %d", n);
             fprintf(f, "changes since run %d:\n", w->last_run);
-            if (us_diff_text(f, &w->last, &cur, na, nb, &err) < 0) goto fatal;
+            if (us_diff_text(f, &w->last, &cur, na, nb, &err) < 0) {
+                fatal(w, &err);
+                goto cleanup;
+            }
         }
     }
     us_diff_run_free(&w->last);
     w->last = cur;
     memset(&cur, 0, sizeof cur);
     w->last_run = n;
-    goto cleanup;
-fatal:
-    us_err_set(w->err, err.code ? err.code : US_ENOMEM, "%s", err.msg[0] ? err.msg : "out of memory");
-    w->rc = -1;
 cleanup:
     if (!o->json && !w->rc && !(o->max_runs > 0 && n >= o->max_runs))
         fprintf(f, "\nwatching %s%s%s for changes (Ctrl-C to stop)\n", o->scenario,
