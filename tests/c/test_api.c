@@ -723,7 +723,7 @@ static void *busy_cluster(void *out) {
     text[0] = '\0';
     if (us_engine_create(&o, &e, NULL) != US_OK) return NULL;
     for (int i = 0; i < 6; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "n%d", i);
         node(e, name, 8);
     }

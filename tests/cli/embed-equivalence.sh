@@ -14,9 +14,17 @@ module=$build/lua/understory.so
 command -v lua5.4 >/dev/null || fail "lua5.4 is not installed"
 
 # The sanitizer build of the module needs its runtimes in the interpreter.
+# LeakSanitizer's __tls_get_addr bookkeeping can record a bogus dynamic-TLS
+# block in an interpreter that was not built with it, and its tracer then
+# crashes at exit ("Tracer caught signal 11", DTLS at 0x1a0): not
+# intercepting that call avoids it, and leak checking stays on.
 preload=""
+lua_asan=${ASAN_OPTIONS:-}
 case "$build" in
-*asan*) preload="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)" ;;
+*asan*)
+    preload="$(${CC:-cc} -print-file-name=libasan.so) $(${CC:-cc} -print-file-name=libubsan.so)"
+    lua_asan="${ASAN_OPTIONS:+$ASAN_OPTIONS:}intercept_tls_get_addr=0"
+    ;;
 esac
 
 sanitizer_clean() {
@@ -33,7 +41,7 @@ for scenario in tests/embed/churn.json examples/seed-story.json examples/reclaim
     "$replay" "$scenario" --policies policies >"$TMP/$name.c" 2>"$TMP/err.c" ||
         fail "$name: C API replay: $(cat "$TMP/err.c")"
     sanitizer_clean "$TMP/err.c" "$name: C API replay"
-    LD_PRELOAD=$preload LUA_CPATH="$build/lua/?.so" LUA_CPATH_5_4="$build/lua/?.so" \
+    ASAN_OPTIONS=$lua_asan LD_PRELOAD=$preload LUA_CPATH="$build/lua/?.so" LUA_CPATH_5_4="$build/lua/?.so" \
         lua5.4 tests/embed/replay.lua "$scenario" policies >"$TMP/$name.lua" 2>"$TMP/err.lua" ||
         fail "$name: Lua replay: $(cat "$TMP/err.lua")"
     sanitizer_clean "$TMP/err.lua" "$name: Lua replay"
