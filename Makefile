@@ -146,7 +146,7 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(D)/,$(INSTALLED))
-	-rmdir $(D)/share/understory/policies $(D)/share/understory 2>/dev/null
+	rmdir --ignore-fail-on-non-empty $(D)/share/understory/policies $(D)/share/understory 2>/dev/null || true
 
 deps:
 	@missing=""; for p in $(DEB_PKGS); do \

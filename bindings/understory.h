@@ -146,7 +146,9 @@ US_API void us_engine_options_init(us_engine_options *o);
  * does not load is US_EPOLICY, naming file:line).  Thread-safe. */
 US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_error *err);
 
-/* Free the engine and everything it handed out.  e may be NULL. */
+/* Free the engine and everything it handed out.  e may be NULL.  Ignored
+ * when called from the engine's own event callback (the cycle is still
+ * using it): destroy it after us_engine_run_cycle returns. */
 US_API void us_engine_destroy(us_engine *e);
 
 /* ---- policies --------------------------------------------------------------- */

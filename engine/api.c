@@ -159,7 +159,8 @@ static void free_cycle(us_engine *e) {
 }
 
 US_API void us_engine_destroy(us_engine *e) {
-    if (!e) return;
+    /* from inside the event callback the cycle still uses e: refused */
+    if (!e || e->busy) return;
     free_cycle(e);
     us_cycle_log_free(&e->pending);
     free(e->figs);

@@ -589,6 +589,7 @@ static void on_event(us_engine *e, const us_event_info *ev, void *data) {
     /* reading is fine, changing is not */
     (void)us_engine_pod_count(e);
     if (us_engine_run_cycle(e, 100, &err) == US_EBUSY && node(e, "zz", 1) == US_EBUSY) s->refused++;
+    us_engine_destroy(e); /* ignored: the cycle still uses it */
 }
 
 TEST(cycle_events_and_callback) {
