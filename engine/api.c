@@ -57,6 +57,13 @@ struct us_engine {
     us_event_cb cb;
     void *cb_data;
     bool busy;                    /* inside the event callback */
+    bool untidy;                  /* pods marked gone await tidy (see settle) */
+
+    /* pod name -> pod indices, open addressing (see find_pod) */
+    int *names;                   /* [ncap]: a pod index, or -1 */
+    size_t ncap, names_npods;
+    uint64_t names_seq;
+    bool names_stale;
 };
 
 /* A cycle's victim search sorts with a comparator that reads file-scope
@@ -109,13 +116,22 @@ static int fail_from(us_error *err, const us_err *in) {
 
 static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); }
 
-/* Refuse calls that change the engine from inside its event callback, and
- * calls without a handle. */
-#define GUARD_CHANGE(e, err)                                                                  \
+static void settle(const us_engine *ce);
+
+/* Refuse calls without a handle and calls that change the engine from
+ * inside its event callback. */
+#define GUARD_ONLY(e, err)                                                                    \
     do {                                                                                      \
         if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
         if ((e)->busy)                                                                        \
             return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
+    } while (0)
+
+/* The same, then tidy what earlier calls left for later. */
+#define GUARD_CHANGE(e, err) \
+    do {                     \
+        GUARD_ONLY(e, err);  \
+        settle(e);           \
     } while (0)
 
 /* A time the engine may move to. */
@@ -163,6 +179,7 @@ US_API void us_engine_destroy(us_engine *e) {
     if (!e || e->busy) return;
     free_cycle(e);
     us_cycle_log_free(&e->pending);
+    free(e->names);
     free(e->figs);
     us_policy_free(e->pol);
     us_state_free(&e->st);
@@ -498,15 +515,54 @@ static bool pod_live(const us_pod *p) {
                         p->state == US_POD_RUNNING);
 }
 
-/* The live incarnation of a pod name, and a terminating one; -1 when none. */
-static void find_pod(const us_state *st, const char *name, int *live, int *releasing) {
-    *live = *releasing = -1;
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* The name index is rebuilt when the pod array may have changed under it:
+ * pods are only ever appended (next_seq moves) or compacted away (npods
+ * drops), and renamed here (names_stale).  0, or -1 when out of memory. */
+static int index_names(us_engine *e) {
+    const us_state *st = &e->st;
+    size_t cap = 16;
+    if (e->names && !e->names_stale && e->names_npods == st->npods && e->names_seq == st->next_seq)
+        return 0;
+    while (cap < 2 * st->npods + 2) cap *= 2;
+    if (cap != e->ncap) {
+        int *n = malloc(cap * sizeof *n);
+        if (!n) return -1;
+        free(e->names);
+        e->names = n;
+        e->ncap = cap;
+    }
+    memset(e->names, 0xff, cap * sizeof *e->names); /* all -1 */
     for (size_t i = 0; i < st->npods; i++) {
+        size_t k = hash(st->pods[i].name) & (cap - 1);
+        while (e->names[k] >= 0) k = (k + 1) & (cap - 1);
+        e->names[k] = (int)i;
+    }
+    e->names_npods = st->npods;
+    e->names_seq = st->next_seq;
+    e->names_stale = false;
+    return 0;
+}
+
+/* The live incarnation of a pod name, and a terminating one; -1 when none.
+ * -1 when out of memory (then both are -1). */
+static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
+    const us_state *st = &e->st;
+    *live = *releasing = -1;
+    if (index_names(e) < 0) return -1;
+    for (size_t k = hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
+        int i = e->names[k];
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
-        if (pod_live(p)) *live = (int)i;
-        else if (p->state == US_POD_RELEASING) *releasing = (int)i;
+        if (pod_live(p)) *live = i;
+        else if (p->state == US_POD_RELEASING) *releasing = i;
     }
+    return 0;
 }
 
 /* ---- tidying ---------------------------------------------------------------------------
@@ -563,6 +619,19 @@ static void tidy(us_state *st) {
 out:
     free(wmap);
     free(nmap);
+}
+
+/* A pod reported gone is only marked (so that a control plane reporting a
+ * thousand terminated pods after a cycle pays for one tidy, not a thousand);
+ * the next call that reads or changes the state tidies first.  Reads take a
+ * const handle: tidying changes nothing they can observe, and a handle is
+ * used by one thread at a time. */
+static void settle(const us_engine *ce) {
+    us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
+    if (e && e->untidy) {
+        tidy(&e->st);
+        e->untidy = false;
+    }
 }
 
 /* Undo appends made since a mark (an out-of-memory half-way through
@@ -1008,7 +1077,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
     if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
     if (node && (n = find_node(st, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
-    find_pod(st, name, &live, &rel);
+    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     /* an evicted pod runs on until it has terminated: as decided */
     if (n >= 0 && rel >= 0 && st->pods[rel].node == n) return ok(err);
     if (live >= 0) {
@@ -1033,6 +1102,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
             if (!copy) return nomem(err);
             free(pd->name);
             pd->name = copy;
+            e->names_stale = true;
             return ok(err);
         }
         if (pd->state == US_POD_PENDING) return ok(err);
@@ -1056,6 +1126,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
         if (!copy) return nomem(err);
         free(pd->name);
         pd->name = copy;
+        e->names_stale = true;
     }
     /* its device slot: where it fits next to the pods there now */
     us_use u = {0};
@@ -1125,16 +1196,18 @@ out:
 
 US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     int live, rel;
-    GUARD_CHANGE(e, err);
+    GUARD_ONLY(e, err); /* no settle: gone pods may pile up, see settle */
     if (!name) return fail(err, US_EINVAL, "pod: NULL name");
-    find_pod(&e->st, name, &live, &rel);
+    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (rel >= 0) {
         e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
-    } else if (live >= 0) {
-        if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
-    } else {
-        return fail(err, US_ENOENT, "pod \"%s\" is unknown", name);
+        e->untidy = true;
+        return ok(err);
     }
+    if (live < 0) return fail(err, US_ENOENT, "pod \"%s\" is unknown", name);
+    settle(e);
+    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
+    if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
     tidy(&e->st);
     return ok(err);
 }
@@ -1278,9 +1351,13 @@ static us_resources out_res(us_res r) {
     return (us_resources){(double)r.v[US_GPU] / US_GPU_UNIT, r.v[US_CPU], r.v[US_MEM]};
 }
 
-US_API size_t us_engine_pod_count(const us_engine *e) { return e ? e->st.npods : 0; }
+US_API size_t us_engine_pod_count(const us_engine *e) {
+    settle(e);
+    return e ? e->st.npods : 0;
+}
 
 US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
+    settle(e);
     if (!e || !out || i >= e->st.npods) return US_ENOENT;
     const us_pod *p = &e->st.pods[i];
     const us_workload *w = &e->st.workloads[p->workload];
@@ -1298,9 +1375,13 @@ US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
     return US_OK;
 }
 
-US_API size_t us_engine_node_count(const us_engine *e) { return e ? e->st.nnodes : 0; }
+US_API size_t us_engine_node_count(const us_engine *e) {
+    settle(e);
+    return e ? e->st.nnodes : 0;
+}
 
 US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
+    settle(e);
     if (!e || !out || i >= e->st.nnodes) return US_ENOENT;
     const us_node *n = &e->st.nodes[i];
     us_res used = {{0}};
@@ -1337,9 +1418,13 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
     return US_OK;
 }
 
-US_API size_t us_engine_workload_count(const us_engine *e) { return e ? e->st.nworkloads : 0; }
+US_API size_t us_engine_workload_count(const us_engine *e) {
+    settle(e);
+    return e ? e->st.nworkloads : 0;
+}
 
 US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *out) {
+    settle(e);
     if (!e || !out || i >= e->st.nworkloads) return US_ENOENT;
     const us_workload *w = &e->st.workloads[i];
     out->name = w->name;

@@ -573,6 +573,35 @@ TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
     us_engine_destroy(e);
 }
 
+TEST(many_pods_reported_gone_then_read) {
+    us_engine *e = engine();
+    us_error err;
+    size_t evicted = 0;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 16, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(workload(e, "w", "q", 2, 8, 1) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    size_t before = us_engine_pod_count(e);
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        us_decision_info d;
+        us_engine_decision(e, i, &d);
+        if (d.op != US_DECISION_EVICT) continue;
+        CHECK(us_engine_remove_pod(e, d.pod, &err) == US_OK);
+        REFUSED(e, us_engine_remove_pod(e, "nobody", &err), US_ENOENT, "pod \"nobody\" is unknown");
+        evicted++;
+    }
+    CHECK(evicted == 16);
+    CHECK(us_engine_pod_count(e) == before - evicted); /* the terminated ones are gone */
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 0);
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 2); /* the gang binds at once */
+    us_engine_destroy(e);
+}
+
 /* ---- cycles, events ----------------------------------------------------------------------- */
 
 typedef struct seen {
@@ -780,6 +809,7 @@ int main(void) {
     RUN(workload_resend_scale_and_finish);
     RUN(pod_reports);
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
+    RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
