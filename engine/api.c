@@ -58,6 +58,13 @@ struct us_engine {
     void *cb_data;
     bool busy;                    /* inside the event callback */
     bool untidy;                  /* pods marked gone await tidy (see settle) */
+    bool unsubmitted;             /* new workloads await their pods (see settle) */
+    bool underived;               /* background rules await a check (see settle) */
+
+    /* workload name -> workload indices, open addressing (see find_workload) */
+    int *wnames;                  /* [wcap]: a workload index, or -1 */
+    size_t wcap, wnames_n;        /* indexed: workloads[0..wnames_n) */
+    bool wnames_stale;            /* tidy renumbered the workloads */
 
     /* pod name -> pod indices, open addressing (see find_pod) */
     int *names;                   /* [ncap]: a pod index, or -1 */
@@ -180,6 +187,7 @@ US_API void us_engine_destroy(us_engine *e) {
     free_cycle(e);
     us_cycle_log_free(&e->pending);
     free(e->names);
+    free(e->wnames);
     free(e->figs);
     us_policy_free(e->pol);
     us_state_free(&e->st);
@@ -501,24 +509,53 @@ static int find_node(const us_state *st, const char *name) {
     return -1;
 }
 
-/* A live (submitted, not finished) workload by name; -1 when none.  Finished
- * ones linger while their pods terminate, under the same name. */
-static int find_workload(const us_state *st, const char *name) {
-    for (size_t i = 0; i < st->nworkloads; i++)
-        if (st->workloads[i].state == US_WL_ACTIVE && strcmp(st->workloads[i].name, name) == 0)
-            return (int)i;
+static uint64_t hash(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+/* Keep the workload name index current: workloads are appended (indexed
+ * incrementally) or renumbered by tidy (rebuilt).  0, or -1 when out of
+ * memory. */
+static int index_workloads(us_engine *e) {
+    const us_state *st = &e->st;
+    if (e->wnames_stale || e->wnames_n > st->nworkloads || 2 * st->nworkloads + 2 > e->wcap) {
+        size_t cap = 16;
+        while (cap < 4 * st->nworkloads + 4) cap *= 2; /* room to grow before the next rebuild */
+        int *n = malloc(cap * sizeof *n);
+        if (!n) return -1;
+        free(e->wnames);
+        e->wnames = n;
+        e->wcap = cap;
+        e->wnames_n = 0;
+        e->wnames_stale = false;
+        memset(e->wnames, 0xff, cap * sizeof *e->wnames); /* all -1 */
+    }
+    for (; e->wnames_n < st->nworkloads; e->wnames_n++) {
+        size_t k = hash(st->workloads[e->wnames_n].name) & (e->wcap - 1);
+        while (e->wnames[k] >= 0) k = (k + 1) & (e->wcap - 1);
+        e->wnames[k] = (int)e->wnames_n;
+    }
+    return 0;
+}
+
+/* A live workload by name: active, or waiting for its pods (see settle);
+ * -1 when none (or out of memory).  Finished ones linger while their pods
+ * terminate, under the same name. */
+static int find_workload(us_engine *e, const char *name) {
+    if (index_workloads(e) < 0) return -1;
+    for (size_t k = hash(name) & (e->wcap - 1); e->wnames[k] >= 0; k = (k + 1) & (e->wcap - 1)) {
+        const us_workload *w = &e->st.workloads[e->wnames[k]];
+        if ((w->state == US_WL_ACTIVE || w->state == US_WL_WAITING) && strcmp(w->name, name) == 0)
+            return e->wnames[k];
+    }
     return -1;
 }
 
 static bool pod_live(const us_pod *p) {
     return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
                         p->state == US_POD_RUNNING);
-}
-
-static uint64_t hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
 }
 
 /* The name index is rebuilt when the pod array may have changed under it:
@@ -572,7 +609,8 @@ static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
  * finished workloads whose pods are all gone, removed nodes no pod refers
  * to.  Cross references (pod -> workload, node, pin) are renumbered.  When
  * memory for the maps is short it simply tidies later. */
-static void tidy(us_state *st) {
+static void tidy(us_engine *e) {
+    us_state *st = &e->st;
     int *wmap = NULL, *nmap = NULL;
     size_t k;
     us_state_compact_pods(st);
@@ -597,6 +635,7 @@ static void tidy(us_state *st) {
             wmap[w] = -1;
         }
     }
+    if (k != st->nworkloads) e->wnames_stale = true; /* renumbered */
     st->nworkloads = k;
     k = 0;
     for (size_t n = 0; n < st->nnodes; n++) {
@@ -619,19 +658,6 @@ static void tidy(us_state *st) {
 out:
     free(wmap);
     free(nmap);
-}
-
-/* A pod reported gone is only marked (so that a control plane reporting a
- * thousand terminated pods after a cycle pays for one tidy, not a thousand);
- * the next call that reads or changes the state tidies first.  Reads take a
- * const handle: tidying changes nothing they can observe, and a handle is
- * used by one thread at a time. */
-static void settle(const us_engine *ce) {
-    us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
-    if (e && e->untidy) {
-        tidy(&e->st);
-        e->untidy = false;
-    }
 }
 
 /* Undo appends made since a mark (an out-of-memory half-way through
@@ -668,6 +694,32 @@ static int rederive(us_state *st) {
             st->workloads[i].warned = false;
     free(before);
     return 0;
+}
+
+/* Work a control plane's bulk calls would repeat is left for later and done
+ * once: a pod reported gone is only marked, and a new workload's pods are
+ * created (and the background rules checked) for all new workloads in one
+ * pass, so that resending ten thousand workloads or reporting a thousand
+ * terminated pods costs one pass over the pods, not one per call.  The next
+ * call that reads the state or changes it otherwise settles first, in call
+ * order (a node added after a DaemonSet sees its pods already there).
+ * Reads take a const handle: settling changes nothing they can observe, and
+ * a handle is used by one thread at a time.  Out of memory, the work stays
+ * pending and is retried. */
+static void settle_pods(us_engine *e) {
+    bool any = false;
+    if (e->unsubmitted && us_life_submit_due(&e->st, e->now, &any) == 0) e->unsubmitted = false;
+    if (e->underived && rederive(&e->st) == 0) e->underived = false;
+}
+
+static void settle(const us_engine *ce) {
+    us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
+    if (!e) return;
+    settle_pods(e);
+    if (e->untidy) {
+        tidy(e);
+        e->untidy = false;
+    }
 }
 
 /* ---- room on a node ---------------------------------------------------------------- */
@@ -786,7 +838,7 @@ US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) 
     if ((n = find_node(&e->st, name)) < 0)
         return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
     if (us_life_remove_node(&e->st, n, e->now) < 0) return nomem(err);
-    tidy(&e->st);
+    tidy(e);
     return ok(err);
 }
 
@@ -942,15 +994,11 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
             return fail(err, US_EINVAL, "workload.%s: a simulator field, not used here: %s",
                         sim_only[i][0], sim_only[i][1]);
     if (us_scenario_parse_workload(o, st, "workload", &w, &ie) < 0) return fail_from(err, &ie);
-    idx = find_workload(st, w.name);
+    idx = find_workload(e, w.name);
     if (idx < 0) {
-        mark m = mark_state(st);
-        w.submit_at = now;
-        if ((idx = us_state_add_workload(st, &w)) < 0) return nomem(err); /* w freed */
-        if (us_life_submit(st, idx, now) < 0 || rederive(st) < 0) {
-            rollback(st, m);
-            return nomem(err);
-        }
+        w.submit_at = now; /* waiting: its pods come at the next settle */
+        if (us_state_add_workload(st, &w) < 0) return nomem(err); /* w freed */
+        e->unsubmitted = e->underived = true;
         e->now = now;
         return ok(err);
     }
@@ -977,7 +1025,6 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
         rc = us_life_gang_reset(st, idx, now, &evicted);
     }
     us_workload_free(&w);
-    tidy(st);
     return rc < 0 ? nomem(err) : ok(err);
 }
 
@@ -986,7 +1033,7 @@ US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec,
     build b = {0};
     cJSON *o;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_ONLY(e, err); /* no settle: submissions batch up */
     if (!spec) return fail(err, US_EINVAL, "workload: NULL spec");
     o = workload_object(spec, &b);
     if ((rc = built(&b, o, err)) != US_OK) return rc;
@@ -999,7 +1046,7 @@ US_API int us_engine_upsert_workload_json(us_engine *e, const char *json, double
                                           us_error *err) {
     cJSON *o;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_ONLY(e, err); /* no settle: submissions batch up */
     if ((rc = parse_text(json, "workload", &o, err)) != US_OK) return rc;
     rc = upsert_workload(e, o, now, err);
     cJSON_Delete(o);
@@ -1011,7 +1058,7 @@ static int live_workload(us_engine *e, const char *name, double now, int *w, us_
     int rc;
     if (!name) return fail(err, US_EINVAL, "workload: NULL name");
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
-    if ((*w = find_workload(&e->st, name)) < 0)
+    if ((*w = find_workload(e, name)) < 0)
         return fail(err, US_ENOENT, "workload \"%s\" is not a live workload", name);
     return US_OK;
 }
@@ -1022,7 +1069,7 @@ US_API int us_engine_remove_workload(us_engine *e, const char *name, double now,
     if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
     e->now = now;
     if (us_life_delete(&e->st, w, now) < 0) return nomem(err);
-    tidy(&e->st);
+    tidy(e);
     return ok(err);
 }
 
@@ -1037,7 +1084,7 @@ US_API int us_engine_complete_workload(us_engine *e, const char *name, double no
     for (size_t i = 0; i < e->st.npods; i++)
         if (e->st.pods[i].workload == w && e->st.pods[i].state == US_POD_COMPLETED)
             e->st.pods[i].gone = true;
-    tidy(&e->st);
+    tidy(e);
     return ok(err);
 }
 
@@ -1090,7 +1137,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
         if (!workload)
             return fail(err, US_ENOENT,
                         "pod.workload: pod \"%s\" is unknown; name its workload to add it", name);
-        if ((w = find_workload(st, workload)) < 0)
+        if ((w = find_workload(e, workload)) < 0)
             return fail(err, US_ENOENT, "pod.workload: \"%s\" is not a live workload", workload);
         if ((p = adoptable(st, w, n, name, err)) < 0) return err ? err->code : US_EINVAL;
     }
@@ -1107,7 +1154,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
         }
         if (pd->state == US_POD_PENDING) return ok(err);
         if (us_life_pod_lost(st, p, false, e->now) < 0) return nomem(err);
-        tidy(st);
+        tidy(e);
         return ok(err);
     }
     if (pd->node == n && pd->state == US_POD_RUNNING) return ok(err);
@@ -1196,8 +1243,9 @@ out:
 
 US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     int live, rel;
-    GUARD_ONLY(e, err); /* no settle: gone pods may pile up, see settle */
+    GUARD_ONLY(e, err); /* no tidy: gone pods may pile up, see settle */
     if (!name) return fail(err, US_EINVAL, "pod: NULL name");
+    settle_pods(e);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (rel >= 0) {
         e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
@@ -1208,7 +1256,7 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     settle(e);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
-    tidy(&e->st);
+    tidy(e);
     return ok(err);
 }
 
@@ -1288,13 +1336,13 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     if (rc < 0 || index_cycle(e) < 0) {
         free(figs);
         free_cycle(e);
-        tidy(&e->st);
+        tidy(e);
         return rc < 0 ? fail_from(err, &ie) : nomem(err);
     }
     free(e->figs);
     e->figs = figs;
     e->nfigs = e->st.nqueues;
-    tidy(&e->st);
+    tidy(e);
     if (e->cb) {
         e->busy = true;
         for (size_t i = 0; i < e->log.nevents; i++) {

@@ -486,6 +486,14 @@ TEST(workload_resend_scale_and_finish) {
     CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
     CHECK(workloads_named(e, "v") == 1); /* the old one is gone with its pod */
     CHECK(us_engine_workload_count(e) == 1);
+    /* names are found again after the old one went (the index follows) */
+    CHECK(workload(e, "v", "q", 1, 1, 100) == US_OK);
+    CHECK(workloads_named(e, "v") == 1);
+    CHECK(us_engine_remove_workload(e, "v", 100, &err) == US_OK);
+    /* a new workload's pods exist for every call that follows */
+    CHECK(workload(e, "x", "q", 1, 1, 100) == US_OK);
+    CHECK(us_engine_remove_pod(e, "x-0", &err) == US_OK);
+    CHECK(pod_named(e, "x-0", &p) && p.phase == US_PHASE_PENDING);
     us_engine_destroy(e);
 }
 
