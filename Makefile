@@ -6,6 +6,7 @@
 #   make test    every test: C unit tests, busted specs, CLI checks, and the
 #                same again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench   the benchmark (docs/benchmarks.md)
+#   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
@@ -49,7 +50,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: all libs run test test-release test-asan deps clean bench install uninstall
+.PHONY: all libs run test test-release test-asan deps clean bench bench-embed install uninstall
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -80,6 +81,14 @@ $(REPLAY): tests/embed/replay.c bindings/understory.h $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
+# What the embedding API's calls cost, at a size and twice it (docs/embedding.md).
+$(BUILD)/bench/embed-bench: tests/embed/bench.c bindings/understory.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+bench-embed: $(BUILD)/bench/embed-bench
+	$(BUILD)/bench/embed-bench $(BENCH_ARGS)
+
 # libunderstory.a: the engine linked into one object whose only global
 # symbols are the public API (the internals become local), so that it cannot
 # clash with a program's own names.
@@ -99,7 +108,7 @@ $(PUB_SO): $(ENGINE_OBJ)
 	ln -sf $(SONAME) $(BUILD)/libunderstory.so
 
 # Build products of one flavour, used by tests/run.sh.
-build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench
+build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench $(BUILD)/bench/embed-bench
 
 run: all
 	./understory simulate examples/seed-story.json

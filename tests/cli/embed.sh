@@ -88,3 +88,9 @@ make -s --no-print-directory uninstall PREFIX="$prefix" >"$TMP/uninstall.log" 2>
     fail "make uninstall: $(cat "$TMP/uninstall.log")"
 left=$(find "$prefix" ! -type d)
 [ -z "$left" ] || fail "make uninstall left: $left"
+
+# The embedding benchmark runs (small: its figures are for make bench-embed).
+bench=$(dirname "$UNDERSTORY")/bench/embed-bench
+[ -x "$bench" ] || fail "not built: $bench"
+"$bench" 40 >"$TMP/bench" 2>"$TMP/err" || fail "embed-bench: $(cat "$TMP/err")"
+grep -q "^remove_pod (an evicted pod gone)" "$TMP/bench" || fail "embed-bench printed: $(cat "$TMP/bench")"
