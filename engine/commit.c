@@ -87,13 +87,7 @@ static int note_group(evict_group **g, size_t *n, size_t *cap, int w, us_action 
             (*g)[i].count++;
             return 0;
         }
-    if (*n == *cap) {
-        size_t ncap = *cap ? *cap * 2 : 8;
-        evict_group *x = realloc(*g, ncap * sizeof *x);
-        if (!x) return -1;
-        *g = x;
-        *cap = ncap;
-    }
+    if (us_grow((void **)g, cap, *n, sizeof **g) < 0) return -1;
     (*g)[(*n)++] = (evict_group){w, act, evictor, 1};
     return 0;
 }

@@ -387,30 +387,11 @@ cleanup:
 
 /* ---- JSON ------------------------------------------------------------------ */
 
-/* Add item under key; takes item even on failure (it is then deleted). */
-static int put(cJSON *obj, const char *key, cJSON *item) {
-    if (!item) return -1;
-    if (!cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        return -1;
-    }
-    return 0;
-}
-
-static int push(cJSON *arr, cJSON *item) {
-    if (!item) return -1;
-    if (!cJSON_AddItemToArray(arr, item)) {
-        cJSON_Delete(item);
-        return -1;
-    }
-    return 0;
-}
-
 static cJSON *side_json(const us_diff_run *r) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "dir", r->dir ? cJSON_CreateString(r->dir) : cJSON_CreateNull()) < 0 ||
-        put(o, "id", cJSON_CreateString(r->id)) < 0) {
+    if (us_output_put(o, "dir", r->dir ? cJSON_CreateString(r->dir) : cJSON_CreateNull()) < 0 ||
+        us_output_put(o, "id", cJSON_CreateString(r->id)) < 0) {
         cJSON_Delete(o);
         return NULL;
     }
@@ -432,15 +413,15 @@ static cJSON *summary_json(figures x, const char *const *names, size_t nq, const
                            const us_diff_run *b, int side) {
     cJSON *o = cJSON_CreateObject(), *ev, *fs;
     if (!o) return NULL;
-    if (put(o, "cycles", cJSON_CreateNumber((double)x.cycles)) < 0 ||
-        put(o, "decisions", cJSON_CreateNumber((double)x.decisions)) < 0 ||
-        put(o, "evictions", ev = cJSON_CreateObject()) < 0)
+    if (us_output_put(o, "cycles", cJSON_CreateNumber((double)x.cycles)) < 0 ||
+        us_output_put(o, "decisions", cJSON_CreateNumber((double)x.decisions)) < 0 ||
+        us_output_put(o, "evictions", ev = cJSON_CreateObject()) < 0)
         goto fail;
     for (int act = 0; act < US_ACT_NONE; act++)
-        if (put(ev, us_action_names[act], cJSON_CreateNumber((double)x.evictions[act])) < 0) goto fail;
-    if (put(o, "ai_pods_pending", cJSON_CreateNumber((double)x.pending)) < 0 ||
-        put(o, "policy_warnings", cJSON_CreateNumber((double)x.warnings)) < 0 ||
-        put(o, "fair_share", fs = cJSON_CreateObject()) < 0)
+        if (us_output_put(ev, us_action_names[act], cJSON_CreateNumber((double)x.evictions[act])) < 0) goto fail;
+    if (us_output_put(o, "ai_pods_pending", cJSON_CreateNumber((double)x.pending)) < 0 ||
+        us_output_put(o, "policy_warnings", cJSON_CreateNumber((double)x.warnings)) < 0 ||
+        us_output_put(o, "fair_share", fs = cJSON_CreateObject()) < 0)
         goto fail;
     for (size_t q = 0; q < nq; q++) {
         const us_res *fa = fair_of(a, names[q]), *fb = fair_of(b, names[q]);
@@ -448,7 +429,7 @@ static cJSON *summary_json(figures x, const char *const *names, size_t nq, const
         if (!fa) fa = &zero;
         if (!fb) fb = &zero;
         v = side == 0 ? *fa : side == 1 ? *fb : us_res_sub(*fb, *fa);
-        if (put(fs, names[q], us_output_res(v)) < 0) goto fail;
+        if (us_output_put(fs, names[q], us_output_res(v)) < 0) goto fail;
     }
     return o;
 fail:
@@ -460,7 +441,7 @@ static cJSON *decisions_json(const us_sim_cycle *c, const bool *only) {
     cJSON *arr = cJSON_CreateArray();
     if (!arr) return NULL;
     for (size_t k = 0; c && k < c->log.ndecisions; k++)
-        if (only[k] && push(arr, us_output_decision(&c->log.decisions[k])) < 0) {
+        if (only[k] && us_output_push(arr, us_output_decision(&c->log.decisions[k])) < 0) {
             cJSON_Delete(arr);
             return NULL;
         }
@@ -474,19 +455,19 @@ cJSON *us_diff_document(const us_diff_run *a, const us_diff_run *b) {
     if (!doc || !names) goto fail;
     size_t nq = union_queues(a, b, names);
     const char *scenario = a->res.scenario ? a->res.scenario : b->res.scenario;
-    if (put(doc, "scenario", scenario ? cJSON_CreateString(scenario) : cJSON_CreateNull()) < 0 ||
-        put(doc, "from", side_json(a)) < 0 || put(doc, "to", side_json(b)) < 0 ||
-        put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
+    if (us_output_put(doc, "scenario", scenario ? cJSON_CreateString(scenario) : cJSON_CreateNull()) < 0 ||
+        us_output_put(doc, "from", side_json(a)) < 0 || us_output_put(doc, "to", side_json(b)) < 0 ||
+        us_output_put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < max_cycles(a, b); i++) {
         if (compare_cycle(a, b, i, &c) < 0) goto fail;
         if (c.ndiff > 0) {
             const us_sim_cycle *any = c.ca ? c.ca : c.cb;
             cJSON *o = cJSON_CreateObject();
-            if (push(cycles, o) < 0 || put(o, "cycle", cJSON_CreateNumber(any->index)) < 0 ||
-                put(o, "time", cJSON_CreateNumber(any->time)) < 0 ||
-                put(o, "only_from", decisions_json(c.ca, c.only_a)) < 0 ||
-                put(o, "only_to", decisions_json(c.cb, c.only_b)) < 0)
+            if (us_output_push(cycles, o) < 0 || us_output_put(o, "cycle", cJSON_CreateNumber(any->index)) < 0 ||
+                us_output_put(o, "time", cJSON_CreateNumber(any->time)) < 0 ||
+                us_output_put(o, "only_from", decisions_json(c.ca, c.only_a)) < 0 ||
+                us_output_put(o, "only_to", decisions_json(c.cb, c.only_b)) < 0)
                 goto fail;
         }
         cycle_cmp_free(&c);
@@ -498,10 +479,10 @@ cJSON *us_diff_document(const us_diff_run *a, const us_diff_run *b) {
     for (int act = 0; act < US_ACT_NONE; act++) d.evictions[act] = fb.evictions[act] - fa.evictions[act];
     d.pending = fb.pending - fa.pending;
     d.warnings = fb.warnings - fa.warnings;
-    if (put(doc, "summary", summary = cJSON_CreateObject()) < 0 ||
-        put(summary, "from", summary_json(fa, names, nq, a, b, 0)) < 0 ||
-        put(summary, "to", summary_json(fb, names, nq, a, b, 1)) < 0 ||
-        put(summary, "change", summary_json(d, names, nq, a, b, 2)) < 0)
+    if (us_output_put(doc, "summary", summary = cJSON_CreateObject()) < 0 ||
+        us_output_put(summary, "from", summary_json(fa, names, nq, a, b, 0)) < 0 ||
+        us_output_put(summary, "to", summary_json(fb, names, nq, a, b, 1)) < 0 ||
+        us_output_put(summary, "change", summary_json(d, names, nq, a, b, 2)) < 0)
         goto fail;
     free(names);
     return doc;

@@ -36,16 +36,6 @@ void us_cycle_log_free(us_cycle_log *log) {
     memset(log, 0, sizeof *log);
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return 0;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    void *p = realloc(*arr, ncap * elem);
-    if (!p) return -1;
-    *arr = p;
-    *cap = ncap;
-    return 0;
-}
-
 static char *dup_or_null(const char *s, int *fail) {
     if (!s) return NULL;
     char *c = strdup(s);
@@ -56,7 +46,7 @@ static char *dup_or_null(const char *s, int *fail) {
 int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod,
                     const char *node, const char *const *waits, size_t nwaits,
                     const char *evictor) {
-    if (grow((void **)&log->decisions, &log->cap_decisions, log->ndecisions,
+    if (us_grow((void **)&log->decisions, &log->cap_decisions, log->ndecisions,
              sizeof *log->decisions) < 0)
         return -1;
     us_decision d = {.op = op, .action = act};
@@ -83,7 +73,7 @@ int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod,
 int us_log_event(us_cycle_log *log, const char *type, const char *reason,
                  const char *object, const char *const *annotations,
                  const char *fmt, ...) {
-    if (grow((void **)&log->events, &log->cap_events, log->nevents, sizeof *log->events) < 0)
+    if (us_grow((void **)&log->events, &log->cap_events, log->nevents, sizeof *log->events) < 0)
         return -1;
     us_event e = {.type = type};
     int fail = 0;

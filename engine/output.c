@@ -36,8 +36,7 @@ static cJSON *str_item(const char *s) {
     return s ? cJSON_CreateString(s) : cJSON_CreateNull();
 }
 
-/* Add item under key; takes item even on failure (it is then deleted). */
-static int put(cJSON *obj, const char *key, cJSON *item) {
+int us_output_put(cJSON *obj, const char *key, cJSON *item) {
     if (!item) return -1;
     if (!cJSON_AddItemToObject(obj, key, item)) {
         cJSON_Delete(item);
@@ -46,7 +45,7 @@ static int put(cJSON *obj, const char *key, cJSON *item) {
     return 0;
 }
 
-static int push(cJSON *arr, cJSON *item) {
+int us_output_push(cJSON *arr, cJSON *item) {
     if (!item) return -1;
     if (!cJSON_AddItemToArray(arr, item)) {
         cJSON_Delete(item);
@@ -58,9 +57,9 @@ static int push(cJSON *arr, cJSON *item) {
 cJSON *us_output_res(us_res r) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, us_res_names[US_GPU], cJSON_CreateNumber((double)r.v[US_GPU] / US_GPU_UNIT)) < 0 ||
-        put(o, us_res_names[US_CPU], int_item(r.v[US_CPU])) < 0 ||
-        put(o, us_res_names[US_MEM], int_item(r.v[US_MEM])) < 0)
+    if (us_output_put(o, us_res_names[US_GPU], cJSON_CreateNumber((double)r.v[US_GPU] / US_GPU_UNIT)) < 0 ||
+        us_output_put(o, us_res_names[US_CPU], int_item(r.v[US_CPU])) < 0 ||
+        us_output_put(o, us_res_names[US_MEM], int_item(r.v[US_MEM])) < 0)
         goto fail;
     return o;
 fail:
@@ -79,19 +78,19 @@ static us_res round_fair(const double fair[US_NRES]) {
 cJSON *us_output_decision(const us_decision *d) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "op", cJSON_CreateString(us_op_names[d->op])) < 0 ||
-        put(o, "pod", str_item(d->pod)) < 0 || put(o, "node", str_item(d->node)) < 0)
+    if (us_output_put(o, "op", cJSON_CreateString(us_op_names[d->op])) < 0 ||
+        us_output_put(o, "pod", str_item(d->pod)) < 0 || us_output_put(o, "node", str_item(d->node)) < 0)
         goto fail;
     if (d->op == US_OP_PIPELINE) {
         cJSON *w = cJSON_CreateArray();
-        if (put(o, "waits_for", w) < 0) goto fail;
+        if (us_output_put(o, "waits_for", w) < 0) goto fail;
         for (size_t i = 0; i < d->nwaits; i++)
-            if (push(w, str_item(d->waits_for[i])) < 0) goto fail;
+            if (us_output_push(w, str_item(d->waits_for[i])) < 0) goto fail;
     }
     if (d->action != US_ACT_NONE &&
-        put(o, "action", cJSON_CreateString(us_action_names[d->action])) < 0)
+        us_output_put(o, "action", cJSON_CreateString(us_action_names[d->action])) < 0)
         goto fail;
-    if (d->op == US_OP_EVICT && d->evictor && put(o, "evictor", cJSON_CreateString(d->evictor)) < 0)
+    if (d->op == US_OP_EVICT && d->evictor && us_output_put(o, "evictor", cJSON_CreateString(d->evictor)) < 0)
         goto fail;
     return o;
 fail:
@@ -102,14 +101,14 @@ fail:
 static cJSON *event_json(const us_event *e) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "type", str_item(e->type)) < 0 || put(o, "reason", str_item(e->reason)) < 0 ||
-        put(o, "object", str_item(e->object)) < 0 || put(o, "message", str_item(e->message)) < 0)
+    if (us_output_put(o, "type", str_item(e->type)) < 0 || us_output_put(o, "reason", str_item(e->reason)) < 0 ||
+        us_output_put(o, "object", str_item(e->object)) < 0 || us_output_put(o, "message", str_item(e->message)) < 0)
         goto fail;
     if (e->annotations.n) {
         cJSON *a = cJSON_CreateObject();
-        if (put(o, "annotations", a) < 0) goto fail;
+        if (us_output_put(o, "annotations", a) < 0) goto fail;
         for (size_t i = 0; i < e->annotations.n; i++)
-            if (put(a, e->annotations.items[i].key, str_item(e->annotations.items[i].value)) < 0)
+            if (us_output_put(a, e->annotations.items[i].key, str_item(e->annotations.items[i].value)) < 0)
                 goto fail;
     }
     return o;
@@ -121,16 +120,16 @@ fail:
 static cJSON *cycle_json(const us_sim_cycle *c) {
     cJSON *o = cJSON_CreateObject(), *decisions, *events;
     if (!o) return NULL;
-    if (put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
-        put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
-        put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
-        put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
-        put(o, "events", events = cJSON_CreateArray()) < 0)
+    if (us_output_put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
+        us_output_put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
+        us_output_put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
+        us_output_put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
+        us_output_put(o, "events", events = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < c->log.ndecisions; i++)
-        if (push(decisions, us_output_decision(&c->log.decisions[i])) < 0) goto fail;
+        if (us_output_push(decisions, us_output_decision(&c->log.decisions[i])) < 0) goto fail;
     for (size_t i = 0; i < c->log.nevents; i++)
-        if (push(events, event_json(&c->log.events[i])) < 0) goto fail;
+        if (us_output_push(events, event_json(&c->log.events[i])) < 0) goto fail;
     return o;
 fail:
     cJSON_Delete(o);
@@ -150,11 +149,11 @@ static cJSON *pod_json(const us_state *st, const us_pod *p) {
     bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "name", str_item(p->name)) < 0 ||
-        put(o, "workload", str_item(workload_name(st, w))) < 0 ||
-        put(o, "node", str_item(node_name(st, p->node))) < 0 ||
-        put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
-        put(o, "background", cJSON_CreateBool(bg)) < 0)
+    if (us_output_put(o, "name", str_item(p->name)) < 0 ||
+        us_output_put(o, "workload", str_item(workload_name(st, w))) < 0 ||
+        us_output_put(o, "node", str_item(node_name(st, p->node))) < 0 ||
+        us_output_put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
+        us_output_put(o, "background", cJSON_CreateBool(bg)) < 0)
         goto fail;
     return o;
 fail:
@@ -178,9 +177,9 @@ static cJSON *queue_json(const us_sim_result *res, const us_state *st, size_t q)
     }
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "name", str_item(st->queues[q].name)) < 0 ||
-        put(o, "allocated", us_output_res(alloc)) < 0 ||
-        put(o, "fair_share", us_output_res(fair)) < 0)
+    if (us_output_put(o, "name", str_item(st->queues[q].name)) < 0 ||
+        us_output_put(o, "allocated", us_output_res(alloc)) < 0 ||
+        us_output_put(o, "fair_share", us_output_res(fair)) < 0)
         goto fail;
     return o;
 fail:
@@ -191,14 +190,14 @@ fail:
 static cJSON *final_json(const us_sim_result *res, const us_state *st) {
     cJSON *o = cJSON_CreateObject(), *pods, *queues;
     if (!o) return NULL;
-    if (put(o, "time", cJSON_CreateNumber(res->final_time)) < 0 ||
-        put(o, "pods", pods = cJSON_CreateArray()) < 0 ||
-        put(o, "queues", queues = cJSON_CreateArray()) < 0)
+    if (us_output_put(o, "time", cJSON_CreateNumber(res->final_time)) < 0 ||
+        us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0 ||
+        us_output_put(o, "queues", queues = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
+        if (!st->pods[i].gone && us_output_push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
     for (size_t q = 0; q < st->nqueues; q++)
-        if (push(queues, queue_json(res, st, q)) < 0) goto fail;
+        if (us_output_push(queues, queue_json(res, st, q)) < 0) goto fail;
     return o;
 fail:
     cJSON_Delete(o);
@@ -208,11 +207,11 @@ fail:
 static cJSON *summary_json(const us_sim_result *res) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    if (put(o, "cycles", cJSON_CreateNumber((double)res->ncycles)) < 0 ||
-        put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
-        put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
-        put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
-        put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0)
+    if (us_output_put(o, "cycles", cJSON_CreateNumber((double)res->ncycles)) < 0 ||
+        us_output_put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
+        us_output_put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
+        us_output_put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
+        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0)
         goto fail;
     return o;
 fail:
@@ -223,13 +222,13 @@ fail:
 cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
     cJSON *doc = cJSON_CreateObject(), *cycles;
     if (!doc) return NULL;
-    if (put(doc, "scenario", str_item(res->scenario)) < 0 ||
-        put(doc, "policy", cJSON_CreateString(res->policy)) < 0 ||
-        put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
+    if (us_output_put(doc, "scenario", str_item(res->scenario)) < 0 ||
+        us_output_put(doc, "policy", cJSON_CreateString(res->policy)) < 0 ||
+        us_output_put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < res->ncycles; i++)
-        if (push(cycles, cycle_json(&res->cycles[i])) < 0) goto fail;
-    if (put(doc, "final", final_json(res, final)) < 0 || put(doc, "summary", summary_json(res)) < 0)
+        if (us_output_push(cycles, cycle_json(&res->cycles[i])) < 0) goto fail;
+    if (us_output_put(doc, "final", final_json(res, final)) < 0 || us_output_put(doc, "summary", summary_json(res)) < 0)
         goto fail;
     return doc;
 fail:

@@ -29,6 +29,12 @@
  * they still print as exact integers.  NULL on allocation failure. */
 cJSON *us_output_res(us_res r);
 
+/* Add item under key of obj / at the end of arr; each takes item even on
+ * failure (it is then deleted), so a NULL from a cJSON constructor can be
+ * passed straight in.  0, or -1 when memory runs out. */
+int us_output_put(cJSON *obj, const char *key, cJSON *item);
+int us_output_push(cJSON *arr, cJSON *item);
+
 /* One decision as the document lists it: {"op", "pod", "node",
  * "waits_for" (pipeline), "action", "evictor" (evict)}.  NULL on allocation
  * failure. */

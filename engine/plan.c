@@ -257,13 +257,7 @@ int us_plan_node_of(const us_plan *p, int pod) {
 }
 
 static int push_undo(us_plan *p, int pod, int flag) {
-    if (p->nundo == p->cap_undo) {
-        size_t ncap = p->cap_undo ? p->cap_undo * 2 : 64;
-        us_undo *u = realloc(p->undo, ncap * sizeof *u);
-        if (!u) return -1;
-        p->undo = u;
-        p->cap_undo = ncap;
-    }
+    if (us_grow((void **)&p->undo, &p->cap_undo, p->nundo, sizeof *p->undo) < 0) return -1;
     p->undo[p->nundo++] = (us_undo){pod, flag};
     return 0;
 }

@@ -141,13 +141,8 @@ static bool future_work(const sim *s) {
 }
 
 static int push_cycle(us_sim_result *res, us_sim_cycle *c) {
-    if (res->ncycles == res->cap_cycles) {
-        size_t ncap = res->cap_cycles ? res->cap_cycles * 2 : 64;
-        us_sim_cycle *x = realloc(res->cycles, ncap * sizeof *x);
-        if (!x) return -1;
-        res->cycles = x;
-        res->cap_cycles = ncap;
-    }
+    if (us_grow((void **)&res->cycles, &res->cap_cycles, res->ncycles, sizeof *res->cycles) < 0)
+        return -1;
     res->cycles[res->ncycles++] = *c;
     return 0;
 }

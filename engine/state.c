@@ -187,8 +187,7 @@ fail:
     return -1;
 }
 
-/* Make room for one more element in a growable array. */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem) {
+int us_grow(void **arr, size_t *cap, size_t n, size_t elem) {
     if (n < *cap) return 0;
     size_t ncap = *cap ? *cap * 2 : 16;
     void *p = realloc(*arr, ncap * elem);
@@ -217,7 +216,7 @@ int us_state_workload_index(const us_state *st, const char *name) {
 }
 
 int us_state_add_node(us_state *st, us_node *n) {
-    if (grow((void **)&st->nodes, &st->cap_nodes, st->nnodes, sizeof *n) < 0) {
+    if (us_grow((void **)&st->nodes, &st->cap_nodes, st->nnodes, sizeof *n) < 0) {
         us_node_free(n);
         return -1;
     }
@@ -226,7 +225,7 @@ int us_state_add_node(us_state *st, us_node *n) {
 }
 
 int us_state_add_queue(us_state *st, us_queue *q) {
-    if (grow((void **)&st->queues, &st->cap_queues, st->nqueues, sizeof *q) < 0) {
+    if (us_grow((void **)&st->queues, &st->cap_queues, st->nqueues, sizeof *q) < 0) {
         us_queue_free(q);
         return -1;
     }
@@ -235,7 +234,7 @@ int us_state_add_queue(us_state *st, us_queue *q) {
 }
 
 int us_state_add_workload(us_state *st, us_workload *w) {
-    if (grow((void **)&st->workloads, &st->cap_workloads, st->nworkloads, sizeof *w) < 0) {
+    if (us_grow((void **)&st->workloads, &st->cap_workloads, st->nworkloads, sizeof *w) < 0) {
         us_workload_free(w);
         return -1;
     }
@@ -244,7 +243,7 @@ int us_state_add_workload(us_state *st, us_workload *w) {
 }
 
 int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
-    if (grow((void **)&st->pods, &st->cap_pods, st->npods, sizeof *st->pods) < 0) return -1;
+    if (us_grow((void **)&st->pods, &st->cap_pods, st->npods, sizeof *st->pods) < 0) return -1;
     char *copy = strdup(name);
     if (!copy) return -1;
     us_pod *p = &st->pods[st->npods];

@@ -190,6 +190,11 @@ typedef struct us_state {
     uint64_t next_seq;
 } us_state;
 
+/* Make room for one more element in the growable array *arr holding n of
+ * *cap elements of size elem (doubling); 0, or -1 when memory runs out
+ * (the array is then unchanged). */
+int us_grow(void **arr, size_t *cap, size_t n, size_t elem);
+
 void us_state_init(us_state *st);
 void us_state_free(us_state *st);
 
