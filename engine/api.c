@@ -17,7 +17,6 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -72,11 +71,6 @@ struct us_engine {
     uint64_t names_seq;
     bool names_stale;
 };
-
-/* A cycle's victim search sorts with a comparator that reads file-scope
- * variables (victims.c), so two cycles must not run at once even on
- * different handles.  Cycles and reload dry runs take this lock. */
-static pthread_mutex_t cycle_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* ---- errors ------------------------------------------------------------------ */
 
@@ -250,9 +244,7 @@ US_API int us_engine_reload_policies(us_engine *e, const char *dir, us_error *er
     GUARD_CHANGE(e, err);
     if (!dir) return fail(err, US_EINVAL, "dir: NULL (load_policies(NULL) selects the built-in policies)");
     old_id = us_engine_policy_id(e);
-    pthread_mutex_lock(&cycle_lock);
     rc = us_reload_check(&e->st, e->now, dir, &e->limits, &e->copts, &fresh, &ie);
-    pthread_mutex_unlock(&cycle_lock);
     if (rc < 0) {
         const char *ann[] = {"policy-dir", dir, "policy-id", old_id, NULL};
         us_error why;
@@ -1328,9 +1320,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_cycle_log_init(&e->pending);
     /* the simulator seeds cycle i with i: the same inputs decide the same */
     if (e->pol) us_policy_seed(e->pol, e->cycles + 1);
-    pthread_mutex_lock(&cycle_lock);
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
-    pthread_mutex_unlock(&cycle_lock);
     e->now = now;
     e->cycles++;
     if (rc < 0 || index_cycle(e) < 0) {

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 /* A gpu amount in devices, as the Lua views show it. */
 static double gpus(int64_t milli) { return (double)milli / US_GPU_UNIT; }
 
@@ -308,13 +310,17 @@ static bool same_group(const us_bg_pod *a, const us_bg_pod *b) {
 
 /* Groups by workload name, then by where their first pod is listed (lead
  * below); pods of a group stay in listed (name) order. */
-static const us_bg_input *group_in;
-static const size_t *group_lead;
-static int by_group(const void *a, const void *b) {
+typedef struct group_ctx {
+    const us_bg_input *in;
+    const size_t *lead;
+} group_ctx;
+
+static int by_group(const void *a, const void *b, void *ctx) {
+    const group_ctx *g = ctx;
     size_t i = *(const size_t *)a, j = *(const size_t *)b;
-    int c = strcmp(group_in->pending[i].wl->name, group_in->pending[j].wl->name);
+    int c = strcmp(g->in->pending[i].wl->name, g->in->pending[j].wl->name);
     if (c) return c;
-    if (group_lead[i] != group_lead[j]) return group_lead[i] < group_lead[j] ? -1 : 1;
+    if (g->lead[i] != g->lead[j]) return g->lead[i] < g->lead[j] ? -1 : 1;
     return i < j ? -1 : i > j;
 }
 
@@ -408,9 +414,8 @@ int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *er
         order[j] = j;
         place[j] = -1;
     }
-    group_in = in;
-    group_lead = lead;
-    qsort(order, in->npending, sizeof *order, by_group);
+    group_ctx gctx = {in, lead};
+    us_sort(order, in->npending, sizeof *order, by_group, &gctx);
     for (size_t g = 0; g < in->npending;) {
         const us_bg_pod *lead = &in->pending[order[g]];
         us_res req = lead->wl->request;

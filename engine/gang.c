@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "placement.h"
+#include "sort.h"
 
 bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }
 
@@ -23,10 +24,10 @@ int us_gang_missing(const us_plan *p, int w) {
     return m > 0 ? m : 0;
 }
 
-static const us_state *cmp_st;
-static int job_order(const void *a, const void *b) {
-    const us_workload *x = &cmp_st->workloads[*(const int *)a];
-    const us_workload *y = &cmp_st->workloads[*(const int *)b];
+static int job_order(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    const us_workload *x = &st->workloads[*(const int *)a];
+    const us_workload *y = &st->workloads[*(const int *)b];
     if (x->priority != y->priority) return x->priority > y->priority ? -1 : 1;
     if (x->submit_at != y->submit_at) return x->submit_at < y->submit_at ? -1 : 1;
     return strcmp(x->name, y->name);
@@ -41,8 +42,7 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
             has = !(p->flags[p->wl_pending[k]] & US_PF_NEW);
         if (has && us_gang_is_job(p, (int)w)) jobs[n++] = (int)w;
     }
-    cmp_st = st;
-    qsort(jobs, n, sizeof *jobs, job_order);
+    us_sort(jobs, n, sizeof *jobs, job_order, (void *)st);
     return n;
 }
 

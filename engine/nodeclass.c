@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 typedef struct nkey {
     const us_labels *labels;
     us_res cap;
@@ -82,9 +84,9 @@ static bool key_equal(const nkey *a, const nkey *b) {
 
 /* ---- background signature ----------------------------------------------- */
 
-static const us_state *sig_st;
-static int by_name(const void *a, const void *b) {
-    return strcmp(sig_st->pods[*(const int *)a].name, sig_st->pods[*(const int *)b].name);
+static int by_name(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    return strcmp(st->pods[*(const int *)a].name, st->pods[*(const int *)b].name);
 }
 
 /* What a tie-break looks at on a node besides the AI view: its running
@@ -100,8 +102,7 @@ static uint64_t background_signature(const us_plan *p, int pos, int *scratch) {
         if (pd->state == US_POD_RUNNING && w->background) scratch[n++] = i;
         else if (pd->state == US_POD_RELEASING) h = mix(mix(h, &w->request, sizeof w->request), "r", 1);
     }
-    sig_st = st;
-    qsort(scratch, (size_t)n, sizeof *scratch, by_name);
+    us_sort(scratch, (size_t)n, sizeof *scratch, by_name, (void *)st);
     for (int j = 0; j < n; j++) {
         const us_res *r = &st->workloads[st->pods[scratch[j]].workload].request;
         h = mix(mix(h, r, sizeof *r), "b", 1);

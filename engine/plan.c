@@ -10,6 +10,7 @@
 #include "plan.h"
 
 #include "nodeclass.h"
+#include "sort.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -80,9 +81,9 @@ void us_use_remove(us_use *u, us_res req, int slot) {
 
 /* ---- snapshot --------------------------------------------------------- */
 
-static const us_state *sort_st;
-static int by_node_name(const void *a, const void *b) {
-    return strcmp(sort_st->nodes[*(const int *)a].name, sort_st->nodes[*(const int *)b].name);
+static int by_node_name(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    return strcmp(st->nodes[*(const int *)a].name, st->nodes[*(const int *)b].name);
 }
 
 bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod].workload]; }
@@ -150,8 +151,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
             p->nodes[p->nnodes++] = (int)i;
     }
-    sort_st = st;
-    qsort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name);
+    us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
 
     /* pods by node (counting sort keeps pod order inside a node) */

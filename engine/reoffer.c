@@ -23,6 +23,7 @@
 
 #include "builtin.h"
 #include "placement.h"
+#include "sort.h"
 
 us_use us_reoffer_held(const us_plan *p, int pos) {
     const us_state *st = p->st;
@@ -41,9 +42,9 @@ us_use us_reoffer_held(const us_plan *p, int pos) {
     return u;
 }
 
-static const us_state *cmp_st;
-static int by_pod_name(const void *a, const void *b) {
-    const us_pod *x = &cmp_st->pods[*(const int *)a], *y = &cmp_st->pods[*(const int *)b];
+static int by_pod_name(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
     int c = strcmp(x->name, y->name);
     return c ? c : (x->seq < y->seq ? -1 : x->seq > y->seq);
 }
@@ -160,9 +161,8 @@ static void gather(work *w) {
         else if (pd->state == US_POD_PENDING && !wl->blocked)
             out->pending[out->npending++] = (int)i;
     }
-    cmp_st = st;
-    qsort(out->running, out->nrunning, sizeof *out->running, by_pod_name);
-    qsort(out->pending, out->npending, sizeof *out->pending, by_pod_name);
+    us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
+    us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
         const us_workload *wl = &st->workloads[st->pods[pod].workload];

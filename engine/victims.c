@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "gang.h"
+#include "sort.h"
 
 static double slack(double x) { return 1e-9 * fabs(x) + 1e-6; }
 
@@ -57,13 +58,13 @@ static bool candidate(const search *s, int pod) {
     return v->queue == j->queue && v->priority < j->priority;
 }
 
-static const us_plan *cmp_plan;
-static us_action cmp_act;
-static int victim_order(const void *a, const void *b) {
+static int victim_order(const void *a, const void *b, void *ctx) {
+    const search *s = ctx;
+    const us_plan *cmp_plan = s->p;
     const us_state *st = cmp_plan->st;
     const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
     const us_workload *wx = &st->workloads[x->workload], *wy = &st->workloads[y->workload];
-    if (cmp_act == US_ACT_RECLAIM && wx->queue != wy->queue) {
+    if (s->act == US_ACT_RECLAIM && wx->queue != wy->queue) {
         /* the queue furthest over its fair share gives first */
         double rx = us_plan_queue_ratio(cmp_plan, wx->queue);
         double ry = us_plan_queue_ratio(cmp_plan, wy->queue);
@@ -125,9 +126,7 @@ static int search_victims(search *s, bool *ok, us_err *err) {
     for (size_t i = 0; i < p->npods; i++)
         if (candidate(s, (int)i)) cands[nc++] = (int)i;
     if (nc == 0) goto out;
-    cmp_plan = p;
-    cmp_act = s->act;
-    qsort(cands, nc, sizeof *cands, victim_order);
+    us_sort(cands, nc, sizeof *cands, victim_order, s);
 
     size_t mark = us_plan_mark(p);
     for (size_t i = 0; i < nc && !*ok; i++) {

@@ -11,6 +11,7 @@
 #include "lifecycle.h"
 #include "plan.h"
 #include "scenario.h"
+#include "sort.h"
 
 static us_node node8(void) {
     us_node n = {0};
@@ -156,7 +157,29 @@ TEST(cycle_evicts_background_for_ai_and_pipelines) {
     us_scenario_free(&sc);
 }
 
+static int by_key_then_index(const void *a, const void *b, void *ctx) {
+    const int *keys = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    if (keys[x] != keys[y]) return keys[x] < keys[y] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+TEST(sort_orders_by_the_context_comparator) {
+    int keys[500], idx[500];
+    uint64_t r = 7;
+    for (int n = 0; n <= 500; n += 37) {
+        for (int i = 0; i < n; i++) {
+            r = r * 6364136223846793005ULL + 1442695040888963407ULL;
+            keys[i] = (int)(r >> 59);  /* many equal keys: the index decides */
+            idx[i] = n - 1 - i;
+        }
+        us_sort(idx, (size_t)n, sizeof *idx, by_key_then_index, keys);
+        for (int i = 1; i < n; i++) CHECK(by_key_then_index(&idx[i - 1], &idx[i], keys) < 0);
+    }
+}
+
 int main(void) {
+    RUN(sort_orders_by_the_context_comparator);
     RUN(whole_gpus_are_counted);
     RUN(fractions_share_a_device_up_to_one);
     RUN(a_device_in_fractional_use_is_not_free_for_whole_pods);

@@ -1,0 +1,19 @@
+/*
+ * sort.h — sorting with a context pointer for the comparator.
+ *
+ * C's qsort has no context argument, which pushes comparators towards
+ * file-scope variables: two engines sorting at once in two threads would
+ * then race.  us_sort passes ctx through instead.  It allocates nothing,
+ * so it cannot fail; it is not stable, so comparators must be total orders
+ * (every engine comparator ends on a name or an index).  Thread-safe.
+ */
+#ifndef US_SORT_H
+#define US_SORT_H
+
+#include <stddef.h>
+
+typedef int (*us_sort_cmp)(const void *a, const void *b, void *ctx);
+
+void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx);
+
+#endif
