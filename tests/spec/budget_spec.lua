@@ -6,26 +6,11 @@
 -- call decided is used.
 local H = require "tests.spec.helper"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = H.read
 
-local function policy_dir(overrides)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
-  for _, name in ipairs({ "fairshare.lua", "placement.lua", "background.lua" }) do
-    local f = assert(io.open(dir .. "/" .. name, "wb"))
-    f:write(overrides[name] or read("policies/" .. name))
-    f:close()
-  end
-  return dir
-end
+local policy_dir = H.policy_dir
 
-local function remove_dir(dir) os.execute("rm -rf '" .. dir .. "'") end
+local remove_dir = H.remove_dir
 
 -- Small budgets keep the runaways quick; the bomb gets the default
 -- instruction budget so that memory runs out first.

@@ -114,4 +114,27 @@ end
 
 function H.count(list) return #list end
 
+function H.read(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- A policy directory in a fresh temporary folder: the default policies,
+-- with the files named in overrides ({["placement.lua"] = source}) replaced.
+function H.policy_dir(overrides)
+  local dir = os.tmpname()
+  os.remove(dir)
+  assert(os.execute("mkdir -p '" .. dir .. "'"))
+  for _, name in ipairs({ "fairshare.lua", "placement.lua", "background.lua" }) do
+    local f = assert(io.open(dir .. "/" .. name, "wb"))
+    f:write(overrides[name] or H.read("policies/" .. name))
+    f:close()
+  end
+  return dir
+end
+
+function H.remove_dir(dir) os.execute("rm -rf '" .. dir .. "'") end
+
 return H

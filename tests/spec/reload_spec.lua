@@ -6,27 +6,11 @@
 -- One that passes goes live before the cycle, and its id is reported.
 local H = require "tests.spec.helper"
 
-local function read(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
+local read = H.read
 
--- A policy directory: the defaults, with some files replaced.
-local function policy_dir(overrides)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
-  for _, name in ipairs({ "fairshare.lua", "placement.lua", "background.lua" }) do
-    local f = assert(io.open(dir .. "/" .. name, "wb"))
-    f:write(overrides[name] or read("policies/" .. name))
-    f:close()
-  end
-  return dir
-end
+local policy_dir = H.policy_dir
 
-local function remove_dir(dir) os.execute("rm -rf '" .. dir .. "'") end
+local remove_dir = H.remove_dir
 
 -- Background burn-in on four nodes, training arriving at t=30 and an
 -- evaluation at t=60: cycles after a reload at t=20 or t=30 have AI work to

@@ -3,31 +3,15 @@
 -- elsewhere stay as they are, whatever the policy would say about them.
 local H = require "tests.spec.helper"
 
-local function policy_dir(background)
-  local dir = os.tmpname()
-  os.remove(dir)
-  assert(os.execute("mkdir -p '" .. dir .. "'"))
-  for _, name in ipairs({ "fairshare.lua", "placement.lua" }) do
-    local src = assert(io.open("policies/" .. name, "rb"))
-    local dst = assert(io.open(dir .. "/" .. name, "wb"))
-    dst:write(src:read("a"))
-    src:close()
-    dst:close()
-  end
-  local f = assert(io.open(dir .. "/background.lua", "wb"))
-  f:write(background)
-  f:close()
-  return dir
-end
 
 describe("background re-offer", function()
   it("offers running pods only on nodes the AI plan changed", function()
     -- a policy that keeps nothing it is offered and places nothing
-    local dir = policy_dir([[
+    local dir = H.policy_dir({ ["background.lua"] = [[
       local M = {}
       function M.reoffer(view) return { keep = {}, place = {} } end
       return M
-    ]])
+    ]] })
     local out = H.run({
       name = "offered", cycle_interval = 10, horizon = 20,
       nodes = { H.node("n1", 8), H.node("n2", 8) },
@@ -40,7 +24,7 @@ describe("background re-offer", function()
           node_selector = {} },
       },
     }, { policies = dir, plain_ties = true })
-    os.execute("rm -rf '" .. dir .. "'")
+    H.remove_dir(dir)
     -- at t=0 nothing changed: both agents stay, though the policy keeps none
     assert.are.equal(0, #H.decisions(out, function(d) return d.time == 0 end))
     -- at t=10 train lands on n1 (ties by name): only n1's agent was offered,
