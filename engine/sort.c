@@ -1,9 +1,13 @@
 /*
- * sort.c — heapsort with a comparator context (see sort.h): O(n log n),
- * in place, no allocation.
+ * sort.c — sorting with a comparator context (see sort.h).
+ *
+ * A merge sort when a buffer the size of the array can be had (fewer
+ * comparisons and friendlier to the cache: comparators here compare
+ * strings), else a heapsort in place, so sorting never fails.
  */
 #include "sort.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void swap(unsigned char *a, unsigned char *b, size_t size) {
@@ -26,12 +30,45 @@ static void sift(unsigned char *base, size_t root, size_t n, size_t size, us_sor
     }
 }
 
-void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx) {
-    unsigned char *b = base;
-    if (n < 2) return;
+static void heapsort_ctx(unsigned char *b, size_t n, size_t size, us_sort_cmp cmp, void *ctx) {
     for (size_t i = n / 2; i-- > 0;) sift(b, i, n, size, cmp, ctx);
     for (size_t end = n - 1; end > 0; end--) {
         swap(b, b + end * size, size);
         sift(b, 0, end, size, cmp, ctx);
+    }
+}
+
+/* Bottom-up merge sort, runs of width w merged from src into dst. */
+static void mergesort_ctx(unsigned char *b, unsigned char *tmp, size_t n, size_t size,
+                          us_sort_cmp cmp, void *ctx) {
+    unsigned char *src = b, *dst = tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi) {
+                /* <= keeps equal elements in order (stable) */
+                if (cmp(src + i * size, src + j * size, ctx) <= 0) memcpy(dst + k++ * size, src + i++ * size, size);
+                else memcpy(dst + k++ * size, src + j++ * size, size);
+            }
+            memcpy(dst + k * size, src + i * size, (mid - i) * size);
+            k += mid - i;
+            memcpy(dst + k * size, src + j * size, (hi - j) * size);
+        }
+        unsigned char *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != b) memcpy(b, src, n * size);
+}
+
+void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx) {
+    if (n < 2) return;
+    unsigned char *tmp = malloc(n * size);
+    if (tmp) {
+        mergesort_ctx(base, tmp, n, size, cmp, ctx);
+        free(tmp);
+    } else {
+        heapsort_ctx(base, n, size, cmp, ctx);
     }
 }

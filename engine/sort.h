@@ -3,9 +3,10 @@
  *
  * C's qsort has no context argument, which pushes comparators towards
  * file-scope variables: two engines sorting at once in two threads would
- * then race.  us_sort passes ctx through instead.  It allocates nothing,
- * so it cannot fail; it is not stable, so comparators must be total orders
- * (every engine comparator ends on a name or an index).  Thread-safe.
+ * then race.  us_sort passes ctx through instead.  It cannot fail (without
+ * memory for a merge sort it sorts in place); it is stable only when it
+ * has that memory, so comparators must be total orders (every engine
+ * comparator ends on a name or an index).  Thread-safe.
  */
 #ifndef US_SORT_H
 #define US_SORT_H
