@@ -46,7 +46,7 @@ typedef struct fs_work {
     int *sibs;      /* scratch: one sibling group */
     int *act;       /* scratch: siblings still taking in a water-filling round */
     int *prios;     /* scratch: distinct priorities of a group, highest first */
-    int *todo;      /* queues whose children are still to be divided */
+    int *waiting;   /* queues whose children are still to be divided */
     double *share;  /* fair share of resource r, view units */
     double *want;   /* deserved amount (quota capped by demand and limit) */
 } fs_work;
@@ -192,10 +192,10 @@ int us_builtin_fairshare(const us_fs_input *in, double *fair, us_err *err) {
     w.sibs = malloc((n + 1) * sizeof *w.sibs);
     w.act = malloc((n + 1) * sizeof *w.act);
     w.prios = malloc((n + 1) * sizeof *w.prios);
-    w.todo = malloc((n + 1) * sizeof *w.todo);
+    w.waiting = malloc((n + 1) * sizeof *w.waiting);
     w.share = malloc((n + 1) * sizeof *w.share);
     w.want = malloc((n + 1) * sizeof *w.want);
-    if (!sorted || !w.first || !w.next || !w.sibs || !w.act || !w.prios || !w.todo || !w.share ||
+    if (!sorted || !w.first || !w.next || !w.sibs || !w.act || !w.prios || !w.waiting || !w.share ||
         !w.want) {
         us_err_nomem(err);
         goto done;
@@ -220,12 +220,12 @@ int us_builtin_fairshare(const us_fs_input *in, double *fair, us_err *err) {
         /* Breadth first from the virtual root.  Each queue has one parent, so
          * it is queued at most once; a parent cycle is unreachable from the
          * root and its queues keep 0. */
-        w.todo[tail++] = (int)n;
+        w.waiting[tail++] = (int)n;
         while (head < tail) {
-            int p = w.todo[head++];
+            int p = w.waiting[head++];
             divide(&w, p);
             for (int c = w.first[p]; c != -1; c = w.next[c])
-                if (w.first[c] != -1) w.todo[tail++] = c;
+                if (w.first[c] != -1) w.waiting[tail++] = c;
         }
         for (size_t i = 0; i < n; i++)
             fair[i * US_NRES + r] = r == US_GPU ? w.share[i] * US_GPU_UNIT : w.share[i];
@@ -238,7 +238,7 @@ done:
     free(w.sibs);
     free(w.act);
     free(w.prios);
-    free(w.todo);
+    free(w.waiting);
     free(w.share);
     free(w.want);
     return rc;
