@@ -15,23 +15,8 @@
 #include "events.h"
 #include "policy.h"
 #include "state.h"
+#include "use.h"
 
-/* How full one node is: resource sums plus the GPU devices, which are
- * counted whole, or shared by fractional pods slot by slot. */
-typedef struct us_use {
-    us_res used;
-    int whole;                        /* devices taken by whole-GPU pods */
-    uint16_t shared[US_MAX_GPUS];     /* milli-GPU used on shared device slots */
-} us_use;
-
-int us_use_free_gpus(const us_use *u, const us_node *n);
-/* Does req fit?  slot >= 0 asks for that shared slot (fractional pods). */
-bool us_use_fits(const us_use *u, const us_node *n, us_res req, int slot);
-/* Take req; returns the shared slot used (-1 when not fractional).  The
- * caller checked us_use_fits.  slot < 0 picks the fullest slot with room,
- * then the lowest free one. */
-int us_use_add(us_use *u, const us_node *n, us_res req, int slot);
-void us_use_remove(us_use *u, us_res req, int slot);
 
 enum {
     US_PF_NEW = 1,       /* placed by this cycle */

@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "use.h"
+
 const char *const us_tl_action_names[] = {"submit",      "delete", "complete",
                                           "add_node",    "remove_node", "cordon",
                                           "uncordon",    "reload_policies"};
@@ -234,7 +236,7 @@ typedef struct ctx {
     us_err *err;
     const char *origin;
     names nodes, queues, wls, pods;
-    us_res *used;        /* requests of pre-existing pods, per initial node */
+    us_use *used;        /* pre-existing pods, per initial node: resources and devices */
     int *pinned;         /* per initial node: 1 + the daemonset that last put a pod there */
     size_t nused;
     int *submitted;      /* per workload: the timeline entry submitting it, or -1 */
@@ -850,6 +852,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     const cJSON *v;
     const char *node, *state, *name;
     char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN], q3[QLEN];
+    int slot;
     int ni, pi;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
@@ -908,15 +911,23 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
-    /* no node over capacity, from the first cycle on */
-    c->used[ni] = us_res_add(c->used[ni], w->request);
+    /* no node over capacity, from the first cycle on: resources, then GPU
+     * devices (fractions share a device up to one; a shared device is not
+     * free for a whole-GPU pod) */
+    us_res after = us_res_add(c->used[ni].used, w->request);
     for (int r = 0; r < US_NRES; r++) {
-        if (c->used[ni].v[r] > st->nodes[ni].cap.v[r]) {
+        if (after.v[r] > st->nodes[ni].cap.v[r]) {
             failk(c, path, "node", "%s has not enough %s for its pre-existing pods", quote(q, node),
                   us_res_names[r]);
             goto fail;
         }
     }
+    if (!us_use_fits(&c->used[ni], &st->nodes[ni], w->request, -1)) {
+        failk(c, path, "node", "%s has no GPU device left for this pod (a device in fractional "
+              "use is not free for a whole-GPU pod)", quote(q, node));
+        goto fail;
+    }
+    slot = us_use_add(&c->used[ni], &st->nodes[ni], w->request, -1);
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
     if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
         nomem(c);
@@ -924,6 +935,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     }
     st->pods[pi].state = US_POD_RUNNING;
     st->pods[pi].node = ni;
+    st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */
     if (w->controller == US_CTRL_DAEMONSET) c->pinned[ni] = wi + 1;
     if (gen != genbuf) free(gen);
     return 0;

@@ -965,7 +965,44 @@ TEST(free_zeroes_and_is_idempotent) {
     CHECK(zeroed(&sc));
 }
 
+/* Pre-existing fractional-GPU pods share devices as the engine counts them:
+ * fractions of one device sum to at most one, and each pod knows its device. */
+TEST(preexisting_fractional_pods_take_devices) {
+    us_scenario sc;
+    const char *two = J("{'nodes':[{'name':'n1','gpu':2}],'queues':[{'name':'q'}],"
+                        "'workloads':[{'name':'f','queue':'q','controller':'deployment','replicas':3,"
+                        "'requests':{'gpu':0.5},'pods':[{'node':'n1','state':'running'},"
+                        "{'node':'n1','state':'running'},{'node':'n1','state':'running'}]}]}");
+    if (loads(&sc, two)) {
+        /* two halves share the first device, the third opens the second */
+        CHECK(sc.state.pods[0].shared_dev == sc.state.pods[1].shared_dev);
+        CHECK(sc.state.pods[0].shared_dev >= 0);
+        CHECK(sc.state.pods[2].shared_dev >= 0);
+        CHECK(sc.state.pods[2].shared_dev != sc.state.pods[0].shared_dev);
+        us_scenario_free(&sc);
+    }
+    /* three 0.6 pods need three devices: 1.8 GPUs on a 2-GPU node is not enough */
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','gpu':2}],'queues':[{'name':'q'}],"
+                      "'workloads':[{'name':'f','queue':'q','controller':'deployment','replicas':3,"
+                      "'requests':{'gpu':0.6},'pods':[{'node':'n1','state':'running'},"
+                      "{'node':'n1','state':'running'},{'node':'n1','state':'running'}]}]}")),
+              "workloads[0].pods[2].node: \"n1\" has no GPU device left for this pod");
+    /* devices run out before the sum does: 0.6 + 0.6 hold two of four
+     * devices, a 2-GPU pod the other two; 3.7 of 4 GPUs would fit a 0.5 pod,
+     * but no device has half of it free */
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','gpu':4}],'queues':[{'name':'q'}],"
+                      "'workloads':[{'name':'f','queue':'q','controller':'deployment','replicas':2,"
+                      "'requests':{'gpu':0.6},'pods':[{'node':'n1','state':'running'},"
+                      "{'node':'n1','state':'running'}]},"
+                      "{'name':'g','queue':'q','requests':{'gpu':2},"
+                      "'pods':[{'node':'n1','state':'running'}]},"
+                      "{'name':'h','queue':'q','requests':{'gpu':0.5},"
+                      "'pods':[{'node':'n1','state':'running'}]}]}")),
+              "workloads[2].pods[0].node: \"n1\" has no GPU device left for this pod");
+}
+
 int main(void) {
+    RUN(preexisting_fractional_pods_take_devices);
     RUN(cpu_quantities_valid);
     RUN(cpu_quantities_invalid);
     RUN(memory_quantities_valid);
