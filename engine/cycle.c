@@ -132,8 +132,17 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
                      "on capacity no AI workload needs)", pending[i]);
         } else {
             reason = "Unschedulable";
-            snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
-                     pending[i], w->min_member > 1 ? "the gang" : "the pod");
+            const char *q = w->why_queue >= 0 && (size_t)w->why_queue < st->nqueues
+                                ? st->queues[w->why_queue].name : "?";
+            if (w->why_pending == US_WHY_LIMIT)
+                snprintf(msg, sizeof msg, "%d pod(s) pending: queue \"%s\" would go over its limit "
+                         "on pool \"%s\"", pending[i], q, w->pool);
+            else if (w->why_pending == US_WHY_QUOTA)
+                snprintf(msg, sizeof msg, "%d pod(s) pending: non-preemptible work uses only quota, "
+                         "and queue \"%s\" has used its quota on pool \"%s\"", pending[i], q, w->pool);
+            else
+                snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
+                         pending[i], w->min_member > 1 ? "the gang" : "the pod");
         }
         if (w->last_status && strcmp(w->last_status, msg) == 0) continue;
         char *copy = strdup(msg);
@@ -184,6 +193,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         o = &defaults;
     }
     if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
+    for (size_t w = 0; w < st->nworkloads; w++) st->workloads[w].why_pending = US_WHY_NONE;
     us_life_expire(st, now);
     if (rule_warnings(st, o, log) < 0) return us_err_nomem(err);
     if (us_commit_promote(st, log, err) < 0) return -1;

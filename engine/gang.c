@@ -55,19 +55,32 @@ int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *e
     size_t mark = us_plan_mark(p);
     int rc = 0, placed = 0;
     bool np = wl->preemptibility != US_PREEMPTIBLE;
+    us_why why = US_WHY_NONE;
+    int blocker = -1;
     for (size_t i = 0; i < n && placed < count; i++) {
-        if (!us_plan_queue_admits(p, wl->queue, wl->request, np)) break;
+        if ((why = us_plan_queue_admits(p, wl->queue, wl->request, np, &blocker)) != US_WHY_NONE) break;
         int node;
         if ((rc = us_place_choose(p, pods[i], &node, err)) < 0) break;
-        if (node < 0) break;
+        if (node < 0) {
+            why = US_WHY_ROOM;
+            break;
+        }
         if ((rc = us_plan_place(p, pods[i], node, act)) < 0) {
             us_err_nomem(err);
             break;
         }
         placed++;
     }
-    if (rc == 0 && placed == count && count > 0) *ok = true;
-    else us_plan_rollback(p, mark);
+    if (rc == 0 && placed == count && count > 0) {
+        *ok = true;
+    } else {
+        us_plan_rollback(p, mark);
+        /* the pending report says why (the last attempt's reason stands) */
+        if (why != US_WHY_NONE) {
+            p->st->workloads[w].why_pending = why;
+            p->st->workloads[w].why_queue = blocker;
+        }
+    }
     free(pods);
     return rc;
 }

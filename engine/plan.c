@@ -257,18 +257,22 @@ void us_plan_rollback(us_plan *p, size_t mark) {
     }
 }
 
-bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible) {
+us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible, int *blocker) {
     for (; q >= 0; q = p->st->queues[q].parent) {
         for (int r = 0; r < US_NRES; r++) {
             if (req.v[r] <= 0) continue;
             us_qres x = us_queue_res(&p->st->queues[q], p->pool, r);
-            if (x.limit != US_UNLIMITED && p->alloc[q].v[r] + req.v[r] > x.limit) return false;
-            if (nonpreemptible && x.quota != US_UNLIMITED &&
-                p->alloc_np[q].v[r] + req.v[r] > x.quota)
-                return false;
+            us_why why = US_WHY_NONE;
+            if (x.limit != US_UNLIMITED && p->alloc[q].v[r] + req.v[r] > x.limit) why = US_WHY_LIMIT;
+            else if (nonpreemptible && x.quota != US_UNLIMITED && p->alloc_np[q].v[r] + req.v[r] > x.quota)
+                why = US_WHY_QUOTA;
+            if (why != US_WHY_NONE) {
+                if (blocker) *blocker = q;
+                return why;
+            }
         }
     }
-    return true;
+    return US_WHY_NONE;
 }
 
 double us_plan_queue_ratio(const us_plan *p, int q) {

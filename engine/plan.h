@@ -101,8 +101,9 @@ size_t us_plan_mark(const us_plan *p);
 void us_plan_rollback(us_plan *p, size_t mark);
 
 /* Would a queue (and every ancestor) stay within its limit, and for a
- * non-preemptible workload within its quota, after adding req? */
-bool us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible);
+ * non-preemptible workload within its quota, after adding req?  US_WHY_NONE
+ * when it would; else why not, and *blocker (if non-NULL) the queue. */
+us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible, int *blocker);
 /* Dominant allocated / fair share ratio of a queue (0 when nothing allocated). */
 double us_plan_queue_ratio(const us_plan *p, int q);
 

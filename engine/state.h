@@ -128,6 +128,14 @@ typedef enum us_wl_state {
 #define US_BACKGROUND_LABEL "kai.scheduler/background"
 #define US_PREEMPTIBILITY_LABEL "kai.scheduler/preemptibility"
 
+/* Why a workload's pods stayed pending in the last cycle that tried them. */
+typedef enum us_why {
+    US_WHY_NONE,     /* nothing kept it, or nothing tried */
+    US_WHY_ROOM,     /* no node had room (for the whole gang) */
+    US_WHY_LIMIT,    /* its queue, or an ancestor, is at its limit */
+    US_WHY_QUOTA     /* non-preemptible: its queue's quota is used up */
+} us_why;
+
 typedef struct us_workload {
     char *name;
     int queue;                 /* index of a leaf queue */
@@ -154,6 +162,8 @@ typedef struct us_workload {
     double started_at;         /* when the gang last started running; < 0 never */
     bool warned;               /* its rule warnings (blocked, long grace) were emitted */
     char *last_status;         /* last pending status event sent (latch), or NULL */
+    us_why why_pending;        /* set by the cycle for pending reports */
+    int why_queue;             /* the queue behind US_WHY_LIMIT / US_WHY_QUOTA */
 } us_workload;
 
 typedef enum us_pod_state {

@@ -265,3 +265,66 @@ describe("background-aware tie-breaking", function()
     assert.are.equal(#binds(plain, "train"), #binds(aware, "train"))
   end)
 end)
+
+describe("node pools", function()
+  local function two_pools()
+    return {
+      name = "pools", cycle_interval = 10, horizon = 20,
+      nodes = { H.node("a1", 8, { pool = "a100" }), H.node("h1", 8, { pool = "h100" }) },
+      queues = {
+        { name = "ml", resources = { gpu = { quota = 4 } },
+          pools = { h100 = { gpu = { quota = 0, limit = 2 } } } },
+        H.bg_queue(),
+      },
+      workloads = {
+        { name = "ta", queue = "ml", pool = "a100", controller = "deployment", replicas = 8,
+          requests = { gpu = 1 } },
+        { name = "th", queue = "ml", pool = "h100", controller = "deployment", replicas = 8,
+          requests = { gpu = 1 } },
+        H.bg("burn", { pool = "h100", controller = "deployment", replicas = 8, requests = { gpu = 1 } }),
+      },
+    }
+  end
+
+  it("are scheduled independently, each with its own quota and limit", function()
+    local out = H.run(two_pools())
+    -- a100: no limit, all 8 run on a1; h100: the per-pool limit of 2 holds
+    for _, d in ipairs(binds(out, "ta-")) do assert.are.equal("a1", d.node) end
+    assert.are.equal(8, #binds(out, "ta-"))
+    assert.are.equal(2, #binds(out, "th-"))
+    for _, d in ipairs(binds(out, "th-")) do assert.are.equal("h1", d.node) end
+    -- background work on h100 takes what the limit leaves, and only there
+    local burn = H.decisions(out, function(d) return d.pod:match("^burn") and d.op == "bind" end)
+    assert.are.equal(6, #burn)
+    for _, d in ipairs(burn) do assert.are.equal("h1", d.node) end
+    -- allocation is summed over pools
+    assert.are.equal(10, H.queue_figures(out, "ml").allocated.gpu)
+  end)
+
+  it("say why AI pods stay pending: a queue at its limit", function()
+    local out = H.run(two_pools())
+    local ev = H.events(out, function(e) return e.object == "th" end)
+    assert.are.equal(1, #ev)
+    assert.are.equal("Unschedulable", ev[1].reason)
+    assert.truthy(ev[1].message:find('queue "ml" would go over its limit on pool "h100"', 1, true),
+                  ev[1].message)
+  end)
+
+  it("say why non-preemptible pods stay pending: quota used up", function()
+    local out = H.run(cluster({ H.node("n1") }, { H.queue("ml", 2) }, {
+      { name = "svc", queue = "ml", priority = "inference", controller = "deployment",
+        replicas = 4, requests = { gpu = 1 } },
+    }))
+    local ev = H.events(out, function(e) return e.object == "svc" end)
+    assert.truthy(ev[1].message:find('queue "ml" has used its quota on pool "default"', 1, true),
+                  ev[1].message)
+  end)
+
+  it("say why pods stay pending: no room", function()
+    local out = H.run(cluster({ H.node("n1", 8) }, { H.queue("ml", 16) }, {
+      { name = "big", queue = "ml", replicas = 2, min_member = 2, requests = { gpu = 8 } },
+    }))
+    local ev = H.events(out, function(e) return e.object == "big" end)
+    assert.truthy(ev[1].message:find("not enough free resources for the gang", 1, true), ev[1].message)
+  end)
+end)
