@@ -27,6 +27,20 @@ static bool over_fair(const us_plan *p, int q, us_res req) {
     return false;
 }
 
+/* May a reclaimer in queue `to` take from queue `from`?  Every queue from
+ * `from` up to, not including, the first ancestor they share must be over
+ * its fair share: taking from a queue whose parent is under its own share
+ * would only move the unfairness up the tree. */
+static bool reclaimable(const us_plan *p, int from, int to, us_res req) {
+    for (int q = from; q >= 0; q = p->st->queues[q].parent) {
+        bool shared = false;
+        for (int a = to; a >= 0 && !shared; a = p->st->queues[a].parent) shared = a == q;
+        if (shared) return true;
+        if (!over_fair(p, q, req)) return false;
+    }
+    return true;  /* different roots: the whole path was over its share */
+}
+
 /* Would queue q (and its ancestors) stay within fair share after adding
  * req? A reclaimer may only take what it is entitled to. */
 static bool within_fair(const us_plan *p, int q, us_res req) {
@@ -54,7 +68,7 @@ static bool candidate(const search *s, int pod) {
     const us_workload *j = &p->st->workloads[s->job];
     if (v->preemptibility == US_NON_PREEMPTIBLE) return false;
     if (s->act == US_ACT_RECLAIM)
-        return v->queue != j->queue && over_fair(p, v->queue, j->request);
+        return v->queue != j->queue && reclaimable(p, v->queue, j->queue, j->request);
     return v->queue == j->queue && v->priority < j->priority;
 }
 
@@ -84,7 +98,8 @@ static int evict_unit(search *s, int pod, bool *taken) {
     int vw = p->st->pods[pod].workload;
     const us_workload *v = &p->st->workloads[vw];
     *taken = false;
-    if (s->act == US_ACT_RECLAIM && !over_fair(p, v->queue, p->st->workloads[s->job].request))
+    const us_workload *j = &p->st->workloads[s->job];
+    if (s->act == US_ACT_RECLAIM && !reclaimable(p, v->queue, j->queue, j->request))
         return 0;
     if (p->held[vw] - 1 >= v->min_member) {
         *taken = true;

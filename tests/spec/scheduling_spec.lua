@@ -152,6 +152,45 @@ describe("reclaim", function()
     -- team-b may reclaim only up to its own fair share of 4: a gang of 8 never fits
     assert.are.equal(0, out.summary.reclaims)
   end)
+  it("does not take from a queue whose parent is under its own fair share", function()
+    -- org-a holds 8 of the 10 GPUs it deserves, all of them in a-one (over
+    -- its share of 1: a-two, which cannot run, deserves the rest); org-b's
+    -- b-one holds 16 of its 10.  c-one reclaims 4 GPUs: they come from b-one,
+    -- never from a-one, though a-one is the furthest over its own share.
+    local function q(name, parent, quota)
+      return { name = name, parent = parent, resources = { gpu = { quota = quota, over_quota_weight = 1 } } }
+    end
+    local function on(node, n)
+      local pods = {}
+      for _ = 1, n do pods[#pods + 1] = { node = node, state = "running" } end
+      return pods
+    end
+    local b_pods = on("n2", 8)
+    for _, p in ipairs(on("n3", 8)) do b_pods[#b_pods + 1] = p end
+    local out = H.run({
+      name = "tree reclaim", cycle_interval = 10, horizon = 20,
+      nodes = { H.node("n1"), H.node("n2"), H.node("n3") },
+      queues = { q("org-a", nil, 8), q("a-one", "org-a", 0), q("a-two", "org-a", 8),
+                 q("org-b", nil, 8), q("b-one", "org-b", 8),
+                 q("org-c", nil, 8), q("c-one", "org-c", 8) },
+      workloads = {
+        { name = "aw", queue = "a-one", controller = "deployment", replicas = 8,
+          requests = { gpu = 1 }, termination_grace = 0, pods = on("n1", 8) },
+        { name = "bw", queue = "b-one", controller = "deployment", replicas = 16,
+          requests = { gpu = 1 }, termination_grace = 0, pods = b_pods },
+        { name = "a2w", queue = "a-two", replicas = 16, min_member = 16, requests = { gpu = 1 } },
+        { name = "cw", queue = "c-one", replicas = 4, min_member = 4, requests = { gpu = 1 },
+          submit_at = 10 },
+      },
+    })
+    local ev = H.decisions(out, function(d) return d.op == "evict" end)
+    assert.are.equal(4, #ev)
+    for _, d in ipairs(ev) do
+      assert.are.equal("reclaim", d.action)
+      assert.truthy(d.pod:match("^bw%-"), d.pod .. " taken from a queue whose parent is under its share")
+    end
+    assert.are.equal(4, #binds(out, "cw-"))
+  end)
 end)
 
 describe("preemption", function()
