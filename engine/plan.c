@@ -182,6 +182,8 @@ void us_plan_free(us_plan *p) {
     free(p->undo);
     us_classes_free(p->classes);
     free(p->failed_jobs);
+    free(p->victim_first);
+    free(p->victim_pods);
     memset(p, 0, sizeof *p);
 }
 

@@ -75,6 +75,10 @@ typedef struct us_plan {
      * changed for good; a job just like one of them fails the same way */
     int *failed_jobs;
     size_t nfailed, cap_failed;
+    /* victims.c: AI pods that may ever be victims, by queue (built on the
+     * first search): [nqueues + 1] offsets into victim_pods */
+    int *victim_first;
+    int *victim_pods;
     struct us_classes *classes;  /* node and pod classes (nodeclass.h), built on first use */
     bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);

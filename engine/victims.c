@@ -124,6 +124,36 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
     return us_gang_try(s->p, s->job, s->need, s->act, ok, err);
 }
 
+/* Index the pods that may ever be victims (AI pods held at the snapshot
+ * whose workload is not non-preemptible) by queue, so a search looks only
+ * at the queues that may give.  0 or -1 (out of memory). */
+static int build_index(us_plan *p) {
+    const us_state *st = p->st;
+    int *first = calloc(st->nqueues + 1, sizeof *first), *fill = calloc(st->nqueues + 1, sizeof *fill);
+    int *pods = malloc((p->npods + 1) * sizeof *pods);
+    if (!first || !fill || !pods) {
+        free(first);
+        free(fill);
+        free(pods);
+        return -1;
+    }
+    for (size_t i = 0; i < p->npods; i++) {
+        const us_workload *w = &st->workloads[st->pods[i].workload];
+        if ((p->flags[i] & US_PF_HELD) && us_plan_is_ai(p, (int)i) && w->preemptibility != US_NON_PREEMPTIBLE)
+            first[w->queue + 1]++;
+    }
+    for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
+    for (size_t i = 0; i < p->npods; i++) {
+        const us_workload *w = &st->workloads[st->pods[i].workload];
+        if ((p->flags[i] & US_PF_HELD) && us_plan_is_ai(p, (int)i) && w->preemptibility != US_NON_PREEMPTIBLE)
+            pods[first[w->queue] + fill[w->queue]++] = (int)i;
+    }
+    free(fill);
+    p->victim_first = first;
+    p->victim_pods = pods;
+    return 0;
+}
+
 /* Find victims for need pods of the job; on success the plan holds the
  * evictions and placements.  *ok tells. */
 static int search_victims(search *s, bool *ok, us_err *err) {
@@ -138,8 +168,21 @@ static int search_victims(search *s, bool *ok, us_err *err) {
         goto out;
     }
     size_t nc = 0, nu = 0;
-    for (size_t i = 0; i < p->npods; i++)
-        if (candidate(s, (int)i)) cands[nc++] = (int)i;
+    if (!p->victim_first && build_index(p) < 0) {
+        rc = us_err_nomem(err);
+        goto out;
+    }
+    /* only the queues that may give: the job's own (preempt), or others
+     * over their share along the tree (reclaim) */
+    const us_workload *j = &p->st->workloads[s->job];
+    for (size_t q = 0; q < p->st->nqueues; q++) {
+        if (p->victim_first[q] == p->victim_first[q + 1]) continue;
+        if (s->act == US_ACT_PREEMPT ? (int)q != j->queue
+                                     : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, j->request)))
+            continue;
+        for (int k = p->victim_first[q]; k < p->victim_first[q + 1]; k++)
+            if (candidate(s, p->victim_pods[k])) cands[nc++] = p->victim_pods[k];
+    }
     if (nc == 0) goto out;
     us_sort(cands, nc, sizeof *cands, victim_order, s);
 
