@@ -32,15 +32,19 @@ typedef struct nclass {
     int *heap, nheap, capheap;
 } nclass;
 
+/* What is cached for one (pod class, node class) pair. */
+typedef struct cell {
+    double score;      /* NAN: not scored */
+    int displaced;     /* background pods displaced; -1: not known */
+} cell;
+
 typedef struct pclass {
     us_res req;
     const us_labels *sel, *labels;
     int priority, queue;
     bool background;
-    double *scores;    /* [nscores] by node class; NAN: not scored */
-    int nscores;
-    int *disp;         /* [ndisp] by node class; -1: not known */
-    int ndisp;
+    cell *cells;       /* [ncells] what is known, by node class */
+    int ncells;
 } pclass;
 
 struct us_classes {
@@ -228,8 +232,7 @@ void us_classes_free(us_classes *c) {
     if (!c) return;
     for (int i = 0; i < c->ncls; i++) free(c->cls[i].heap);
     for (int i = 0; i < c->npcs; i++) {
-        free(c->pcs[i].scores);
-        free(c->pcs[i].disp);
+        free(c->pcs[i].cells);
     }
     free(c->cls);
     free(c->table);
@@ -261,7 +264,7 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     if (c->wl_class[w] >= 0) return c->wl_class[w];
     const us_workload *wl = &p->st->workloads[w];
     pclass k = {wl->request, &wl->node_selector, &wl->labels, wl->priority, wl->queue,
-                wl->background, NULL, 0, NULL, 0};
+                wl->background, NULL, 0};
     for (int i = 0; i < c->npcs; i++) {
         const pclass *x = &c->pcs[i];
         if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
@@ -280,52 +283,51 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     return c->wl_class[w] = c->npcs++;
 }
 
+/* The cell of (pc, nc), growing the pod class's row to hold it; NULL when
+ * memory runs out. */
+static cell *cell_at(us_classes *c, int pc, int nc) {
+    pclass *x = &c->pcs[pc];
+    if (nc >= x->ncells) {
+        int n = c->capcls > nc ? c->capcls : nc + 1;
+        cell *g = realloc(x->cells, (size_t)n * sizeof *g);
+        if (!g) return NULL;
+        for (int i = x->ncells; i < n; i++) g[i] = (cell){NAN, -1};
+        x->cells = g;
+        x->ncells = n;
+    }
+    return &x->cells[nc];
+}
+
 bool us_classes_score(us_classes *c, int pc, int nc, double *score) {
     const pclass *x = &c->pcs[pc];
-    if (nc >= x->nscores || isnan(x->scores[nc])) return false;
-    *score = x->scores[nc];
+    if (nc >= x->ncells || isnan(x->cells[nc].score)) return false;
+    *score = x->cells[nc].score;
     return true;
 }
 
 int us_classes_set_score(us_classes *c, int pc, int nc, double score) {
-    pclass *x = &c->pcs[pc];
-    if (nc >= x->nscores) {
-        int n = c->capcls > nc ? c->capcls : nc + 1;
-        double *s = realloc(x->scores, (size_t)n * sizeof *s);
-        if (!s) return -1;
-        for (int i = x->nscores; i < n; i++) s[i] = NAN;
-        x->scores = s;
-        x->nscores = n;
-    }
-    x->scores[nc] = score;
+    cell *k = cell_at(c, pc, nc);
+    if (!k) return -1;
+    k->score = score;
     return 0;
 }
 
 void us_classes_clear_scores(us_classes *c) {
-    for (int i = 0; i < c->npcs; i++) {
-        free(c->pcs[i].scores);
-        c->pcs[i].scores = NULL;
-        c->pcs[i].nscores = 0;
-    }
+    /* displacement does not depend on the policy: it stays */
+    for (int i = 0; i < c->npcs; i++)
+        for (int j = 0; j < c->pcs[i].ncells; j++) c->pcs[i].cells[j].score = NAN;
 }
 
 bool us_classes_displaced(us_classes *c, int pc, int nc, int *displaced) {
     const pclass *x = &c->pcs[pc];
-    if (nc >= x->ndisp || x->disp[nc] < 0) return false;
-    *displaced = x->disp[nc];
+    if (nc >= x->ncells || x->cells[nc].displaced < 0) return false;
+    *displaced = x->cells[nc].displaced;
     return true;
 }
 
 int us_classes_set_displaced(us_classes *c, int pc, int nc, int displaced) {
-    pclass *x = &c->pcs[pc];
-    if (nc >= x->ndisp) {
-        int n = c->capcls > nc ? c->capcls : nc + 1;
-        int *d = realloc(x->disp, (size_t)n * sizeof *d);
-        if (!d) return -1;
-        for (int i = x->ndisp; i < n; i++) d[i] = -1;
-        x->disp = d;
-        x->ndisp = n;
-    }
-    x->disp[nc] = displaced;
+    cell *k = cell_at(c, pc, nc);
+    if (!k) return -1;
+    k->displaced = displaced;
     return 0;
 }
