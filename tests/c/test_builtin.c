@@ -208,9 +208,8 @@ TEST(fs_whole_and_work_conserving) {
         reset();
         size_t n = 2 + rnd(6);
         double cap = rnd(40), owed = 0, asked = 0;
-        static char names[8][8];
+        static const char *const names[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7"};
         for (size_t i = 0; i < n; i++) {
-            snprintf(names[i], sizeof names[i], "q%zu", i);
             int x = queue(names[i], -1, (int)rnd(3));
             double quota = rnd(5) == 0 ? -1.0 : (double)rnd(9), demand = rnd(13);
             gpu(x, quota, 1 + rnd(3), demand);
