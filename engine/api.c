@@ -721,7 +721,7 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
     if (!us_use_fits(u, cap, req, slot)) {
         *res = "gpu"; /* devices, when no sum is over */
         for (int r = US_NRES - 1; r >= 0; r--)
-            if (u->used.v[r] + req.v[r] > cap->cap.v[r]) *res = us_res_names[r];
+            if (us_sat_add(u->used.v[r], req.v[r]) > cap->cap.v[r]) *res = us_res_names[r];
         return false;
     }
     us_use_add(u, cap, req, slot);
@@ -1447,7 +1447,7 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
         alloc = e->figs[i].allocated;
         /* like the simulator's output: rounded to the engine's units */
         for (int r = 0; r < US_NRES; r++)
-            fair.v[r] = isfinite(e->figs[i].fair[r]) ? llround(e->figs[i].fair[r]) : 0;
+            fair.v[r] = us_res_round(e->figs[i].fair[r]);
     }
     out->name = q->name;
     out->parent = q->parent >= 0 ? e->st.queues[q->parent].name : NULL;

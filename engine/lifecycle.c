@@ -22,10 +22,23 @@ static bool node_runs_daemon(const us_state *st, const us_workload *w, int n) {
            us_labels_match(&node->labels, &w->node_selector);
 }
 
+#define NAMEBUF 256
+
+/* "<workload>-<suffix>" in buf (NAMEBUF bytes) when it fits, else in memory
+ * of its own that the caller frees (when the result is not buf), or NULL.
+ * A name is never cut short: two cut names could be the same. */
+static char *pod_name(char *buf, const char *workload, const char *suffix) {
+    size_t n = strlen(workload) + strlen(suffix) + 2;
+    char *name = n <= NAMEBUF ? buf : malloc(n);
+    if (name) snprintf(name, n, "%s-%s", workload, suffix);
+    return name;
+}
+
 static int create_daemon_pod(us_state *st, int w, int n) {
-    char name[512];
-    snprintf(name, sizeof name, "%s-%s", st->workloads[w].name, st->nodes[n].name);
-    return us_state_add_pod(st, w, name, n) < 0 ? -1 : 0;
+    char buf[NAMEBUF], *name = pod_name(buf, st->workloads[w].name, st->nodes[n].name);
+    int rc = name && us_state_add_pod(st, w, name, n) >= 0 ? 0 : -1;
+    if (name != buf) free(name);
+    return rc;
 }
 
 /* Give node n its pod of daemonset w, unless it has one. */
@@ -46,6 +59,7 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     wl->started_at = -1;
     int rc = -1;
     const char **names = NULL;
+    char buf[NAMEBUF], *name = NULL;
     bool *has = NULL;
     if (wl->controller == US_CTRL_DAEMONSET) {
         if (!(has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has))) return -1;
@@ -60,17 +74,22 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     if (!(names = malloc((nlive + 1) * sizeof *names))) return -1;
     for (size_t k = 0; k < nlive; k++) names[k] = st->pods[live_pods[k]].name;
     qsort(names, nlive, sizeof *names, by_str);
-    char name[512];
-    const char *key = name;
     int have = (int)nlive;
     for (int i = 0; have < wl->replicas; i++) {
-        snprintf(name, sizeof name, "%s-%d", wl->name, i);
-        if (bsearch(&key, names, nlive, sizeof *names, by_str)) continue;
-        if (us_state_add_pod(st, w, name, -1) < 0) goto out;
-        have++;
+        char idx[24];
+        snprintf(idx, sizeof idx, "%d", i);
+        if (!(name = pod_name(buf, wl->name, idx))) goto out;
+        const char *key = name;
+        if (!bsearch(&key, names, nlive, sizeof *names, by_str)) {
+            if (us_state_add_pod(st, w, name, -1) < 0) goto out;
+            have++;
+        }
+        if (name != buf) free(name);
+        name = NULL;
     }
     rc = 0;
 out:
+    if (name != buf) free(name);
     free(names);
     free(has);
     return rc;

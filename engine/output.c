@@ -71,7 +71,7 @@ fail:
  * engine's unit (milli-device, millicore, byte) so figures stay exact. */
 static us_res round_fair(const double fair[US_NRES]) {
     us_res r;
-    for (int i = 0; i < US_NRES; i++) r.v[i] = isfinite(fair[i]) ? llround(fair[i]) : 0;
+    for (int i = 0; i < US_NRES; i++) r.v[i] = us_res_round(fair[i]);
     return r;
 }
 

@@ -321,6 +321,23 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     } else if (!decided) {
         memset(keep, 0, nkeep * sizeof *keep);
         rc = us_builtin_reoffer(&in, keep, place, err);
+        /* checked like any policy; keeping and placing nothing obeys every
+         * rule, so that is what a rejected built-in result becomes */
+        char why[512];
+        const char *bad = NULL;
+        if (rc == 0) {
+            memcpy(scratch, w->vheld, w->nview * sizeof *scratch);
+            bad = check(p, &in, keep, place, scratch, why, sizeof why);
+        }
+        if (bad) {
+            const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
+            memset(keep, 0, nkeep * sizeof *keep);
+            for (size_t i = 0; i < w->out->npending; i++) place[i] = -1;
+            if (us_log_event(p->log, "Warning", "PolicyRejected", "background (built-in)", ann,
+                             "built-in re-offer: result rejected: %s; this cycle keeps and "
+                             "places no background pod on pool \"%s\"", bad, p->pool) < 0)
+                rc = us_err_nomem(err);
+        }
     }
     free(scratch);
     return rc;

@@ -33,6 +33,8 @@ const char *const us_tl_action_names[] = {"submit",      "delete", "complete",
 #define QLEN 400      /* a quoted value in a message (at most 60 source chars) */
 #define MAX_PRIORITY 1000000000
 #define MAX_REPLICAS 1000000
+#define MAX_WEIGHT 1000000  /* over_quota_weight */
+#define MAX_NAME 253        /* Kubernetes' longest object name */
 
 /* Largest value of any quantity field, per resource.  Far below INT64_MAX so
  * that sums over many pods, nodes or queues cannot overflow, and exact as a
@@ -423,6 +425,16 @@ static int get_str(ctx *c, const cJSON *o, const char *path, const char *key,
     return *out ? 0 : nomem(c);
 }
 
+/* An object's name: a string of 1 to MAX_NAME bytes, like a Kubernetes
+ * name, so that names built from it (pods <workload>-<i>) stay distinct. */
+static int check_name(ctx *c, const char *path, const char *key, const char *name) {
+    size_t n = strlen(name);
+    if (n > MAX_NAME)
+        return failk(c, path, key, "is %zu characters long, more than the %d a Kubernetes name may have",
+                     n, MAX_NAME);
+    return 0;
+}
+
 /* A number of seconds (or a weight): def when absent; must be >= lo, or
  * > lo when strict. */
 static int get_num(ctx *c, const cJSON *o, const char *path, const char *key, bool required,
@@ -571,7 +583,7 @@ static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *
     memset(out, 0, sizeof *out);
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, node_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &n.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &n.name) < 0 || check_name(c, path, "name", n.name) < 0) goto fail;
     if (c->st && names_get(&c->nodes, n.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate node name", quote(q, n.name));
         goto fail;
@@ -627,7 +639,7 @@ static const char *const res_fields[] = {"gpu", "cpu", "memory", NULL};
  * res holds the values fields not given keep; set marks resources named. */
 static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res[US_NRES],
                            bool set[US_NRES]) {
-    char p[PATHLEN];
+    char p[PATHLEN], num[32];
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, res_fields) < 0)
         return -1;
     for (int r = 0; r < US_NRES; r++) {
@@ -643,6 +655,11 @@ static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res
         if (get_num(c, x, p, "over_quota_weight", false, res[r].over_quota_weight, 0, false,
                     &res[r].over_quota_weight) < 0)
             return -1;
+        /* weights are summed and divided by their sum: bounded, the shares
+         * of any number of siblings stay finite */
+        if (res[r].over_quota_weight > MAX_WEIGHT)
+            return failk(c, p, "over_quota_weight", "%s is more than %d",
+                         numstr(num, res[r].over_quota_weight), MAX_WEIGHT);
         set[r] = true;
     }
     return 0;
@@ -667,7 +684,7 @@ static int queue_fields_parse(ctx *c, const cJSON *o, const char *path, us_queue
     }
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, queue_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &q.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &q.name) < 0 || check_name(c, path, "name", q.name) < 0) goto fail;
     if (c->st && names_get(&c->queues, q.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate queue name", quote(qb, q.name));
         goto fail;
@@ -890,7 +907,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         }
     }
     if ((v = get(o, "name"))) {
-        if (get_strref(c, o, path, "name", NULL, &name) < 0) goto fail;
+        if (get_strref(c, o, path, "name", NULL, &name) < 0 || check_name(c, path, "name", name) < 0) goto fail;
     } else {
         /* <workload>-<i>, daemonset pods <workload>-<node>; the usual
          * short name needs no allocation (a large scenario has 100,000) */
@@ -988,7 +1005,7 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "submit_at", "not allowed in a timeline submit (its \"at\" is the submit time)");
         goto fail;
     }
-    if (get_str(c, o, path, "name", NULL, &w.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &w.name) < 0 || check_name(c, path, "name", w.name) < 0) goto fail;
     if (c->st && names_get(&c->wls, w.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;

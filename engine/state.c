@@ -7,12 +7,21 @@
  */
 #include "state.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const us_res_names[US_NRES] = {"gpu", "cpu", "memory"};
 const char *const us_pod_state_names[] = {"pending", "pipelined", "running",
                                           "releasing", "completed"};
+
+int64_t us_res_round(double x) {
+    if (!(x == x)) return 0;
+    /* 2^63 is the first double past INT64_MAX */
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return llround(x);
+}
 
 const char *us_labels_get(const us_labels *l, const char *key) {
     for (size_t i = 0; i < l->n; i++)

@@ -31,14 +31,33 @@ extern const char *const us_res_names[US_NRES]; /* "gpu", "cpu", "memory" */
 #define US_MAX_GPUS 64    /* devices a node may have */
 #define US_UNLIMITED (-1) /* quota -1: unlimited; limit -1: no limit */
 
+/* Sums saturate at INT64_MAX / INT64_MIN instead of overflowing.  Each
+ * quantity is bounded at load (scenario.c), but sums over many pods, nodes or
+ * queues are not: 1,100 pods of 8Pi add up to more than int64 holds.  A
+ * saturated sum means "more than anything this cluster has", which is what
+ * every comparison against a capacity, quota or limit needs. */
+static inline int64_t us_sat_add(int64_t a, int64_t b) {
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
+static inline int64_t us_sat_sub(int64_t a, int64_t b) {
+    int64_t s;
+    if (__builtin_sub_overflow(a, b, &s)) return b < 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
 static inline us_res us_res_add(us_res a, us_res b) {
-    for (int i = 0; i < US_NRES; i++) a.v[i] += b.v[i];
+    for (int i = 0; i < US_NRES; i++) a.v[i] = us_sat_add(a.v[i], b.v[i]);
     return a;
 }
 static inline us_res us_res_sub(us_res a, us_res b) {
-    for (int i = 0; i < US_NRES; i++) a.v[i] -= b.v[i];
+    for (int i = 0; i < US_NRES; i++) a.v[i] = us_sat_sub(a.v[i], b.v[i]);
     return a;
 }
+/* A share computed in doubles (fair share) back in engine units: rounded to
+ * the nearest unit, NaN as 0, clamped to what int64 holds. */
+int64_t us_res_round(double x);
+
 /* true when every component of a is <= the one of b */
 static inline bool us_res_le(us_res a, us_res b) {
     for (int i = 0; i < US_NRES; i++)

@@ -47,7 +47,7 @@ static bool within_fair(const us_plan *p, int q, us_res req) {
     for (; q >= 0; q = p->st->queues[q].parent)
         for (int r = 0; r < US_NRES; r++) {
             double f = p->fair[q * US_NRES + r];
-            if (req.v[r] > 0 && (double)(p->alloc[q].v[r] + req.v[r]) > f + slack(f)) return false;
+            if (req.v[r] > 0 && (double)us_sat_add(p->alloc[q].v[r], req.v[r]) > f + slack(f)) return false;
         }
     return true;
 }
