@@ -146,6 +146,9 @@ typedef enum us_wl_state {
 
 #define US_BACKGROUND_LABEL "kai.scheduler/background"
 #define US_PREEMPTIBILITY_LABEL "kai.scheduler/preemptibility"
+/* The blocked reason of a workload whose background label is neither
+ * "true" nor "false" (its Warning names the value). */
+extern const char us_background_label_blocked[];
 
 /* Why a workload's pods stayed pending in the last cycle that tried them. */
 typedef enum us_why {
