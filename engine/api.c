@@ -1005,17 +1005,13 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     }
     e->now = now;
     cur->termination_grace = w.termination_grace;
-    bool regang = cur->min_member != w.min_member;
     cur->min_member = w.min_member;
     rc = 0;
     if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas)
         rc = us_life_scale(st, idx, w.replicas, now);
     else
         cur->replicas = w.replicas;
-    if (rc == 0 && regang) {
-        int evicted;
-        rc = us_life_gang_reset(st, idx, now, &evicted);
-    }
+    /* a gang now below min_member is stopped by the next cycle, with decisions */
     us_workload_free(&w);
     return rc < 0 ? nomem(err) : ok(err);
 }

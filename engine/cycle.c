@@ -1,7 +1,8 @@
 /*
  * cycle.c — one scheduling cycle, the order of its steps and nothing else:
  *
- *   expire terminated pods, bind pipelined pods whose room is free;
+ *   expire terminated pods, stop the pods of gangs that broke, bind
+ *   pipelined pods whose room is free;
  *   per node pool (in name order):
  *     snapshot + virtual eviction (plan.c), fair share (fairshare.c),
  *     allocate (allocate.c), reclaim, preempt (victims.c),
@@ -179,6 +180,9 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
             else if (w->why_pending == US_WHY_QUOTA)
                 snprintf(msg, sizeof msg, "%d pod(s) pending: non-preemptible work uses only quota, "
                          "and queue \"%s\" has used its quota on pool \"%s\"", pending[i], q, w->pool);
+            else if (w->why_pending == US_WHY_OWN_PODS)
+                snprintf(msg, sizeof msg, "%d pod(s) pending: waiting for pods of its own to "
+                         "terminate (a pod never waits in line behind its own gang)", pending[i]);
             else
                 snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
                          pending[i], w->min_member > 1 ? "the gang" : "the pod");
@@ -238,6 +242,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     for (size_t w = 0; w < st->nworkloads; w++) st->workloads[w].why_pending = US_WHY_NONE;
     us_life_expire(st, now);
     if (rule_warnings(st, o, log) < 0) return us_err_nomem(err);
+    if (us_commit_broken_gangs(st, now, log, err) < 0) return -1;
     if (us_commit_promote(st, log, err) < 0) return -1;
 
     const char **pools;

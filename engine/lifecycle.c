@@ -188,6 +188,7 @@ int us_life_add_node(us_state *st, int n, double now) {
 }
 
 int us_life_remove_node(us_state *st, int n, double now) {
+    (void)now;
     st->nodes[n].removed = true;
     size_t npods = st->npods;
     for (size_t i = 0; i < npods; i++) {
@@ -206,12 +207,6 @@ int us_life_remove_node(us_state *st, int n, double now) {
         p->state = US_POD_PENDING;
         p->node = -1;
         p->shared_dev = -1;
-    }
-    for (size_t w = 0; w < st->nworkloads; w++) {
-        int evicted;
-        if (st->workloads[w].state == US_WL_ACTIVE &&
-            us_life_gang_reset(st, (int)w, now, &evicted) < 0)
-            return -1;
     }
     us_state_compact_pods(st);
     return 0;
@@ -253,23 +248,6 @@ int us_life_count_holding(const us_state *st, int w) {
             n++;
     }
     return n;
-}
-
-int us_life_gang_reset(us_state *st, int w, double now, int *evicted) {
-    *evicted = 0;
-    int holding = us_life_count_holding(st, w);
-    if (holding == 0 || holding >= st->workloads[w].min_member) return 0;
-    size_t npods = st->npods;   /* recreated pods are appended past this */
-    for (size_t i = 0; i < npods; i++) {
-        us_pod *p = &st->pods[i];
-        if (p->workload != w || p->gone ||
-            (p->state != US_POD_RUNNING && p->state != US_POD_PIPELINED))
-            continue;
-        if (us_life_evict(st, (int)i, now) == -1) return -1;
-        (*evicted)++;
-    }
-    st->workloads[w].started_at = -1;
-    return 0;
 }
 
 void us_life_expire(us_state *st, double now) {
@@ -327,13 +305,13 @@ int us_life_scale(us_state *st, int w, int replicas, double now) {
     us_state_compact_pods(st);
     if (have < replicas && us_life_submit(st, w, now) < 0) return -1;
     wl->started_at = started;
-    int evicted;
-    return us_life_gang_reset(st, w, now, &evicted);
+    return 0;
 }
 
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
+    (void)now;
     us_pod *p = &st->pods[pod];
-    int w = p->workload, evicted;
+    int w = p->workload;
     if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED ||
         st->workloads[w].state != US_WL_ACTIVE) {
         p->gone = true;
@@ -343,9 +321,6 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
         p->shared_dev = -1;
         if (recreated) p->seq = st->next_seq++;
     }
-    us_state_compact_pods(st);
-    if (st->workloads[w].state == US_WL_ACTIVE && us_life_gang_reset(st, w, now, &evicted) < 0)
-        return -1;
     us_state_compact_pods(st);
     return 0;
 }

@@ -155,7 +155,8 @@ typedef enum us_why {
     US_WHY_NONE,     /* nothing kept it, or nothing tried */
     US_WHY_ROOM,     /* no node had room (for the whole gang) */
     US_WHY_LIMIT,    /* its queue, or an ancestor, is at its limit */
-    US_WHY_QUOTA     /* non-preemptible: its queue's quota is used up */
+    US_WHY_QUOTA,    /* non-preemptible: its queue's quota is used up */
+    US_WHY_OWN_PODS  /* pods of its own still terminate: it waits for them */
 } us_why;
 
 typedef struct us_workload {

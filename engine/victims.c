@@ -3,7 +3,8 @@
  * be a victim.
  *
  * The search evicts candidate units (an elastic pod, or a whole gang when
- * taking a pod would leave it below min_member) in order until the job's
+ * taking a pod would leave it below min_member, counting the pods the
+ * cycle placed so far) in order until the job's
  * gang fits, then drops every unit it did not need, so no pod is evicted
  * in vain.  All of it happens in the plan and is rolled back on failure.
  */
@@ -106,6 +107,11 @@ static int evict_unit(search *s, int pod, bool *taken) {
         return us_plan_evict(p, pod, s->act, s->job);
     }
     if (v->preemptibility == US_SEMI_PREEMPTIBLE) return 0;
+    /* The whole gang would go, but pods of it placed earlier in this cycle
+     * are not victims (only pods held at the snapshot are): they would be
+     * left running below min_member.  Such a gang is not broken. */
+    for (size_t k = 0; k < p->nplaced; k++)
+        if (p->st->pods[p->placed[k]].workload == vw) return 0;
     *taken = true;
     for (size_t i = 0; i < p->npods; i++)
         if (p->st->pods[i].workload == vw && (p->flags[i] & US_PF_HELD) &&

@@ -127,6 +127,17 @@ static size_t count_phase(const us_engine *e, us_pod_phase ph) {
     return n;
 }
 
+/* Decisions of the last cycle with this op and action (NULL: none). */
+static size_t count_decisions(const us_engine *e, us_decision_op op, const char *action) {
+    size_t n = 0;
+    us_decision_info d;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++)
+        if (us_engine_decision(e, i, &d) == US_OK && d.op == op &&
+            (action ? d.action && strcmp(d.action, action) == 0 : !d.action))
+            n++;
+    return n;
+}
+
 /* Run f; it must fail with code and a message containing msg, and leave
  * the engine as it was. */
 #define REFUSED(e, call, want_code, msg)                                                          \
@@ -467,11 +478,15 @@ TEST(workload_resend_scale_and_finish) {
     CHECK(us_engine_complete_workload(e, "w", 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     /* a job's gang is its replicas unless min_member says otherwise:
-     * growing it re-forms the gang, which starts again whole */
+     * growing it re-forms the gang, which the next cycle stops, a
+     * decision per pod, so it starts again whole */
     CHECK(workload(e, "g", "q", 2, 1, 20) == US_OK);
     CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(workload(e, "g", "q", 3, 1, 20) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2); /* nothing stopped behind the caller's back */
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 2);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     CHECK(count_phase(e, US_PHASE_PENDING) == 3);
     CHECK(us_engine_remove_workload(e, "g", 20, &err) == US_OK);
@@ -541,10 +556,18 @@ TEST(pod_reports) {
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"node\": \"n2\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     CHECK_STR(p.node, "n2");
-    /* gone: its controller recreates it pending */
+    /* gone: its controller recreates it pending; the gang (2 of 2) broke,
+     * so the next cycle stops train-abc with a decision of its own, and
+     * the gang waits for it to terminate rather than pipeline behind it */
     CHECK(us_engine_remove_pod(e, "train-def", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(pod_named(e, "train-abc", &p) && p.phase == US_PHASE_RUNNING);
     CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 1);
+    CHECK(count_decisions(e, US_DECISION_PIPELINE, NULL) + count_decisions(e, US_DECISION_PIPELINE, "allocate") == 0);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 2);
+    CHECK(us_engine_run_cycle(e, 30, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     us_engine_destroy(e);
 }
