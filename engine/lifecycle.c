@@ -8,6 +8,7 @@
 #include "lifecycle.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +58,7 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     us_workload *wl = &st->workloads[w];
     wl->state = US_WL_ACTIVE;
     wl->started_at = -1;
+    if (isnan(wl->created_at)) wl->created_at = wl->submit_at;  /* not given: created when submitted */
     int rc = -1;
     const char **names = NULL;
     char buf[NAMEBUF], *name = NULL;

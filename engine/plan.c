@@ -290,17 +290,6 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
     return US_WHY_NONE;
 }
 
-double us_plan_queue_ratio(const us_plan *p, int q) {
-    double worst = 0;
-    for (int r = 0; r < US_NRES; r++) {
-        double a = (double)p->alloc[q].v[r], f = p->fair[q * US_NRES + r];
-        if (a <= 0) continue;
-        double ratio = f > 0 ? a / f : 1e300;
-        if (ratio > worst) worst = ratio;
-    }
-    return worst;
-}
-
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
                          const char *what) {
     const char *ann[] = {"policy", file, "policy-id", us_policy_id(pol), "pool", p->pool, NULL};

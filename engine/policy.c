@@ -872,10 +872,12 @@ static int by_queue_name(const void *a, const void *b) {
 
 static void push_fs_queue(lua_State *L, const us_fs_input *in, const us_fs_queue *q) {
     double w;
-    lua_createtable(L, 0, 10);
+    lua_createtable(L, 0, 11);
     set_str(L, "name", q->name);
     if (q->parent >= 0) set_str(L, "parent", in->queues[q->parent].name);
     set_int(L, "priority", q->priority);
+    lua_pushnumber(L, q->created_at);
+    lua_setfield(L, -2, "created_at");
     push_bounds(L, q->res, false);
     lua_setfield(L, -2, "quota");
     push_bounds(L, q->res, true);

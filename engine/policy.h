@@ -72,6 +72,7 @@ typedef struct us_fs_queue {
     us_qres res[US_NRES];       /* quota, limit, weight effective on this pool */
     us_res demand;              /* AI requests of pending+placed pods; parents: sum of children */
     us_res allocated;           /* AI pods holding resources; parents: sum of children */
+    double created_at;          /* seconds; orders queues that tie for a unit left over */
 } us_fs_queue;
 
 typedef struct us_fs_input {

@@ -120,6 +120,7 @@ typedef struct us_queue {
     us_qres res[US_NRES];
     us_qpool *pools;
     size_t npools;
+    double created_at;        /* seconds; orders queues that tie on every other criterion */
     bool leaf;                /* derived: no queue names it as parent */
     int depth;                /* derived: 0 for a root */
 } us_queue;
@@ -172,6 +173,7 @@ typedef struct us_workload {
     us_labels labels;
     double termination_grace;  /* seconds */
     double submit_at;          /* seconds */
+    double created_at;         /* seconds; default submit_at: job order, victim order */
     double duration;           /* seconds of running; < 0: until deleted */
     bool background;           /* label kai.scheduler/background: "true" */
     us_res request;            /* per pod */
