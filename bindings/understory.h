@@ -81,9 +81,12 @@ enum {
     US_EIO = 3,     /* a file could not be read */
     US_EPOLICY = 4, /* a policy failed to load or failed its check */
     US_ENOENT = 5,  /* no node, queue, workload or pod of that name */
-    US_EBUSY = 6    /* in use (a queue with workloads or children), or a
+    US_EBUSY = 6,   /* in use (a queue with workloads or children), or a
                        call that changes the engine made from inside its
                        event callback */
+    US_EINVARIANT = 7 /* an invariant failed after a cycle (check_invariants):
+                         an engine bug; the message names the invariant, the
+                         cycle and the objects */
 };
 
 /* A code and a message.  A plain value owned by the caller. */
@@ -135,6 +138,13 @@ typedef struct us_engine_options {
      * defaults (10,000,000 and 64 MiB). */
     uint64_t instructions;
     size_t memory;
+    /* Non-zero: check the engine's invariants after every cycle (no node
+     * over capacity, gangs at 0 or min_member, unique live pod names, every
+     * accepted decision applied, queue usage equal to its pods; see
+     * docs/scheduling.md); a violation fails us_engine_run_cycle with
+     * US_EINVARIANT.  0 (default): no check, unless the library was built
+     * with US_CHECK_INVARIANTS. */
+    int check_invariants;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */

@@ -85,6 +85,7 @@ US_API const char *us_strerror(int code) {
     case US_EPOLICY: return "policy error";
     case US_ENOENT: return "no such object";
     case US_EBUSY: return "busy";
+    case US_EINVARIANT: return "invariant broken";
     default: return "unknown error";
     }
 }
@@ -208,6 +209,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     us_cycle_opts_default(&e->copts);
     e->copts.background_aware_ties = !o->plain_ties;
     e->copts.long_grace = o->long_grace;
+    if (o->check_invariants) e->copts.check_invariants = true;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
@@ -1319,6 +1321,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
     e->now = now;
     e->cycles++;
+    if (rc < 0 && ie.code == US_EINVARIANT) us_err_prefix(&ie, "cycle %llu: ", (unsigned long long)e->cycles);
     if (rc < 0 || index_cycle(e) < 0) {
         free(figs);
         free_cycle(e);

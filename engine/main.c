@@ -53,10 +53,12 @@ static void usage(FILE *f) {
 
 /* Options every command that runs policies takes. */
 #define POLICY_OPTION_HELP                                                               \
-    "  --plain-ties          break ties between equally scored nodes by node name\n"     \
-    "                        only (plain invisible planning); by default the node\n"     \
-    "                        whose use displaces the least background work wins,\n"      \
-    "                        then the name\n"                                            \
+    "  --plain-ties          plain invisible planning: new AI pods stay where\n"         \
+    "                        placement put them (ties by node name); by default\n"       \
+    "                        they may move to an identical node where they displace\n"   \
+    "                        less background work\n"                                     \
+    "  --check-invariants    check the engine's invariants after every cycle; a\n"       \
+    "                        broken one stops the run with an error naming it\n"         \
     "  --long-grace SECONDS  warn about background pods whose termination grace\n"       \
     "                        exceeds SECONDS, since it delays AI work (default %g)\n"    \
     "  --instructions N      Lua instructions a policy call may run (default\n"          \
@@ -293,6 +295,8 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
             c->timings = true;
         } else if (!strcmp(a, "--plain-ties")) {
             c->sim.cycle.background_aware_ties = false;
+        } else if (!strcmp(a, "--check-invariants")) {
+            c->sim.cycle.check_invariants = true;
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a directory", "--policies");
             c->policies = v;

@@ -284,8 +284,14 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         /* every version the cycle may ask starts from the cycle's seed, so
          * a cycle's randomness never depends on what earlier cycles drew */
         for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
-        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0)
+        if (o->before_cycle) {
+            o->before_cycle(o->hook_ctx, st, s.pol, t, i + 1);
+            for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
+        }
+        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0) {
+            if (err && err->code == US_EINVARIANT) us_err_prefix(err, "cycle %d: ", i + 1);
             goto fail_cycle;
+        }
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
         res->final_time = t;
         changed = changed || c.log.ndecisions > 0;

@@ -685,6 +685,35 @@ TEST(cycle_events_and_callback) {
     us_engine_destroy(e);
 }
 
+/* check_invariants: the engine checks every cycle and decides exactly what
+ * an unchecked engine decides (the check reads, never changes). */
+TEST(invariant_checks_on_request) {
+    us_engine *e[2] = {NULL, NULL};
+    us_error err;
+    char *seen[2] = {NULL, NULL};
+    CHECK_STR(us_strerror(US_EINVARIANT), "invariant broken");
+    for (int k = 0; k < 2; k++) {
+        us_engine_options o;
+        us_engine_options_init(&o);
+        CHECK(o.check_invariants == 0);
+        o.check_invariants = k;
+        CHECK(us_engine_create(&o, &e[k], &err) == US_OK);
+        if (!e[k]) return;
+        CHECK(node(e[k], "n1", 4) == US_OK && node(e[k], "n2", 4) == US_OK);
+        CHECK(queue(e[k], "q", NULL, 8) == US_OK && bg_queue(e[k], "bg") == US_OK);
+        CHECK(bg_workload(e[k], "burn", US_CONTROLLER_DEPLOYMENT, 4, 1, 0) == US_OK);
+        CHECK(us_engine_run_cycle(e[k], 0, &err) == US_OK);
+        CHECK(workload(e[k], "w", "q", 2, 2, 10) == US_OK);
+        for (int t = 10; t <= 30; t += 10) CHECK(us_engine_run_cycle(e[k], t, &err) == US_OK);
+        seen[k] = dump(e[k]);
+        us_engine_destroy(e[k]);
+    }
+    CHECK(seen[0] && seen[1] && strcmp(seen[0], seen[1]) == 0);
+    CHECK_HAS(seen[1], "w-1");
+    free(seen[0]);
+    free(seen[1]);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -842,6 +871,7 @@ int main(void) {
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
+    RUN(invariant_checks_on_request);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
