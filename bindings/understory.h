@@ -387,7 +387,9 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
  * with US_EBUSY.  ev and its strings are valid during the call only. */
 typedef void (*us_event_cb)(us_engine *e, const us_event_info *ev, void *data);
 /* Register cb with data (borrowed, passed back as is); cb NULL removes it.
- * One callback per engine: a new one replaces the old. */
+ * One callback per engine: a new one replaces the old.  Also allowed from
+ * inside the callback: the change applies from the next event of the same
+ * cycle on (NULL: no more events are delivered). */
 US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data);
 
 /* ---- reading the state --------------------------------------------------------

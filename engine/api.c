@@ -1308,6 +1308,19 @@ static void event_info(const us_engine *e, size_t i, us_event_info *out) {
     out->annotations = ev->annotations.n ? e->ann + e->ann_first[i] : NULL;
 }
 
+/* Call the event callback once per event of the last cycle.  The callback
+ * is read again before every event: one that replaces or removes itself
+ * (us_engine_on_event from inside) takes effect from the next event on. */
+static void deliver_events(us_engine *e) {
+    e->busy = true;
+    for (size_t i = 0; i < e->log.nevents && e->cb; i++) {
+        us_event_info info;
+        event_info(e, i, &info);
+        e->cb(e, &info, e->cb_data);
+    }
+    e->busy = false;
+}
+
 US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
@@ -1333,15 +1346,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     e->figs = figs;
     e->nfigs = e->st.nqueues;
     tidy(e);
-    if (e->cb) {
-        e->busy = true;
-        for (size_t i = 0; i < e->log.nevents; i++) {
-            us_event_info info;
-            event_info(e, i, &info);
-            e->cb(e, &info, e->cb_data);
-        }
-        e->busy = false;
-    }
+    deliver_events(e);
     return ok(err);
 }
 

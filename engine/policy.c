@@ -30,6 +30,7 @@
  * with raw accesses only, so no metamethod runs while converting.
  */
 #include "policy.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -41,11 +42,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
 #define HOOK_EVERY 1000                 /* VM instructions between budget checks */
-#define MAX_FILE ((long)16 << 20)       /* a policy file larger than this is refused */
+#define MAX_FILE ((size_t)16 << 20)     /* a policy file larger than this is refused */
 
 enum { FS = US_POLICY_COMPUTE, PL = US_POLICY_SCORE, BG = US_POLICY_REOFFER, NMOD = US_POLICY_NFN };
 const char *const us_policy_files[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
@@ -670,43 +672,27 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
     return 0;
 }
 
-/* Read dir/name whole into a malloc'd buffer. */
+/* Read dir/name whole into a malloc'd buffer; only a regular file is read
+ * (readfile.c), so a FIFO or a device named like a policy cannot block. */
 static int read_file(const char *dir, const char *name, char **buf, size_t *len, us_err *err) {
-    char path[4096];
-    FILE *f = NULL;
-    long size = 0;
-    int rc = -1;
+    char path[4096], why[256];
+    /* messages name the file only: the caller names the directory once */
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return us_err_set(err, US_EIO, "%s: path too long", name);
+    if (us_read_regular(path, MAX_FILE, buf, len, why, sizeof why) < 0)
+        return us_err_set(err, US_EIO, "%s: cannot read it: %s", name, why);
+    return 0;
+}
 
-    *buf = NULL;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        us_err_set(err, US_EIO, "%s/%s: path too long", dir, name);
-        goto done;
-    }
-    f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        us_err_set(err, US_EIO, "cannot read %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (size > MAX_FILE) {
-        us_err_set(err, US_EIO, "cannot read %s: larger than %ld bytes", path, MAX_FILE);
-        goto done;
-    }
-    *buf = malloc((size_t)size + 1);
-    if (!*buf) {
-        us_err_nomem(err);
-        goto done;
-    }
-    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
-        us_err_set(err, US_EIO, "cannot read %s: %s", path, ferror(f) ? strerror(errno) : "file changed");
-        free(*buf);
-        *buf = NULL;
-        goto done;
-    }
-    *len = (size_t)size;
-    rc = 0;
-done:
-    if (f) fclose(f);
-    return rc;
+/* The policy directory itself: missing, or not a directory, says so rather
+ * than failing on its first file. */
+static int check_dir(const char *dir, us_err *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return us_err_set(err, US_EIO, "cannot open the directory: %s", strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return us_err_set(err, US_EIO, "not a directory");
+    return 0;
 }
 
 /* FNV-1a 64 over each file's name, a NUL, and its bytes. */
@@ -738,6 +724,7 @@ us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *
     p->mem_limit = lim && lim->memory ? lim->memory : DEFAULT_MEMORY;
     snprintf(p->cut_at, sizeof p->cut_at, "?");
 
+    if (check_dir(dir, err) < 0) goto fail;
     for (int m = 0; m < NMOD; m++)
         if (read_file(dir, mod_file[m], &buf[m], &len[m], err) < 0) goto fail;
     make_id(p, buf, len);
