@@ -135,6 +135,9 @@ typedef struct us_engine_options {
      * defaults (10,000,000 and 64 MiB). */
     uint64_t instructions;
     size_t memory;
+    /* Wall-clock milliseconds one policy call may take; 0: the default
+     * (500).  A call past it is cut off like one past its instructions. */
+    unsigned long time_limit_ms;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */

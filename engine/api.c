@@ -210,6 +210,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     e->copts.long_grace = o->long_grace;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
+    e->limits.time_ms = o->time_limit_ms;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;
