@@ -145,6 +145,9 @@ typedef struct us_engine_options {
      * US_EINVARIANT.  0 (default): no check, unless the library was built
      * with US_CHECK_INVARIANTS. */
     int check_invariants;
+    /* Wall-clock milliseconds one policy call may take; 0: the default
+     * (500).  A call past it is cut off like one past its instructions. */
+    unsigned long time_limit_ms;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */
@@ -397,7 +400,9 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
  * with US_EBUSY.  ev and its strings are valid during the call only. */
 typedef void (*us_event_cb)(us_engine *e, const us_event_info *ev, void *data);
 /* Register cb with data (borrowed, passed back as is); cb NULL removes it.
- * One callback per engine: a new one replaces the old. */
+ * One callback per engine: a new one replaces the old.  Also allowed from
+ * inside the callback: the change applies from the next event of the same
+ * cycle on (NULL: no more events are delivered). */
 US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data);
 
 /* ---- reading the state --------------------------------------------------------

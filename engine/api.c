@@ -212,6 +212,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     if (o->check_invariants) e->copts.check_invariants = true;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
+    e->limits.time_ms = o->time_limit_ms;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;
@@ -1306,6 +1307,19 @@ static void event_info(const us_engine *e, size_t i, us_event_info *out) {
     out->annotations = ev->annotations.n ? e->ann + e->ann_first[i] : NULL;
 }
 
+/* Call the event callback once per event of the last cycle.  The callback
+ * is read again before every event: one that replaces or removes itself
+ * (us_engine_on_event from inside) takes effect from the next event on. */
+static void deliver_events(us_engine *e) {
+    e->busy = true;
+    for (size_t i = 0; i < e->log.nevents && e->cb; i++) {
+        us_event_info info;
+        event_info(e, i, &info);
+        e->cb(e, &info, e->cb_data);
+    }
+    e->busy = false;
+}
+
 US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
@@ -1332,15 +1346,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     e->figs = figs;
     e->nfigs = e->st.nqueues;
     tidy(e);
-    if (e->cb) {
-        e->busy = true;
-        for (size_t i = 0; i < e->log.nevents; i++) {
-            us_event_info info;
-            event_info(e, i, &info);
-            e->cb(e, &info, e->cb_data);
-        }
-        e->busy = false;
-    }
+    deliver_events(e);
     return ok(err);
 }
 

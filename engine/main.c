@@ -64,7 +64,9 @@ static void usage(FILE *f) {
     "  --instructions N      Lua instructions a policy call may run (default\n"          \
     "                        10000000)\n"                                                \
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
-    "                        quantity such as 64Mi (default 64Mi)\n"
+    "                        quantity such as 64Mi (default 64Mi)\n"                    \
+    "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
+    "                        (default 500)\n"
 
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
@@ -161,14 +163,14 @@ static void brief_usage(FILE *f) {
 static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--timings] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                           [--watch [--watch-max-runs N]]\n"
+          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
 
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
-          "                           [--instructions N] [--memory BYTES]\n"
+          "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -176,6 +178,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "                       [--time-limit MS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -318,6 +321,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
+            uint64_t ms;
+            if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
+                return bad_usage(brief, "--time-limit: \"%s\" is not a positive number of milliseconds", v);
+            c->sim.limits.time_ms = (unsigned long)ms;
         } else if ((v = opt_value(argc, argv, &i, "--memory", &missing))) {
             int64_t bytes;
             if (us_parse_memory(v, &bytes) < 0 || bytes <= 0)
