@@ -22,6 +22,7 @@
 #define US_SIM_H
 
 #include "cycle.h"
+#include "harvest.h"
 #include "scenario.h"
 
 /* Called before each cycle with the state the cycle will start from (the
@@ -72,6 +73,7 @@ typedef struct us_sim_result {
     us_cycle_counts totals;
     int ai_pods_pending;        /* AI pods pending at the end */
     char policy[US_SIM_POLICY_ID]; /* the policy in force at the end, or "builtin" */
+    us_harvest harvest;         /* GPU use, evictions and waits, cycle by cycle */
 } us_sim_result;
 
 void us_sim_opts_default(us_sim_opts *o);
