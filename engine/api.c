@@ -372,6 +372,32 @@ static void add_labels(build *b, cJSON *obj, const char *key, const us_label *l,
     }
 }
 
+/* An array of n objects, each with the given string fields of one item
+ * (NULL fields left out): us_taint and us_toleration are arrays of
+ * strings, so one builder serves both. */
+static void add_string_items(build *b, cJSON *obj, const char *key, const void *items, size_t n,
+                             size_t size, const char *const *fields, const char *path) {
+    cJSON *arr;
+    if (!n) return;
+    if (!items) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "%s.%s: NULL array with a count of %zu", path, key, n);
+        return;
+    }
+    add(b, obj, key, arr = cJSON_CreateArray());
+    for (size_t i = 0; i < n && !b->code; i++) {
+        const char *const *f = (const char *const *)((const char *)items + i * size);
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            b->code = US_ENOMEM;
+            return;
+        }
+        for (size_t k = 0; fields[k]; k++)
+            if (f[k]) add(b, o, fields[k], cJSON_CreateString(f[k]));
+    }
+}
+
 static cJSON *node_object(const us_node_spec *s, build *b) {
     cJSON *o = cJSON_CreateObject();
     if (!o) {
@@ -385,6 +411,8 @@ static cJSON *node_object(const us_node_spec *s, build *b) {
     add(b, o, "gpu", cJSON_CreateNumber(s->capacity.gpu));
     add_labels(b, o, "labels", s->labels, s->nlabels, "node");
     add(b, o, "unschedulable", cJSON_CreateBool(s->unschedulable != 0));
+    static const char *const taint_fields[] = {"key", "value", "effect", NULL};
+    add_string_items(b, o, "taints", s->taints, s->ntaints, sizeof *s->taints, taint_fields, "node");
     return o;
 }
 
@@ -478,6 +506,9 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     add_str(b, o, "pool", s->pool);
     add_labels(b, o, "node_selector", s->node_selector, s->nnode_selector, "workload");
     add_labels(b, o, "labels", s->labels, s->nlabels, "workload");
+    static const char *const tol_fields[] = {"key", "operator", "value", "effect", NULL};
+    add_string_items(b, o, "tolerations", s->tolerations, s->ntolerations, sizeof *s->tolerations,
+                     tol_fields, "workload");
     add(b, o, "termination_grace", cJSON_CreateNumber(s->termination_grace));
     add(b, o, "requests", r = cJSON_CreateObject());
     if (b->code) return o;
@@ -790,9 +821,13 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
         const char *v = us_labels_get(&cur->labels, n.labels.items[i].key);
         relabel = !v || strcmp(v, n.labels.items[i].value) != 0;
     }
+    relabel = relabel || !us_taints_equal(&cur->taints, &n.taints);
     us_labels old = cur->labels;
     cur->labels = n.labels;
     n.labels = old;
+    us_taints oldt = cur->taints;
+    cur->taints = n.taints;
+    n.taints = oldt;
     cur->cap = n.cap;
     cur->gpus = n.gpus;
     cur->unschedulable = n.unschedulable;
@@ -968,6 +1003,7 @@ static const char *immutable_change(const us_workload *cur, const us_workload *w
     if (strcmp(cur->pool, w->pool) != 0) return "pool";
     if (!labels_same(&cur->node_selector, &w->node_selector)) return "node_selector";
     if (!labels_same(&cur->labels, &w->labels)) return "labels";
+    if (!us_tolerations_equal(&cur->tolerations, &w->tolerations)) return "tolerations";
     for (int r = 0; r < US_NRES; r++)
         if (cur->request.v[r] != w->request.v[r]) return "requests";
     return NULL;

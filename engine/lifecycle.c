@@ -17,10 +17,14 @@ static bool live(const us_pod *p) {
                         p->state == US_POD_RUNNING);
 }
 
-static bool node_runs_daemon(const us_state *st, const us_workload *w, int n) {
+/* Should node n run a pod of DaemonSet w?  With running, whether a pod it
+ * has may stay: as Kubernetes' DaemonSet controller, a NoSchedule taint
+ * keeps new pods off but leaves the one there; NoExecute removes it. */
+static bool node_runs_daemon(const us_state *st, const us_workload *w, int n, bool running) {
     const us_node *node = &st->nodes[n];
     return !node->removed && strcmp(node->pool, w->pool) == 0 &&
-           us_labels_match(&node->labels, &w->node_selector);
+           us_labels_match(&node->labels, &w->node_selector) &&
+           us_tolerates(&w->tolerations, &node->taints, running);
 }
 
 #define NAMEBUF 256
@@ -68,7 +72,7 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
         for (size_t k = 0; k < nlive; k++)
             if (st->pods[live_pods[k]].pin >= 0) has[st->pods[live_pods[k]].pin] = true;
         for (size_t n = 0; n < st->nnodes; n++)
-            if (!has[n] && node_runs_daemon(st, wl, (int)n) && create_daemon_pod(st, w, (int)n) < 0)
+            if (!has[n] && node_runs_daemon(st, wl, (int)n, false) && create_daemon_pod(st, w, (int)n) < 0)
                 goto out;
         rc = 0;
         goto out;
@@ -183,7 +187,7 @@ int us_life_add_node(us_state *st, int n, double now) {
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state == US_WL_ACTIVE && wl->controller == US_CTRL_DAEMONSET &&
-            node_runs_daemon(st, wl, n) && add_daemon_pod(st, (int)w, n) < 0)
+            node_runs_daemon(st, wl, n, false) && add_daemon_pod(st, (int)w, n) < 0)
             return -1;
     }
     return 0;
@@ -264,13 +268,15 @@ int us_life_node_changed(us_state *st, int n, double now) {
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE || wl->controller != US_CTRL_DAEMONSET) continue;
-        if (node_runs_daemon(st, wl, n)) {
+        if (node_runs_daemon(st, wl, n, false)) {
             if (add_daemon_pod(st, (int)w, n) < 0) return -1;
             continue;
         }
+        bool stays = node_runs_daemon(st, wl, n, true); /* only a NoSchedule taint is new */
         for (size_t i = 0; i < st->npods; i++) {
             us_pod *p = &st->pods[i];
-            if (p->workload == (int)w && p->pin == n && live(p)) terminate(st, p, now);
+            if (p->workload == (int)w && p->pin == n && live(p) && !(stays && p->state != US_POD_PENDING))
+                terminate(st, p, now);
         }
     }
     us_state_compact_pods(st);

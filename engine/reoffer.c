@@ -192,10 +192,11 @@ static void gather(work *w) {
     }
 }
 
-/* Same selector and request: pods that may go to the same nodes. */
+/* Same selector, tolerations and request: pods that may go to the same nodes. */
 static bool same_need(const us_workload *a, const us_workload *b) {
     return memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
-           us_labels_equal(&a->node_selector, &b->node_selector);
+           us_labels_equal(&a->node_selector, &b->node_selector) &&
+           us_tolerations_equal(&a->tolerations, &b->tolerations);
 }
 
 /* Candidate lists: the nodes a pending pod may go to and has room on.  A

@@ -575,13 +575,13 @@ static int res_value(ctx *c, const cJSON *v, const char *path, const char *key, 
 /* ---- nodes --------------------------------------------------------------- */
 
 static const char *const node_fields[] = {"name", "pool", "cpu", "memory", "gpu",
-                                          "labels", "unschedulable", NULL};
+                                          "labels", "unschedulable", "taints", NULL};
 
 /* The fields of a node object into *n (zeroed first; freed on failure). */
 static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *out) {
     us_node n;
     const cJSON *v;
-    char q[QLEN], num[32];
+    char q[QLEN], num[32], p[PATHLEN];
     memset(&n, 0, sizeof n);
     memset(out, 0, sizeof *out);
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, node_fields) < 0)
@@ -613,6 +613,7 @@ static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *
     }
     if (get_labels(c, o, path, "labels", &n.labels) < 0) goto fail;
     if (get_bool(c, o, path, "unschedulable", &n.unschedulable) < 0) goto fail;
+    if (us_taints_parse(get(o, "taints"), subkey(p, path, "taints"), &n.taints, c->err) < 0) goto fail;
     *out = n;
     return 0;
 fail:
@@ -799,6 +800,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
+                                        "tolerations",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
@@ -1026,7 +1028,7 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
                                  us_workload *out) {
     us_workload w;
     const char *qname, *bg;
-    char q[QLEN];
+    char q[QLEN], tp[PATHLEN];
     int ctrl = US_CTRL_NONE, qi;
     const us_state *look = c->st ? c->st : c->look;
     memset(&w, 0, sizeof w);
@@ -1077,6 +1079,9 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
     }
     if (get_str(c, o, path, "pool", "default", &w.pool) < 0) goto fail;
     if (get_labels(c, o, path, "node_selector", &w.node_selector) < 0) goto fail;
+    if (us_tolerations_parse(get(o, "tolerations"), subkey(tp, path, "tolerations"), &w.tolerations,
+                             c->err) < 0)
+        goto fail;
     if (get_num(c, o, path, "termination_grace", false, 30, 0, false, &w.termination_grace) < 0)
         goto fail;
     if (tl) w.submit_at = at;

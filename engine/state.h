@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "taints.h"
+
 /* Resources, always in these integer units inside the engine:
  * gpu in milli-devices (1000 = one device), cpu in millicores, memory in
  * bytes.  Integers keep sums exact, so the same input gives the same output. */
@@ -96,6 +98,7 @@ typedef struct us_node {
     int gpus;            /* whole devices, 0..US_MAX_GPUS */
     us_labels labels;
     bool unschedulable;  /* cordoned: nothing new is placed */
+    us_taints taints;    /* pods must tolerate NoSchedule/NoExecute ones */
     bool removed;        /* left the cluster (timeline remove_node) */
 } us_node;
 
@@ -171,6 +174,7 @@ typedef struct us_workload {
     char *pool;
     us_labels node_selector;
     us_labels labels;
+    us_tolerations tolerations;
     double termination_grace;  /* seconds */
     double submit_at;          /* seconds */
     double created_at;         /* seconds; default submit_at: job order, victim order */

@@ -273,7 +273,8 @@ out:
 }
 
 /* Would a search for w meet exactly the situation a failed one met?  Same
- * queue, priority, preemptibility, request, pods needed and node selector
+ * queue, priority, preemptibility, request, pods needed, node selector and
+ * tolerations
  * (the memo is per action: reclaim and preempt each start it empty). */
 static bool failed_before(const us_plan *p, int w, int need) {
     const us_workload *a = &p->st->workloads[w];
@@ -282,7 +283,8 @@ static bool failed_before(const us_plan *p, int w, int need) {
         if (p->failed_jobs[2 * i + 1] == need && a->queue == b->queue &&
             a->priority == b->priority && a->preemptibility == b->preemptibility &&
             memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
-            us_labels_equal(&a->node_selector, &b->node_selector))
+            us_labels_equal(&a->node_selector, &b->node_selector) &&
+            us_tolerations_equal(&a->tolerations, &b->tolerations))
             return true;
     }
     return false;

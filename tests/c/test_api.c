@@ -206,7 +206,7 @@ TEST(node_upsert_and_read_back) {
     us_engine *e = engine();
     us_error err;
     us_label labels[] = {{"zone", "a"}};
-    us_node_spec n = {"n1", "train", {8, 64000, 512LL << 30}, labels, 1, 1};
+    us_node_spec n = {"n1", "train", {8, 64000, 512LL << 30}, labels, 1, 1, NULL, 0};
     us_node_info x;
     CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
     CHECK(us_engine_node_count(e) == 1);
@@ -230,7 +230,7 @@ TEST(node_errors_name_the_field_and_change_nothing) {
     us_engine *e = engine();
     us_label dup[] = {{"zone", "a"}, {"zone", "b"}};
     us_label nullkey[] = {{NULL, "a"}};
-    us_node_spec n = {"n2", NULL, {8.5, 1000, 1000}, NULL, 0, 0};
+    us_node_spec n = {"n2", NULL, {8.5, 1000, 1000}, NULL, 0, 0, NULL, 0};
     CHECK(node(e, "n1", 8) == US_OK);
     REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
             "node.gpu: 8.5 is not a whole number of GPUs from 0 to 64");
@@ -302,7 +302,7 @@ TEST(daemonset_follows_node_labels) {
     us_workload_spec w;
     us_label sel[] = {{"role", "gpu"}};
     us_label yes[] = {{"role", "gpu"}};
-    us_node_spec n = {"n1", NULL, {8, 32000, 1LL << 35}, NULL, 0, 0};
+    us_node_spec n = {"n1", NULL, {8, 32000, 1LL << 35}, NULL, 0, 0, NULL, 0};
     us_pod_info p;
     CHECK(bg_queue(e, "bg") == US_OK);
     CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
