@@ -349,8 +349,9 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
         char why[512];
         const char *bad = NULL;
         if (rc == 0) {
-            memcpy(scratch, w->vheld, w->nview * sizeof *scratch);
-            bad = check(p, &in, keep, place, scratch, why, sizeof why);
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            memcpy(iscratch, w->vidle, w->nview * sizeof *iscratch);
+            bad = check(&in, keep, place, scratch, iscratch, why, sizeof why);
         }
         if (bad) {
             const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
