@@ -309,6 +309,13 @@ static void take(room *rm, us_res req) {
     rm->gpus = rm->gpus - whole_gpus(req.v[US_GPU]);
 }
 
+static void set_room(room *rm, us_res free, int free_gpus) {
+    rm->gpu = gpus(free.v[US_GPU]);
+    rm->cpu = free.v[US_CPU];
+    rm->mem = free.v[US_MEM];
+    rm->gpus = free_gpus;
+}
+
 /* The placement score of a node once the pod is on it. */
 static double fullness(const us_node *n, const room *rm, us_res req) {
     double cap_gpu = gpus(n->cap.v[US_GPU]);
@@ -408,21 +415,21 @@ int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *er
         us_err_nomem(err);
         goto done;
     }
-    for (size_t k = 0; k < in->nnodes; k++) {
-        rooms[k].gpu = gpus(in->nodes[k].free.v[US_GPU]);
-        rooms[k].cpu = in->nodes[k].free.v[US_CPU];
-        rooms[k].mem = in->nodes[k].free.v[US_MEM];
-        rooms[k].gpus = in->nodes[k].free_gpus;
-    }
-
-    /* Running pods first, undisturbed wherever they still fit: evicting a
-     * pod that could stay would only churn the cluster. */
+    /* Running pods first, undisturbed wherever they still fit beside the
+     * AI plan's end state: evicting a pod that could stay would only churn
+     * the cluster. */
+    for (size_t k = 0; k < in->nnodes; k++)
+        set_room(&rooms[k], in->nodes[k].free_at_end, in->nodes[k].free_gpus_at_end);
     for (size_t i = 0; i < in->nrunning; i++) {
         room *rm = &rooms[in->running[i].node];
         us_res req = in->running[i].wl->request;
         keep[i] = fits(rm, req);
         if (keep[i]) take(rm, req);
     }
+    /* Pending pods go in idle room only: what nobody holds now, kept or
+     * evicted running pods included. */
+    for (size_t k = 0; k < in->nnodes; k++)
+        set_room(&rooms[k], in->nodes[k].idle, in->nodes[k].idle_gpus);
 
     /* Then pending pods, a group at a time: the pods of one workload that
      * may go to the same nodes (workloads in name order).  The candidates

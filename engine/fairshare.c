@@ -2,7 +2,8 @@
  * fairshare.c — the fair-share step of a cycle: builds the policy's input
  * from the plan (AI demand and allocation only: background work is
  * invisible), runs fairshare.lua, checks its result against the rules a
- * fair share must obey, and falls back to the built-in policy when it fails.
+ * fair share must obey, and falls back to the built-in policy when it fails;
+ * the built-in policy's result is checked by the same rules.
  *
  * The rules: every share is finite and >= 0; children never share out more
  * than their parent got, nor roots more than the pool holds, beyond what
@@ -85,6 +86,22 @@ static const char *check(const us_fs_input *in, const double *fair, char *buf, s
     return bad;
 }
 
+/* The built-in policy is checked like any other.  It has no fallback of its
+ * own: a rejected result becomes a fair share of 0 for every queue, which
+ * obeys every rule (no reclaim this cycle; allocation goes on). */
+static int check_builtin(us_plan *p, const us_fs_input *in, us_err *err) {
+    char why[512];
+    const char *bad = check(in, p->fair, why, sizeof why);
+    if (!bad) return 0;
+    for (size_t i = 0; i < in->nqueues * US_NRES; i++) p->fair[i] = 0;
+    const char *ann[] = {"policy", "fairshare", "policy-id", "builtin", "pool", p->pool, NULL};
+    if (us_log_event(p->log, "Warning", "PolicyRejected", "fairshare (built-in)", ann,
+                     "built-in fair share: result rejected: %s; this cycle gives every queue "
+                     "a fair share of 0 on pool \"%s\"", bad, p->pool) < 0)
+        return us_err_nomem(err);
+    return 0;
+}
+
 int us_fairshare_compute(us_plan *p, us_err *err) {
     us_state *st = p->st;
     us_fs_queue *qs = calloc(st->nqueues ? st->nqueues : 1, sizeof *qs);
@@ -125,7 +142,8 @@ int us_fairshare_compute(us_plan *p, us_err *err) {
         rc = us_plan_policy_event(p, v, "PolicyRejected", "fairshare.lua", what);
     }
     if (rc < 0) us_err_nomem(err);
-    else if (!done) rc = us_builtin_fairshare(&in, p->fair, err);
+    else if (!done && (rc = us_builtin_fairshare(&in, p->fair, err)) == 0)
+        rc = check_builtin(p, &in, err);
     free(qs);
     return rc;
 }

@@ -48,7 +48,14 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
         bool has = false;
         for (int k = p->wl_first[w]; k < p->wl_first[w + 1] && !has; k++)
             has = !(p->flags[p->wl_pending[k]] & US_PF_NEW);
-        if (has && us_gang_is_job(p, (int)w)) jobs[n++] = (int)w;
+        if (has && us_gang_is_job(p, (int)w)) {
+            if (p->wl_terminating[w] > 0) {
+                /* its own pods still terminate: it waits for them (see us_gang_try) */
+                p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
+                continue;
+            }
+            jobs[n++] = (int)w;
+        }
     }
     us_sort(jobs, n, sizeof *jobs, job_order, (void *)st);
     return n;
@@ -57,6 +64,13 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
 int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *err) {
     *ok = false;
     const us_workload *wl = &p->st->workloads[w];
+    /* A job whose own pods still terminate (a broken gang, an evicted pod)
+     * waits for them: a pod pipelined behind a member of its own gang, or
+     * behind its own earlier incarnation, would wait for itself. */
+    if (p->wl_terminating[w] > 0) {
+        p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
+        return 0;
+    }
     int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
     if (!pods) return us_err_nomem(err);
     size_t n = us_gang_pending(p, w, pods);

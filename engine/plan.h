@@ -59,6 +59,8 @@ typedef struct us_plan {
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
     bool *wl_ai;         /* the workload is an AI job of this pool (us_gang_is_job) */
+    int *wl_terminating; /* its pods still terminating: releasing at snapshot, or
+                            victims of this plan that will be (grace > 0) */
     int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
     int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
 

@@ -33,6 +33,8 @@ const char *const us_tl_action_names[] = {"submit",      "delete", "complete",
 #define QLEN 400      /* a quoted value in a message (at most 60 source chars) */
 #define MAX_PRIORITY 1000000000
 #define MAX_REPLICAS 1000000
+#define MAX_WEIGHT 1000000  /* over_quota_weight */
+#define MAX_NAME 253        /* Kubernetes' longest object name */
 #define MAX_TIME 1e12       /* seconds (31,700 years) before t=0 a creation time may lie */
 
 /* Largest value of any quantity field, per resource.  Far below INT64_MAX so
@@ -426,6 +428,16 @@ static int get_str(ctx *c, const cJSON *o, const char *path, const char *key,
     return *out ? 0 : nomem(c);
 }
 
+/* An object's name: a string of 1 to MAX_NAME bytes, like a Kubernetes
+ * name, so that names built from it (pods <workload>-<i>) stay distinct. */
+static int check_name(ctx *c, const char *path, const char *key, const char *name) {
+    size_t n = strlen(name);
+    if (n > MAX_NAME)
+        return failk(c, path, key, "is %zu characters long, more than the %d a Kubernetes name may have",
+                     n, MAX_NAME);
+    return 0;
+}
+
 /* A number of seconds (or a weight): def when absent; must be >= lo, or
  * > lo when strict. */
 static int get_num(ctx *c, const cJSON *o, const char *path, const char *key, bool required,
@@ -563,18 +575,18 @@ static int res_value(ctx *c, const cJSON *v, const char *path, const char *key, 
 /* ---- nodes --------------------------------------------------------------- */
 
 static const char *const node_fields[] = {"name", "pool", "cpu", "memory", "gpu",
-                                          "labels", "unschedulable", NULL};
+                                          "labels", "unschedulable", "taints", NULL};
 
 /* The fields of a node object into *n (zeroed first; freed on failure). */
 static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *out) {
     us_node n;
     const cJSON *v;
-    char q[QLEN], num[32];
+    char q[QLEN], num[32], p[PATHLEN];
     memset(&n, 0, sizeof n);
     memset(out, 0, sizeof *out);
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, node_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &n.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &n.name) < 0 || check_name(c, path, "name", n.name) < 0) goto fail;
     if (c->st && names_get(&c->nodes, n.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate node name", quote(q, n.name));
         goto fail;
@@ -601,6 +613,7 @@ static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *
     }
     if (get_labels(c, o, path, "labels", &n.labels) < 0) goto fail;
     if (get_bool(c, o, path, "unschedulable", &n.unschedulable) < 0) goto fail;
+    if (us_taints_parse(get(o, "taints"), subkey(p, path, "taints"), &n.taints, c->err) < 0) goto fail;
     *out = n;
     return 0;
 fail:
@@ -631,7 +644,7 @@ static const char *const res_fields[] = {"gpu", "cpu", "memory", NULL};
  * res holds the values fields not given keep; set marks resources named. */
 static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res[US_NRES],
                            bool set[US_NRES]) {
-    char p[PATHLEN];
+    char p[PATHLEN], num[32];
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, res_fields) < 0)
         return -1;
     for (int r = 0; r < US_NRES; r++) {
@@ -647,6 +660,11 @@ static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res
         if (get_num(c, x, p, "over_quota_weight", false, res[r].over_quota_weight, 0, false,
                     &res[r].over_quota_weight) < 0)
             return -1;
+        /* weights are summed and divided by their sum: bounded, the shares
+         * of any number of siblings stay finite */
+        if (res[r].over_quota_weight > MAX_WEIGHT)
+            return failk(c, p, "over_quota_weight", "%s is more than %d",
+                         numstr(num, res[r].over_quota_weight), MAX_WEIGHT);
         set[r] = true;
     }
     return 0;
@@ -671,7 +689,7 @@ static int queue_fields_parse(ctx *c, const cJSON *o, const char *path, us_queue
     }
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, queue_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &q.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &q.name) < 0 || check_name(c, path, "name", q.name) < 0) goto fail;
     if (c->st && names_get(&c->queues, q.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate queue name", quote(qb, q.name));
         goto fail;
@@ -782,6 +800,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
+                                        "tolerations",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
@@ -930,7 +949,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         }
     }
     if ((v = get(o, "name"))) {
-        if (get_strref(c, o, path, "name", NULL, &name) < 0) goto fail;
+        if (get_strref(c, o, path, "name", NULL, &name) < 0 || check_name(c, path, "name", name) < 0) goto fail;
     } else {
         /* <workload>-<i>, daemonset pods <workload>-<node>; the usual
          * short name needs no allocation (a large scenario has 100,000) */
@@ -1012,7 +1031,7 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
                                  us_workload *out) {
     us_workload w;
     const char *qname, *bg;
-    char q[QLEN];
+    char q[QLEN], tp[PATHLEN];
     int ctrl = US_CTRL_NONE, qi;
     const us_state *look = c->st ? c->st : c->look;
     memset(&w, 0, sizeof w);
@@ -1027,7 +1046,7 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "submit_at", "not allowed in a timeline submit (its \"at\" is the submit time)");
         goto fail;
     }
-    if (get_str(c, o, path, "name", NULL, &w.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &w.name) < 0 || check_name(c, path, "name", w.name) < 0) goto fail;
     if (c->st && names_get(&c->wls, w.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
@@ -1063,6 +1082,9 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
     }
     if (get_str(c, o, path, "pool", "default", &w.pool) < 0) goto fail;
     if (get_labels(c, o, path, "node_selector", &w.node_selector) < 0) goto fail;
+    if (us_tolerations_parse(get(o, "tolerations"), subkey(tp, path, "tolerations"), &w.tolerations,
+                             c->err) < 0)
+        goto fail;
     if (get_num(c, o, path, "termination_grace", false, 30, 0, false, &w.termination_grace) < 0)
         goto fail;
     if (tl) w.submit_at = at;

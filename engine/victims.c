@@ -3,7 +3,8 @@
  * be a victim.
  *
  * The search evicts candidate units (an elastic pod, or a whole gang when
- * taking a pod would leave it below min_member) in order until the job's
+ * taking a pod would leave it below min_member, counting the pods the
+ * cycle placed so far) in order until the job's
  * gang fits, then drops every unit it did not need, so no pod is evicted
  * in vain.  All of it happens in the plan and is rolled back on failure.
  */
@@ -69,7 +70,7 @@ static bool reclaimable(const us_plan *p, int from, int to, us_res need) {
 static bool within_fair(const us_plan *p, int q, us_res req) {
     for (int r = 0; r < US_NRES; r++) {
         double f = p->fair[q * US_NRES + r];
-        if (req.v[r] > 0 && (double)(p->alloc[q].v[r] + req.v[r]) > f + slack(f)) return false;
+        if (req.v[r] > 0 && (double)us_sat_add(p->alloc[q].v[r], req.v[r]) > f + slack(f)) return false;
     }
     return true;
 }
@@ -139,6 +140,11 @@ static int evict_unit(search *s, int pod, bool *taken) {
         return us_plan_evict(p, pod, s->act, s->job);
     }
     if (v->preemptibility == US_SEMI_PREEMPTIBLE) return 0;
+    /* The whole gang would go, but pods of it placed earlier in this cycle
+     * are not victims (only pods held at the snapshot are): they would be
+     * left running below min_member.  Such a gang is not broken. */
+    for (size_t k = 0; k < p->nplaced; k++)
+        if (p->st->pods[p->placed[k]].workload == vw) return 0;
     *taken = true;
     for (size_t i = 0; i < p->npods; i++)
         if (p->st->pods[i].workload == vw && (p->flags[i] & US_PF_HELD) &&
@@ -298,7 +304,8 @@ out:
 }
 
 /* Would a search for w meet exactly the situation a failed one met?  Same
- * queue, priority, preemptibility, request, pods needed and node selector
+ * queue, priority, preemptibility, request, pods needed, node selector and
+ * tolerations
  * (the memo is per action: reclaim and preempt each start it empty). */
 static bool failed_before(const us_plan *p, int w, int need) {
     const us_workload *a = &p->st->workloads[w];
@@ -307,7 +314,8 @@ static bool failed_before(const us_plan *p, int w, int need) {
         if (p->failed_jobs[2 * i + 1] == need && a->queue == b->queue &&
             a->priority == b->priority && a->preemptibility == b->preemptibility &&
             memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
-            us_labels_equal(&a->node_selector, &b->node_selector))
+            us_labels_equal(&a->node_selector, &b->node_selector) &&
+            us_tolerations_equal(&a->tolerations, &b->tolerations))
             return true;
     }
     return false;

@@ -307,6 +307,27 @@ describe("background-aware tie-breaking", function()
   end)
 end)
 
+describe("invariant checks", function()
+  it("run on request after every cycle and change nothing in the output", function()
+    for _, sc in ipairs { "examples/seed-story.json", "examples/reclaim.json", "examples/preempt.json" } do
+      local plain = H.run(sc)
+      local checked = H.run(sc, { check_invariants = true })
+      assert.are.same(plain, checked)
+    end
+    -- the engine takes the option too, and runs its cycles checked
+    local e <close> = H.understory.engine { check_invariants = true }
+    e:upsert_node { name = "n1", gpu = 8 }
+    e:upsert_queue { name = "q", resources = { gpu = { quota = 8 } } }
+    e:upsert_workload({ name = "w", queue = "q", replicas = 2, requests = { gpu = 4 } }, 0)
+    assert.are.equal(2, #e:run_cycle(0).decisions)
+  end)
+
+  it("refuses a check_invariants that is not a boolean", function()
+    assert.has_error(function() H.run("examples/seed-story.json", { check_invariants = "yes" }) end,
+                     "opts.check_invariants: expected a boolean")
+  end)
+end)
+
 describe("node pools", function()
   local function two_pools()
     return {
