@@ -6,6 +6,10 @@
  * evictions, then AI placements (bind where the room is idle, pipeline
  * where terminating pods still hold it), then background placements.
  * Evict events are grouped per evicted workload, action and evictor.
+ *
+ * Before planning, the same decisions carry the cycle's own bookkeeping:
+ * the pods of gangs that broke are stopped, pipelined pods whose room is
+ * free bind.  Every pod the engine stops is an evict decision here.
  */
 #include "commit.h"
 

@@ -335,7 +335,10 @@ int us_diff_text(FILE *f, const us_diff_run *a, const us_diff_run *b, const char
     const char **names = NULL;
     int rc = -1;
     size_t nq;
-    int w = (int)strlen("evictions (backgroundpods)");
+    int w = 0;
+    for (int act = 0; act < US_ACT_NONE; act++)  /* the longest eviction label */
+        if ((int)strlen(us_action_names[act]) + slen("evictions ()") > w)
+            w = (int)strlen(us_action_names[act]) + slen("evictions ()");
 
     if (text_cycles(f, a, b) < 0) {
         us_err_nomem(err);
