@@ -69,8 +69,10 @@ static int cmp_int(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* NULL when keep/place respect capacity, else what broke: a kept pod must
- * fit beside the AI end state (end), a placed one in idle room (idle). */
+/* NULL when keep/place respect the rules, else what broke: a kept pod
+ * must fit beside the AI end state (end), an evicted one must not (a pod
+ * is evicted only when an AI workload needs its room), a placed one goes
+ * in idle room (idle). */
 static const char *check(const us_bg_input *in, const bool *keep, const int *place, us_use *end,
                          us_use *idle, char *buf, size_t len) {
     for (size_t i = 0; i < in->nrunning; i++) {
@@ -83,6 +85,16 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
             return buf;
         }
         us_use_add(&end[pos], in->nodes[pos].node, req, -1);
+    }
+    for (size_t i = 0; i < in->nrunning; i++) {
+        int pos = in->running[i].node;
+        if (!keep[i] && us_use_fits(&end[pos], in->nodes[pos].node, in->running[i].wl->request, -1)) {
+            snprintf(buf, len, "evicting pod \"%s\", which fits on node \"%s\" beside the AI "
+                     "plan's end state and the pods kept: a background pod is evicted only when "
+                     "an AI workload needs its room", in->running[i].pod->name,
+                     in->nodes[pos].node->name);
+            return buf;
+        }
     }
     for (size_t i = 0; i < in->npending; i++) {
         if (place[i] < 0) continue;

@@ -184,6 +184,37 @@ describe("gang floor under reclaim", function()
   end)
 end)
 
+describe("a policy that evicts what fits", function()
+  it("is rejected, named, and the pod stays", function()
+    -- places pending pods on their first candidate, keeps nothing running
+    local dir = H.policy_dir({ ["background.lua"] = [[
+      local M = {}
+      function M.reoffer(view)
+        local place = {}
+        for _, p in ipairs(view.pending) do place[p.name] = p.candidates[1] end
+        return { keep = {}, place = place }
+      end
+      return M
+    ]] })
+    local out = H.run({
+      name = "evict-all", cycle_interval = 10, horizon = 20,
+      nodes = { cpu_node("n1") },
+      queues = { H.queue("team", 8), H.bg_queue() },
+      workloads = {
+        H.bg("agent", { controller = "daemonset", requests = { cpu = "10" } }),
+        { name = "train", queue = "team", requests = { gpu = 8, cpu = "40" }, submit_at = 10 },
+      },
+    }, { policies = dir })
+    H.remove_dir(dir)
+    assert.are.same({}, evictions_of(out, "agent"))
+    local rej = H.events(out, function(e) return e.reason == "PolicyRejected" end)
+    assert.are.equal(1, #rej)
+    assert.are.equal("background.lua", rej[1].object)
+    assert.truthy(rej[1].message:find("evicting pod \"agent-n1\"", 1, true), rej[1].message)
+    assert.truthy(rej[1].message:find("needs its room", 1, true), rej[1].message)
+  end)
+end)
+
 -- A control plane that only applies decisions: bind and pipeline put a pod
 -- on its node, evict takes it off.  Whatever the engine stops must reach it
 -- as a decision, so its view stays the engine's.
