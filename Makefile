@@ -12,7 +12,7 @@
 #                the default policies; make uninstall removes exactly those
 
 PKGS      := lua5.4 libcjson libuv libcurl
-DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make
+DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
 
 CC        ?= cc
 BUILD     ?= build/release
