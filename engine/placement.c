@@ -27,28 +27,15 @@ bool us_place_allowed(const us_plan *p, int pod, int node) {
     return us_labels_match(&n->labels, &w->node_selector);
 }
 
-/* Resources physically held on a node by pods that are terminating. */
-static us_use releasing_use(const us_plan *p, int pos) {
-    us_use u;
-    memset(&u, 0, sizeof u);
-    const us_state *st = p->st;
-    int node = p->nodes[pos];
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        const us_pod *pd = &st->pods[p->node_pods[k]];
-        if (pd->state == US_POD_RELEASING)
-            us_use_add(&u, &st->nodes[node], st->workloads[pd->workload].request, pd->shared_dev);
-    }
-    return u;
-}
-
 int us_place_displaced(const us_plan *p, int node, us_res extra) {
     const us_state *st = p->st;
     int pos = p->pos[node];
     const us_node *n = &st->nodes[node];
-    us_use u = releasing_use(p, pos);
-    u.used = us_res_add(us_res_add(u.used, p->ai[pos].used), extra);
-    u.whole += p->ai[pos].whole + (int)(extra.v[US_GPU] / US_GPU_UNIT);
-    for (int i = 0; i < US_MAX_GPUS; i++) u.shared[i] = (uint16_t)(u.shared[i] + p->ai[pos].shared[i]);
+    /* the AI end state, as the re-offer judges keep-if-fits: terminating
+     * pods are gone by then, so they displace nothing */
+    us_use u = p->ai[pos];
+    u.used = us_res_add(u.used, extra);
+    u.whole += (int)(extra.v[US_GPU] / US_GPU_UNIT);
     /* background pods on the node, in name order (node_pods is in pod order) */
     int displaced = 0;
     int cnt = p->node_first[pos + 1] - p->node_first[pos];

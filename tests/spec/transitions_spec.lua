@@ -70,6 +70,31 @@ for _, fl in ipairs(flavours) do
       assert.are.equal("running", H.final_pod(out, "train-1").state)
     end)
 
+    it("the tie-break counts displacement against the end state too", function()
+      -- a2 and b1 score the same for new (both empty in the AI view).  On
+      -- b1, old (40 CPUs) is terminating: gone once the plan ends, so new
+      -- fits beside agent there and displaces nothing; on a2 it would
+      -- displace hog.  Counting old as if it stayed made both displace one
+      -- pod, and the name sent new to a2.
+      local out = H.run({
+        name = "ties", cycle_interval = 10, horizon = 40,
+        nodes = { cpu_node("a2", { labels = { host = "a2" } }),
+                  cpu_node("b1", { labels = { host = "b1" } }) },
+        queues = { H.queue("team", 16), H.bg_queue() },
+        workloads = {
+          H.bg("agent", { requests = { cpu = "10" }, node_selector = { host = "b1" } }),
+          H.bg("hog", { requests = { cpu = "30" }, node_selector = { host = "a2" } }),
+          { name = "old", queue = "team", requests = { gpu = 1, cpu = "40" },
+            node_selector = { host = "b1" }, termination_grace = 30 },
+          { name = "new", queue = "team", requests = { gpu = 1, cpu = "40" }, submit_at = 10 },
+        },
+        timeline = { { at = 10, action = "delete", workload = "old" } },
+      }, fl.opts)
+      local placed = H.decisions(out, function(d) return d.pod == "new-0" and d.op ~= "evict" end)
+      assert.are.equal("b1", placed[1].node)
+      assert.are.same({}, H.decisions(out, function(d) return d.op == "evict" end))
+    end)
+
     it("still evicts what does not fit once the plan ends", function()
       -- urgent needs 60 CPUs: 60 + 10 > 64 at the end, so the agent goes,
       -- named after the workload that needed its room
