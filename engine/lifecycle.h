@@ -43,9 +43,11 @@ int us_life_evict(us_state *st, int pod, double now);
 /* Releasing pods whose grace has ended leave (call before a cycle). */
 void us_life_expire(us_state *st, double now);
 
-/* A present node's labels changed: active daemonsets whose selector now
- * matches get a pending pod on it; the pods of those that no longer match
- * terminate (not recreated). */
+/* A present node's labels or taints changed: active daemonsets whose
+ * selector now matches (and that tolerate its taints) get a pending pod on
+ * it; the pods of those that no longer match terminate (not recreated),
+ * except a running one that only a NoSchedule taint would keep off, as
+ * Kubernetes' DaemonSet controller does. */
 int us_life_node_changed(us_state *st, int n, double now);
 
 /* The controller of w scales to replicas (not a daemonset): missing pods

@@ -27,8 +27,8 @@ bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod]
 static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     for (; q >= 0; q = p->st->queues[q].parent) {
         for (int r = 0; r < US_NRES; r++) {
-            p->alloc[q].v[r] += sign * req.v[r];
-            if (np) p->alloc_np[q].v[r] += sign * req.v[r];
+            p->alloc[q].v[r] = us_sat_add(p->alloc[q].v[r], sign * req.v[r]);
+            if (np) p->alloc_np[q].v[r] = us_sat_add(p->alloc_np[q].v[r], sign * req.v[r]);
         }
     }
 }
@@ -278,8 +278,8 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
             if (req.v[r] <= 0) continue;
             us_qres x = us_queue_res(&p->st->queues[q], p->pool, r);
             us_why why = US_WHY_NONE;
-            if (x.limit != US_UNLIMITED && p->alloc[q].v[r] + req.v[r] > x.limit) why = US_WHY_LIMIT;
-            else if (nonpreemptible && x.quota != US_UNLIMITED && p->alloc_np[q].v[r] + req.v[r] > x.quota)
+            if (x.limit != US_UNLIMITED && us_sat_add(p->alloc[q].v[r], req.v[r]) > x.limit) why = US_WHY_LIMIT;
+            else if (nonpreemptible && x.quota != US_UNLIMITED && us_sat_add(p->alloc_np[q].v[r], req.v[r]) > x.quota)
                 why = US_WHY_QUOTA;
             if (why != US_WHY_NONE) {
                 if (blocker) *blocker = q;
@@ -288,17 +288,6 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
         }
     }
     return US_WHY_NONE;
-}
-
-double us_plan_queue_ratio(const us_plan *p, int q) {
-    double worst = 0;
-    for (int r = 0; r < US_NRES; r++) {
-        double a = (double)p->alloc[q].v[r], f = p->fair[q * US_NRES + r];
-        if (a <= 0) continue;
-        double ratio = f > 0 ? a / f : 1e300;
-        if (ratio > worst) worst = ratio;
-    }
-    return worst;
 }
 
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,

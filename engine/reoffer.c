@@ -204,10 +204,11 @@ static void gather(work *w) {
     }
 }
 
-/* Same selector and request: pods that may go to the same nodes. */
+/* Same selector, tolerations and request: pods that may go to the same nodes. */
 static bool same_need(const us_workload *a, const us_workload *b) {
     return memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
-           us_labels_equal(&a->node_selector, &b->node_selector);
+           us_labels_equal(&a->node_selector, &b->node_selector) &&
+           us_tolerations_equal(&a->tolerations, &b->tolerations);
 }
 
 /* Candidate lists: the nodes a pending pod may go to and has room on.  A
@@ -355,6 +356,24 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     } else if (!decided) {
         memset(keep, 0, nkeep * sizeof *keep);
         rc = us_builtin_reoffer(&in, keep, place, err);
+        /* checked like any policy; keeping and placing nothing obeys every
+         * rule, so that is what a rejected built-in result becomes */
+        char why[512];
+        const char *bad = NULL;
+        if (rc == 0) {
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            memcpy(iscratch, w->vidle, w->nview * sizeof *iscratch);
+            bad = check(&in, keep, place, scratch, iscratch, why, sizeof why);
+        }
+        if (bad) {
+            const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
+            memset(keep, 0, nkeep * sizeof *keep);
+            for (size_t i = 0; i < w->out->npending; i++) place[i] = -1;
+            if (us_log_event(p->log, "Warning", "PolicyRejected", "background (built-in)", ann,
+                             "built-in re-offer: result rejected: %s; this cycle keeps and "
+                             "places no background pod on pool \"%s\"", bad, p->pool) < 0)
+                rc = us_err_nomem(err);
+        }
     }
     free(scratch);
     return rc;

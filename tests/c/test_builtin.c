@@ -73,7 +73,9 @@ TEST(fs_quota_then_weight) {
 
 TEST(fs_waterfill_redistributes) {
     /* 12 GPUs, no quota, weights 1:1:2 -> 3, 3, 6; a wants only 1, so 2
-     * go round again to b and c 1:2 -> b 3 + 2/3, c 6 + 4/3. */
+     * go round again to b and c 1:2: offers of 2/3 and 4/3 give whole GPUs
+     * only, 0 and 1; the GPU left goes to the larger part not given, b's
+     * 2/3 -> a 1, b 4, c 7 (whole GPUs, as KAI hands them out). */
     reset();
     int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
     gpu(a, 0, 1, 1);
@@ -81,13 +83,15 @@ TEST(fs_waterfill_redistributes) {
     gpu(c, 0, 2, 20);
     CHECK(run_fs(12, 0, 0) == 0);
     FAIR_GPU(a, 1);
-    FAIR_GPU(b, 11.0 / 3);
-    FAIR_GPU(c, 22.0 / 3);
+    FAIR_GPU(b, 4);
+    FAIR_GPU(c, 7);
 }
 
 TEST(fs_priority_buckets) {
     /* 10 GPUs: quotas 2 + 1 + 1 leave 6.  Priority 1 first: h takes 4 more
-     * (its demand is 6).  The 2 left go to priority 0 by weight 1:3. */
+     * (its demand is 6).  The 2 left go to priority 0 by weight 1:3, offers
+     * of 0.5 and 1.5: l2 takes 1, and the GPU left goes to the larger part
+     * not given (0.5 each: the queue created first, then by name, l1). */
     reset();
     int h = queue("h", -1, 1), l1 = queue("l1", -1, 0), l2 = queue("l2", -1, 0);
     gpu(h, 2, 1, 6);
@@ -95,8 +99,8 @@ TEST(fs_priority_buckets) {
     gpu(l2, 1, 3, 10);
     CHECK(run_fs(10, 0, 0) == 0);
     FAIR_GPU(h, 6);
-    FAIR_GPU(l1, 1.5);
-    FAIR_GPU(l2, 2.5);
+    FAIR_GPU(l1, 2);
+    FAIR_GPU(l2, 2);
 
     /* a higher priority takes everything it can, whatever the weights */
     reset();
@@ -148,14 +152,43 @@ TEST(fs_zero_weights) {
 }
 
 TEST(fs_oversubscribed_quota) {
-    /* quotas 6 + 3 do not fit in 6: each gets 2/3 of its quota */
+    /* quotas 6 + 3 do not fit in 6: each still gets its quota, as in KAI
+     * (a quota is never scaled down), and nothing is left to share */
     reset();
-    int a = queue("a", -1, 0), b = queue("b", -1, 0);
+    int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
     gpu(a, 6, 1, 6);
     gpu(b, 3, 1, 3);
+    gpu(c, 0, 1, 5);
     CHECK(run_fs(6, 0, 0) == 0);
-    FAIR_GPU(a, 4);
-    FAIR_GPU(b, 2);
+    FAIR_GPU(a, 6);
+    FAIR_GPU(b, 3);
+    FAIR_GPU(c, 0);
+}
+
+TEST(fs_whole_units_left_over) {
+    /* 10 GPUs, three queues of weight 1 asking 10: 3 each, and the GPU
+     * left goes to the queue created first (c), whatever the names */
+    reset();
+    int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
+    gpu(a, 0, 1, 10);
+    gpu(b, 0, 1, 10);
+    gpu(c, 0, 1, 10);
+    qs[c].created_at = -5;
+    CHECK(run_fs(10, 0, 0) == 0);
+    FAIR_GPU(a, 3);
+    FAIR_GPU(b, 3);
+    FAIR_GPU(c, 4);
+
+    /* a unit left over never takes a queue past its demand: 2.6 GPUs for
+     * two queues asking 1.5 -> 1 each, then a gets 0.5 (to 1.5), b 0.1 */
+    reset();
+    a = queue("a", -1, 0);
+    b = queue("b", -1, 0);
+    gpu(a, 0, 1, 1.5);
+    gpu(b, 0, 1, 1.5);
+    CHECK(run_fs(2.6, 0, 0) == 0);
+    FAIR_GPU(a, 1.5);
+    FAIR_GPU(b, 1.1);
 }
 
 TEST(fs_unlimited_quota_and_no_demand) {
@@ -381,6 +414,7 @@ int main(void) {
     RUN(fs_limits);
     RUN(fs_zero_weights);
     RUN(fs_oversubscribed_quota);
+    RUN(fs_whole_units_left_over);
     RUN(fs_unlimited_quota_and_no_demand);
     RUN(fs_hierarchy);
     RUN(fs_resources_independent);

@@ -65,7 +65,7 @@ fi
 # the GPU-hungry queue keeps more GPUs, so fewer of its pods are reclaimed.
 run diff --from policies --to examples/policies/drf examples/policy-diff.json
 expect_status 0
-expect_stdout_has "  - evict     train-22    from n4  (reclaim, for features)"
+expect_stdout_has "  - evict     train-22    from n2  (reclaim, for features)"
 grep -qE '^  evictions \(reclaim\) +4 +2 +-2$' "$TMP/out" || fail "$LAST: reclaims: $(cat "$TMP/out")"
 grep -qE '^  vision +gpu +16 +24 +\+8$' "$TMP/out" || fail "$LAST: vision fair share: $(cat "$TMP/out")"
 

@@ -71,24 +71,23 @@ for _, fl in ipairs(flavours) do
     end)
 
     it("the tie-break counts displacement against the end state too", function()
-      -- a2 and b1 score the same for new (both empty in the AI view).  On
-      -- b1, old (40 CPUs) is terminating: gone once the plan ends, so new
-      -- fits beside agent there and displaces nothing; on a2 it would
-      -- displace hog.  Counting old as if it stayed made both displace one
-      -- pod, and the name sent new to a2.
+      -- a2 and b1 are identical and hold no AI pod: new may go to either.
+      -- On b1, leaving (40 CPUs) terminates: gone once the plan ends, so new
+      -- fits beside agent there and makes no one leave; on a2 it would
+      -- displace hog.  Counting leaving as if it stayed made both displace
+      -- one pod, and the name kept new on a2.
       local out = H.run({
         name = "ties", cycle_interval = 10, horizon = 40,
-        nodes = { cpu_node("a2", { labels = { host = "a2" } }),
-                  cpu_node("b1", { labels = { host = "b1" } }) },
+        nodes = { cpu_node("a2"), cpu_node("b1") },
         queues = { H.queue("team", 16), H.bg_queue() },
         workloads = {
-          H.bg("agent", { requests = { cpu = "10" }, node_selector = { host = "b1" } }),
-          H.bg("hog", { requests = { cpu = "30" }, node_selector = { host = "a2" } }),
-          { name = "old", queue = "team", requests = { gpu = 1, cpu = "40" },
-            node_selector = { host = "b1" }, termination_grace = 30 },
+          H.bg("agent", { requests = { cpu = "10" }, pods = { { node = "b1", state = "running" } } }),
+          H.bg("leaving", { requests = { cpu = "40" }, termination_grace = 30,
+                            pods = { { node = "b1", state = "running" } } }),
+          H.bg("hog", { requests = { cpu = "30" }, pods = { { node = "a2", state = "running" } } }),
           { name = "new", queue = "team", requests = { gpu = 1, cpu = "40" }, submit_at = 10 },
         },
-        timeline = { { at = 10, action = "delete", workload = "old" } },
+        timeline = { { at = 10, action = "delete", workload = "leaving" } },
       }, fl.opts)
       local placed = H.decisions(out, function(d) return d.pod == "new-0" and d.op ~= "evict" end)
       assert.are.equal("b1", placed[1].node)
