@@ -356,8 +356,10 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     } else if (!decided) {
         memset(keep, 0, nkeep * sizeof *keep);
         rc = us_builtin_reoffer(&in, keep, place, err);
-        /* checked like any policy; keeping and placing nothing obeys every
-         * rule, so that is what a rejected built-in result becomes */
+        /* checked like any policy; keeping, in view order, every offered
+         * pod that still fits beside the end state and placing nothing
+         * obeys every rule, so that is what a rejected built-in result
+         * becomes */
         char why[512];
         const char *bad = NULL;
         if (rc == 0) {
@@ -367,11 +369,17 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
         }
         if (bad) {
             const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
-            memset(keep, 0, nkeep * sizeof *keep);
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            for (size_t i = 0; i < in.nrunning; i++) {
+                const us_bg_pod *bp = &in.running[i];
+                const us_node *n = in.nodes[bp->node].node;
+                keep[i] = us_use_fits(&scratch[bp->node], n, bp->wl->request, -1);
+                if (keep[i]) us_use_add(&scratch[bp->node], n, bp->wl->request, -1);
+            }
             for (size_t i = 0; i < w->out->npending; i++) place[i] = -1;
             if (us_log_event(p->log, "Warning", "PolicyRejected", "background (built-in)", ann,
-                             "built-in re-offer: result rejected: %s; this cycle keeps and "
-                             "places no background pod on pool \"%s\"", bad, p->pool) < 0)
+                             "built-in re-offer: result rejected: %s; this cycle keeps what "
+                             "fits and places no background pod on pool \"%s\"", bad, p->pool) < 0)
                 rc = us_err_nomem(err);
         }
     }
