@@ -415,7 +415,9 @@ static void one_seed(uint64_t seed, bool verbose) {
 
 /* Seeds that break an invariant because of a bug another change fixes
  * (issue 8): out of the suite until that fix lands, each with the
- * invariant it breaks.  UNDERSTORY_RANDOM_SEED=N runs one anyway. */
+ * invariant it breaks.  UNDERSTORY_RANDOM_SEED=N runs one anyway.  Seed
+ * 45 passes, with seeds 1-3000, once the h8core branch (697c38e) is in:
+ * remove it then. */
 static const struct {
     uint64_t seed;
     const char *why;
