@@ -17,6 +17,7 @@
 
 typedef struct nkey {
     const us_labels *labels;
+    const us_taints *taints;  /* feasibility depends on them */
     us_res cap;
     int gpus;
     int cordon;
@@ -38,6 +39,7 @@ typedef struct cell {
 typedef struct pclass {
     us_res req;
     const us_labels *sel, *labels;
+    const us_tolerations *tol;
     int priority, queue;
     bool background;
     cell *cells;       /* [ncells] what is known, by node class */
@@ -71,14 +73,21 @@ static uint64_t hash_labels(uint64_t h, const us_labels *l) {
 }
 
 
+static uint64_t hash_taints(uint64_t h, const us_taints *t) {
+    for (size_t i = 0; i < t->n; i++)
+        h = mix(mix_str(mix_str(h, t->items[i].key), t->items[i].value), &t->items[i].effect,
+                sizeof t->items[i].effect);
+    return mix(h, &t->n, sizeof t->n);
+}
+
 static uint64_t hash_key(const nkey *k) {
-    uint64_t h = hash_labels(0xcbf29ce484222325ULL, k->labels);
+    uint64_t h = hash_taints(hash_labels(0xcbf29ce484222325ULL, k->labels), k->taints);
     /* the key is zero-filled before it is set, so padding hashes the same */
     return mix(h, &k->cap, sizeof *k - offsetof(nkey, cap));
 }
 
 static bool key_equal(const nkey *a, const nkey *b) {
-    return us_labels_equal(a->labels, b->labels) &&
+    return us_labels_equal(a->labels, b->labels) && us_taints_equal(a->taints, b->taints) &&
            memcmp(&a->cap, &b->cap, sizeof *a - offsetof(nkey, cap)) == 0;
 }
 
@@ -88,6 +97,7 @@ static void make_key(const us_plan *p, int pos, nkey *k) {
     const us_node *n = &p->st->nodes[p->nodes[pos]];
     memset(k, 0, sizeof *k);
     k->labels = &n->labels;
+    k->taints = &n->taints;
     k->cap = n->cap;
     k->gpus = n->gpus;
     k->cordon = n->unschedulable;
@@ -223,13 +233,13 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     int w = p->st->pods[pod].workload;
     if (c->wl_class[w] >= 0) return c->wl_class[w];
     const us_workload *wl = &p->st->workloads[w];
-    pclass k = {wl->request, &wl->node_selector, &wl->labels, wl->priority, wl->queue,
-                wl->background, NULL, 0};
+    pclass k = {wl->request, &wl->node_selector, &wl->labels, &wl->tolerations, wl->priority,
+                wl->queue, wl->background, NULL, 0};
     for (int i = 0; i < c->npcs; i++) {
         const pclass *x = &c->pcs[i];
         if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
             x->queue == k.queue && x->background == k.background && us_labels_equal(x->sel, k.sel) &&
-            us_labels_equal(x->labels, k.labels))
+            us_labels_equal(x->labels, k.labels) && us_tolerations_equal(x->tol, k.tol))
             return c->wl_class[w] = i;
     }
     if (c->npcs == c->cappcs) {

@@ -1,6 +1,6 @@
 /*
  * placement.c — where an AI pod goes.  Feasibility is decided here in C
- * (node present and not cordoned, node selector, daemonset pin, resources
+ * (node present and not cordoned, node selector, taints tolerated, daemonset pin, resources
  * and GPU devices in the AI view); the placement policy only scores the
  * feasible nodes.  Highest score wins, ties go to the node name, so the
  * same input always gives the same choice.  Scores are cached per (pod
@@ -25,7 +25,7 @@ bool us_place_allowed(const us_plan *p, int pod, int node) {
     const us_workload *w = &st->workloads[pd->workload];
     if (n->removed || n->unschedulable || p->pos[node] < 0) return false;
     if (pd->pin >= 0 && pd->pin != node) return false;
-    return us_labels_match(&n->labels, &w->node_selector);
+    return us_labels_match(&n->labels, &w->node_selector) && us_tolerates(&w->tolerations, &n->taints, false);
 }
 
 /* Score the nodes at positions rep[0..n) for pod with the placement

@@ -5,7 +5,7 @@
  * new AI pods of one node (its bundle) may move, all together, to another
  * member of the group where they displace less background work.
  *
- * Interchangeable: same pool, labels, capacity, GPU devices and cordon,
+ * Interchangeable: same pool, labels, taints, capacity, GPU devices and cordon,
  * and no AI pod on the node at the snapshot (running, pipelined or
  * terminating), and no bundle pinned there (a DaemonSet pod).  Every such
  * node looks the same to every AI pod of the cycle — to feasibility, to
@@ -71,25 +71,42 @@ static int cmp_labels(const us_labels *a, const us_labels *b) {
     return 0;
 }
 
-/* Order of the static node key (what makes nodes interchangeable), then
- * the position, so that a group is a run of the sorted list in name order. */
-static int cmp_key(const void *a, const void *b, void *ctx) {
-    const us_plan *p = ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    const us_node *n = &p->st->nodes[p->nodes[x]], *m = &p->st->nodes[p->nodes[y]];
+static int cmp_taints(const us_taints *a, const us_taints *b) {
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
+    for (size_t i = 0; i < a->n; i++) {
+        int c = strcmp(a->items[i].key, b->items[i].key);
+        if (!c) c = strcmp(a->items[i].value, b->items[i].value);
+        if (!c && a->items[i].effect != b->items[i].effect) c = a->items[i].effect < b->items[i].effect ? -1 : 1;
+        if (c) return c;
+    }
+    return 0;
+}
+
+/* Order of the static node key: what makes two nodes interchangeable for
+ * every AI pod (labels, taints, capacity, devices, cordon). */
+static int cmp_kind(const us_node *n, const us_node *m) {
     int c = cmp_labels(&n->labels, &m->labels);
+    if (!c) c = cmp_taints(&n->taints, &m->taints);
     if (c) return c;
     for (int r = 0; r < US_NRES; r++)
         if (n->cap.v[r] != m->cap.v[r]) return n->cap.v[r] < m->cap.v[r] ? -1 : 1;
     if (n->gpus != m->gpus) return n->gpus < m->gpus ? -1 : 1;
     if (n->unschedulable != m->unschedulable) return n->unschedulable ? 1 : -1;
+    return 0;
+}
+
+/* The static node key, then the position, so that a group is a run of the
+ * sorted list in name order. */
+static int cmp_key(const void *a, const void *b, void *ctx) {
+    const us_plan *p = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]);
+    if (c) return c;
     return x < y ? -1 : x > y;
 }
 
 static bool same_kind(const us_plan *p, int x, int y) {
-    const us_node *n = &p->st->nodes[p->nodes[x]], *m = &p->st->nodes[p->nodes[y]];
-    return cmp_labels(&n->labels, &m->labels) == 0 && memcmp(&n->cap, &m->cap, sizeof n->cap) == 0 &&
-           n->gpus == m->gpus && n->unschedulable == m->unschedulable;
+    return cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]) == 0;
 }
 
 /* Larger bundles choose first (GPU, then CPU, then memory), then by name. */

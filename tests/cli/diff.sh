@@ -53,7 +53,8 @@ c7 = d["cycles"][0]
 assert {x["pod"] for x in c7["only_from"]} >= {"eval-b-0", "eval-b-1"}
 s = d["summary"]
 for side in ("from", "to", "change"):
-    assert set(s[side]["evictions"]) == {"allocate", "reclaim", "preempt", "backgroundpods"}
+    assert set(s[side]["evictions"]) == {"allocate", "reclaim", "preempt", "backgroundpods",
+                                         "stalegangeviction"}
 assert s["change"]["evictions"]["backgroundpods"] == 0
 assert s["from"]["ai_pods_pending"] == 0
 assert set(s["from"]["fair_share"]) == {"research", "team-a", "team-b", "infra-bg"}

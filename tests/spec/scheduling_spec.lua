@@ -88,9 +88,11 @@ describe("queues", function()
       { name = "wb", queue = "b", controller = "deployment", replicas = 16, requests = { gpu = 1 } },
       { name = "wc", queue = "c", controller = "deployment", replicas = 1, requests = { gpu = 1 } },
     }, { horizon = 0 }))
-    -- 16 GPUs: quota a 2, b 2, c min(2, demand 1) = 1; 11 left split 3:1 between a and b
-    assert.are.equal(2 + 11 * 3 / 4, H.queue_figures(out, "a").fair_share.gpu)
-    assert.are.equal(2 + 11 / 4, H.queue_figures(out, "b").fair_share.gpu)
+    -- 16 GPUs: quota a 2, b 2, c min(2, demand 1) = 1; 11 left split 3:1 between a and b,
+    -- in whole GPUs as KAI does: 8.25 -> 8 and 2.75 -> 2, and the GPU left to the larger
+    -- part not given (b's 0.75)
+    assert.are.equal(2 + 8, H.queue_figures(out, "a").fair_share.gpu)
+    assert.are.equal(2 + 2 + 1, H.queue_figures(out, "b").fair_share.gpu)
     assert.are.equal(1, H.queue_figures(out, "c").fair_share.gpu)
   end)
 
