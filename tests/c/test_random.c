@@ -25,7 +25,7 @@
  * the spread and DRF examples, the built-in C policies.
  *
  * Deterministic by seed: the generator is a xorshift of its own.  Seeds
- * 1..N run (N = 60, or UNDERSTORY_RANDOM_SEEDS); one seed alone with
+ * 1..N run (N = 100, or UNDERSTORY_RANDOM_SEEDS); one seed alone with
  * UNDERSTORY_RANDOM_SEED, which also prints its scenario.  A failure names
  * the seed and the property or the invariant.
  */
@@ -80,12 +80,13 @@ static void put(buf *b, const char *fmt, ...) {
     b->n += (size_t)n;
 }
 
-/* The scenario of seed: 2-6 nodes in 1-3 zones, a queue tree of three
- * teams under one parent plus the background queue, 1-3 background
- * workloads (deployments of whole GPUs, DaemonSet agents), 2-7 AI
- * workloads (gangs, elastic deployments, fractional GPUs, selectors,
- * priorities and preemptibility), and a timeline that deletes, completes,
- * removes nodes and cordons. */
+/* The scenario of seed: 2-6 nodes in 1-3 zones (some tainted, some in a
+ * second pool), a queue tree of three teams under one parent plus the
+ * background queue, 1-3 background workloads (deployments of whole GPUs,
+ * DaemonSet agents), 2-7 AI workloads (gangs, elastic deployments,
+ * fractional GPUs, selectors, tolerations, priorities and
+ * preemptibility), and a timeline that deletes, completes, removes nodes
+ * and cordons. */
 static char *scenario(uint64_t seed) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
     for (int i = 0; i < 8; i++) next(&r);
@@ -100,9 +101,10 @@ static char *scenario(uint64_t seed) {
     for (int i = 0; i < nnodes; i++) {
         static const int sizes[] = {2, 4, 8, 8};
         put(&b, "%s{\"name\":\"n%d\",\"gpu\":%d,\"cpu\":\"%d\",\"memory\":\"256Gi\","
-                "\"labels\":{\"zone\":\"%s\"},\"pool\":\"%s\"}",
+                "\"labels\":{\"zone\":\"%s\"},\"pool\":\"%s\"%s}",
             i ? "," : "", i + 1, sizes[pick(&r, 4)], coin(&r, 70) ? 64 : 16, zones[pick(&r, nzones)],
-            pools && i % 2 ? "p2" : "default");
+            pools && i % 2 ? "p2" : "default",
+            coin(&r, 25) ? ",\"taints\":[{\"key\":\"gpu\",\"value\":\"only\",\"effect\":\"NoSchedule\"}]" : "");
     }
     put(&b, "],\"queues\":[{\"name\":\"org\",\"resources\":{\"gpu\":{\"quota\":%d}}}", 4 * pick(&r, 6));
     for (int q = 0; q < 3; q++) {
@@ -132,6 +134,7 @@ static char *scenario(uint64_t seed) {
         else put(&b, ",\"controller\":\"deployment\",\"replicas\":%d,\"requests\":{\"gpu\":%d}", reps, g);
         if (sel) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zone);
         if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
+        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
         put(&b, "}");
         first = false;
     }
@@ -150,6 +153,7 @@ static char *scenario(uint64_t seed) {
         else put(&b, ",\"min_member\":%d", minm);
         if (coin(&r, 30)) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zones[pick(&r, nzones)]);
         if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
+        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
         put(&b, "}");
         first = false;
         if (coin(&r, 40) && ndel < 8) del[ndel++] = k;
@@ -432,7 +436,7 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
         return;
     }
     const char *n = getenv("UNDERSTORY_RANDOM_SEEDS");
-    int seeds = n ? atoi(n) : 60;
+    int seeds = n ? atoi(n) : 100;
     for (int s = 1; s <= seeds; s++) one_seed((uint64_t)s, false);
     printf("random: %d seeds, %d cycles compared three ways, %d background evictions under "
            "plain ties, %d of them spared by the tie-break\n",
