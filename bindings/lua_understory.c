@@ -16,8 +16,8 @@
  *   policies      directory holding fairshare.lua, placement.lua and
  *                 background.lua; default: the environment variable
  *                 UNDERSTORY_POLICIES, else the built-in C policies
- *   plain_ties    true: ties between equally scored nodes go by node name
- *                 only (default false: background-aware ties)
+ *   plain_ties    true: AI pods stay where placement put them, ties by
+ *                 node name (default false: background-aware ties)
  *   long_grace    seconds of termination grace above which a background pod
  *                 draws a warning (default 30)
  *   instructions  Lua instructions a policy call may run

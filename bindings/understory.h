@@ -149,8 +149,11 @@ typedef struct us_engine_options {
     /* Directory holding fairshare.lua, placement.lua and background.lua
      * (docs/policies.md); NULL: the built-in C policies.  Copied. */
     const char *policies;
-    /* Non-zero: ties between equally scored nodes go by node name only;
-     * 0 (default): prefer the node that displaces the least background work. */
+    /* Non-zero: AI pods stay where placement put them (ties by node name);
+     * 0 (default): a node's new AI pods may move to a node interchangeable
+     * with it for every AI pod of the cycle where they displace less
+     * background work, which never changes an AI outcome
+     * (docs/scheduling.md). */
     int plain_ties;
     /* Seconds of termination grace above which a background workload draws
      * a warning event (default 30). */
