@@ -30,10 +30,21 @@ local function matches(labels, selector)
   return true
 end
 
--- What can never place a pod of w, computed from the scenario alone.
+-- Pods of w that fit on node n when it is empty.
+local function pods_on_empty(n, w)
+  local k = math.huge
+  local g = w.requests.gpu or 0
+  if g > 0 and g < 1 then k = n.gpu * math.floor(1 / g)
+  elseif g >= 1 then k = n.gpu // g end
+  return math.min(k, n.cpu_cores // w.cpu_cores)
+end
+
+-- What can never place a gang of w (all its pods pending: min_member of
+-- them at once), computed from the scenario alone.
 local function expected_blocker(sc, w)
   local pool = w.pool or "default"
-  local in_pool, matching, large = 0, 0, 0
+  local need = w.min_member or 1
+  local in_pool, matching, large, room_all, room_open = 0, 0, 0, 0, 0
   for _, n in ipairs(sc.nodes) do
     if (n.pool or "default") == pool then
       in_pool = in_pool + 1
@@ -43,7 +54,8 @@ local function expected_blocker(sc, w)
         local gpu_ok = (g == 0) or (g < 1 and n.gpu >= 1) or (g >= 1 and g <= n.gpu)
         if gpu_ok and w.cpu_cores <= n.cpu_cores then
           large = large + 1
-          if not n.unschedulable then return nil end
+          room_all = room_all + pods_on_empty(n, w)
+          if not n.unschedulable then room_open = room_open + pods_on_empty(n, w) end
         end
       end
     end
@@ -51,7 +63,9 @@ local function expected_blocker(sc, w)
   if in_pool == 0 then return "no-node-in-pool" end
   if matching == 0 then return "node-selector" end
   if large == 0 then return "request-too-large" end
-  return "cordoned"
+  if room_all < need then return "gang-too-large" end
+  if room_open < need then return "cordoned" end
+  return nil
 end
 
 describe("a pending pod's report", function()
@@ -66,7 +80,9 @@ describe("a pending pod's report", function()
         { name = "sel", queue = "q", node_selector = { zone = "c" }, requests = { gpu = 1 } },
         { name = "big", queue = "q", requests = { gpu = 16 } },
         { name = "cord", queue = "q", node_selector = { zone = "b" }, requests = { gpu = 1 } },
-        { name = "busy", queue = "q", replicas = 2, min_member = 2, requests = { gpu = 8 } },
+        { name = "hog", queue = "q", priority = "inference", requests = { gpu = 8 } },
+        { name = "busy", queue = "q", requests = { gpu = 8 } },
+        { name = "gang", queue = "q", replicas = 3, min_member = 3, requests = { gpu = 8 } },
       },
     })
     local sel, big, cord, busy = report(out, "sel"), report(out, "big"), report(out, "cord"), report(out, "busy")
@@ -75,9 +91,13 @@ describe("a pending pod's report", function()
     assert.are.equal("request-too-large", big.annotations["pending-reason"])
     assert.matches("asks 16 GPU, the largest has 8 GPU", big.message)
     assert.are.equal("cordoned", cord.annotations["pending-reason"])
+    -- n1 alone is open: it holds one of the gang's pods, n2 (cordoned) one more
+    local gang = report(out, "gang")
+    assert.are.equal("gang-too-large", gang.annotations["pending-reason"])
+    assert.matches("the gang needs 3 pods at once, and the nodes of pool \"default\" hold at most 2", gang.message)
     -- room, not a static cause: the old wording stays for it
     assert.are.equal("resources", busy.annotations["pending-reason"])
-    assert.matches("not enough free resources for the gang", busy.message)
+    assert.matches("not enough free resources for the pod", busy.message)
     for _, e in ipairs({ sel, big, cord }) do
       assert.is_nil(e.message:match("not enough free resources"))
     end
