@@ -87,9 +87,13 @@ us_blocker us_blocker_find(const us_state *st, const us_workload *w, int pin, in
             if (w->request.v[r] <= most[r]) continue;
             amount_text(r, w->request.v[r], a, sizeof a);
             amount_text(r, most[r], b, sizeof b);
-            snprintf(msg, n, "the pod's request is larger than any %snode of pool \"%s\" holds: "
-                     "it asks %s, the largest has %s", w->node_selector.n ? "matching " : "",
-                     w->pool, a, b);
+            if (pin >= 0)
+                snprintf(msg, n, "the pod's request is larger than its node holds (\"%s\": it asks "
+                         "%s, the node has %s)", st->nodes[pin].name, a, b);
+            else
+                snprintf(msg, n, "the pod's request is larger than any %snode of pool \"%s\" "
+                         "holds: it asks %s, the largest has %s",
+                         w->node_selector.n ? "matching " : "", w->pool, a, b);
             return US_BLOCK_TOO_LARGE;
         }
         snprintf(msg, n, "no %snode of pool \"%s\" holds the pod's whole request at once",

@@ -103,6 +103,29 @@ describe("a pending pod's report", function()
     end
   end)
 
+  it("of background work blocked for good is a Warning, not the normal waiting report", function()
+    local out = H.run({
+      name = "background blockers", horizon = 0,
+      nodes = { H.node("n1", 8, { labels = { zone = "a" } }), H.node("n2", 8) },
+      queues = { H.bg_queue() },
+      workloads = {
+        -- a daemonset pod on each node, each larger than its node
+        H.bg("fat-agent", { controller = "daemonset", requests = { cpu = "65" } }),
+        H.bg("lost", { node_selector = { zone = "z" }, requests = { gpu = 1 } }),
+        H.bg("idle", { requests = { gpu = 1 } }),
+      },
+    })
+    local fat, lost = report(out, "fat-agent"), report(out, "lost")
+    assert.are.equal("Warning", fat.type)
+    assert.are.equal("NotScheduled", fat.reason)
+    assert.are.equal("request-too-large", fat.annotations["pending-reason"])
+    assert.matches("2 pod%(s%) pending: the pod's request is larger than its node holds %(\"n%d\": it asks 65 CPU cores, the node has 64 CPU cores%)", fat.message)
+    assert.are.equal("NotScheduled", lost.reason)
+    assert.are.equal("node-selector", lost.annotations["pending-reason"])
+    -- what runs is not touched: the one that fits runs
+    assert.are.equal("running", H.final_pods(out, "idle")[1].state)
+  end)
+
   -- On random clusters (pools, zone labels, sizes, cordons) every pending
   -- AI workload's report names a static cause exactly when one exists.
   it("names a static cause exactly when the cluster's nodes give one", function()
