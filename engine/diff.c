@@ -335,7 +335,11 @@ int us_diff_text(FILE *f, const us_diff_run *a, const us_diff_run *b, const char
     const char **names = NULL;
     int rc = -1;
     size_t nq;
-    int w = (int)strlen("evictions (backgroundpods)");
+    /* the label column fits the longest action's row and every queue's */
+    int w = 0;
+    for (int act = 0; act < US_ACT_NONE; act++)
+        if ((int)strlen("evictions ()") + slen(us_action_names[act]) > w)
+            w = (int)strlen("evictions ()") + slen(us_action_names[act]);
 
     if (text_cycles(f, a, b) < 0) {
         us_err_nomem(err);

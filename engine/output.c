@@ -9,6 +9,8 @@
  */
 #include "output.h"
 
+#include "figures.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -137,7 +139,8 @@ fail:
     return NULL;
 }
 
-static cJSON *cycle_json(const us_sim_cycle *c) {
+static cJSON *cycle_json(const us_sim_result *res, const us_state *st, size_t i) {
+    const us_sim_cycle *c = &res->cycles[i];
     cJSON *o = cJSON_CreateObject(), *decisions, *events, *changes;
     if (!o) return NULL;
     if (us_output_put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
@@ -147,12 +150,15 @@ static cJSON *cycle_json(const us_sim_cycle *c) {
         us_output_put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
         us_output_put(o, "events", events = cJSON_CreateArray()) < 0)
         goto fail;
-    for (size_t i = 0; i < c->nchanges; i++)
-        if (us_output_push(changes, change_json(&c->changes[i])) < 0) goto fail;
-    for (size_t i = 0; i < c->log.ndecisions; i++)
-        if (us_output_push(decisions, us_output_decision(&c->log.decisions[i])) < 0) goto fail;
-    for (size_t i = 0; i < c->log.nevents; i++)
-        if (us_output_push(events, event_json(&c->log.events[i])) < 0) goto fail;
+    for (size_t k = 0; k < c->nchanges; k++)
+        if (us_output_push(changes, change_json(&c->changes[k])) < 0) goto fail;
+    for (size_t k = 0; k < c->log.ndecisions; k++)
+        if (us_output_push(decisions, us_output_decision(&c->log.decisions[k])) < 0) goto fail;
+    for (size_t k = 0; k < c->log.nevents; k++)
+        if (us_output_push(events, event_json(&c->log.events[k])) < 0) goto fail;
+    if (us_output_put(o, "pools", us_fig_cycle_pools(res, i)) < 0 ||
+        us_output_put(o, "queues", us_fig_cycle_queues(res, st, i)) < 0)
+        goto fail;
     return o;
 fail:
     cJSON_Delete(o);
@@ -234,7 +240,8 @@ static cJSON *summary_json(const us_sim_result *res) {
         us_output_put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
         us_output_put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
         us_output_put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
-        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0)
+        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0 ||
+        us_output_put(o, "harvest", us_fig_summary(res)) < 0)
         goto fail;
     return o;
 fail:
@@ -250,7 +257,7 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
         us_output_put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < res->ncycles; i++)
-        if (us_output_push(cycles, cycle_json(&res->cycles[i])) < 0) goto fail;
+        if (us_output_push(cycles, cycle_json(res, final, i)) < 0) goto fail;
     if (us_output_put(doc, "final", final_json(res, final)) < 0 || us_output_put(doc, "summary", summary_json(res)) < 0)
         goto fail;
     return doc;
@@ -558,6 +565,7 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     fprintf(f, "  preemptions           %d\n", res->totals.preemptions);
     fprintf(f, "  reclaims              %d\n", res->totals.reclaims);
     fprintf(f, "  AI pods pending       %d\n", res->ai_pods_pending);
+    us_fig_text(f, res);
     if (fflush(f) == EOF || ferror(f)) {
         us_err_set(err, US_EIO, "cannot write the output");
         goto cleanup;

@@ -38,6 +38,7 @@ void us_sim_result_free(us_sim_result *res) {
     }
     free(res->cycles);
     free(res->scenario);
+    us_hv_free(&res->harvest);
     memset(res, 0, sizeof *res);
 }
 
@@ -331,6 +332,10 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     us_state *st = &sc->state;
     res->nqueues = st->nqueues;
     if (!(res->scenario = strdup(sc->name ? sc->name : ""))) return us_err_nomem(err);
+    if (us_hv_init(&res->harvest, st, sc->cycle_interval) < 0) {
+        us_sim_result_free(res);
+        return us_err_nomem(err);
+    }
 
     int quiet = 0;
     for (int i = 0; i < US_SIM_MAX_CYCLES; i++) {
@@ -346,8 +351,16 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         /* every version the cycle may ask starts from the cycle's seed, so
          * a cycle's randomness never depends on what earlier cycles drew */
         for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
-        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0)
+        if (o->before_cycle) {
+            o->before_cycle(o->hook_ctx, st, s.pol, t, i + 1);
+            for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
+        }
+        if (us_hv_before(&res->harvest, st) < 0) goto nomem_cycle;
+        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0) {
+            if (err && err->code == US_EINVARIANT) us_err_prefix(err, "cycle %d: ", i + 1);
             goto fail_cycle;
+        }
+        if (us_hv_after(&res->harvest, st, t, &c.log) < 0) goto nomem_cycle;
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
         res->final_time = t;
         changed = changed || c.log.ndecisions > 0;

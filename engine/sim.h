@@ -22,12 +22,22 @@
 #define US_SIM_H
 
 #include "cycle.h"
+#include "harvest.h"
 #include "scenario.h"
+
+/* Called before each cycle with the state the cycle will start from (the
+ * timeline applied, the policies seeded), the policy in force, the time
+ * and the 1-based cycle number: for tests that compare what variants of
+ * one cycle decide from the same state (on copies; the hook must leave st
+ * and pol as they were). */
+typedef void (*us_sim_hook)(void *ctx, us_state *st, us_policy *pol, double now, int cycle);
 
 typedef struct us_sim_opts {
     us_cycle_opts cycle;
     const char *policy_dir;     /* NULL: built-in default policies dir */
     us_policy_limits limits;
+    us_sim_hook before_cycle;   /* NULL: none */
+    void *hook_ctx;
 } us_sim_opts;
 
 /* Room for a policy id (policy.h: 16 hex digits) or "builtin". */
@@ -76,6 +86,7 @@ typedef struct us_sim_result {
     us_cycle_counts totals;
     int ai_pods_pending;        /* AI pods pending at the end */
     char policy[US_SIM_POLICY_ID]; /* the policy in force at the end, or "builtin" */
+    us_harvest harvest;         /* GPU use, evictions and waits, cycle by cycle */
 } us_sim_result;
 
 void us_sim_opts_default(us_sim_opts *o);

@@ -83,6 +83,7 @@ void us_node_free(us_node *n) {
     free(n->name);
     free(n->pool);
     us_labels_free(&n->labels);
+    us_taints_free(&n->taints);
 }
 
 void us_queue_free(us_queue *q) {
@@ -96,6 +97,7 @@ void us_workload_free(us_workload *w) {
     free(w->pool);
     us_labels_free(&w->node_selector);
     us_labels_free(&w->labels);
+    us_tolerations_free(&w->tolerations);
     free(w->last_status);
 }
 
@@ -151,6 +153,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_node *n = &dst->nodes[i];
         n->name = n->pool = NULL;
         n->labels = (us_labels){NULL, 0};
+        n->taints = (us_taints){NULL, 0};
     }
     for (size_t i = 0; i < dst->nqueues; i++) {
         dst->queues[i].name = NULL;
@@ -161,6 +164,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_workload *w = &dst->workloads[i];
         w->name = w->pool = w->last_status = NULL;
         w->node_selector = w->labels = (us_labels){NULL, 0};
+        w->tolerations = (us_tolerations){NULL, 0};
     }
     for (size_t i = 0; i < dst->npods; i++) dst->pods[i].name = NULL;
 
@@ -169,7 +173,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_node *n = &dst->nodes[i];
         n->name = dup_or_null(s->name, &ok);
         n->pool = dup_or_null(s->pool, &ok);
-        if (us_labels_copy(&n->labels, &s->labels) < 0) ok = false;
+        if (us_labels_copy(&n->labels, &s->labels) < 0 || us_taints_copy(&n->taints, &s->taints) < 0)
+            ok = false;
     }
     for (size_t i = 0; i < dst->nqueues && ok; i++) {
         const us_queue *s = &src->queues[i];
@@ -188,7 +193,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
         w->pool = dup_or_null(s->pool, &ok);
         w->last_status = dup_or_null(s->last_status, &ok);
         if (us_labels_copy(&w->node_selector, &s->node_selector) < 0 ||
-            us_labels_copy(&w->labels, &s->labels) < 0)
+            us_labels_copy(&w->labels, &s->labels) < 0 ||
+            us_tolerations_copy(&w->tolerations, &s->tolerations) < 0)
             ok = false;
     }
     for (size_t i = 0; i < dst->npods && ok; i++)

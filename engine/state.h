@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "taints.h"
+
 /* Resources, always in these integer units inside the engine:
  * gpu in milli-devices (1000 = one device), cpu in millicores, memory in
  * bytes.  Integers keep sums exact, so the same input gives the same output. */
@@ -96,6 +98,7 @@ typedef struct us_node {
     int gpus;            /* whole devices, 0..US_MAX_GPUS */
     us_labels labels;
     bool unschedulable;  /* cordoned: nothing new is placed */
+    us_taints taints;    /* pods must tolerate NoSchedule/NoExecute ones */
     bool removed;        /* left the cluster (timeline remove_node) */
 } us_node;
 
@@ -120,6 +123,7 @@ typedef struct us_queue {
     us_qres res[US_NRES];
     us_qpool *pools;
     size_t npools;
+    double created_at;        /* seconds; orders queues that tie on every other criterion */
     bool leaf;                /* derived: no queue names it as parent */
     int depth;                /* derived: 0 for a root */
 } us_queue;
@@ -155,7 +159,8 @@ typedef enum us_why {
     US_WHY_NONE,     /* nothing kept it, or nothing tried */
     US_WHY_ROOM,     /* no node had room (for the whole gang) */
     US_WHY_LIMIT,    /* its queue, or an ancestor, is at its limit */
-    US_WHY_QUOTA     /* non-preemptible: its queue's quota is used up */
+    US_WHY_QUOTA,    /* non-preemptible: its queue's quota is used up */
+    US_WHY_OWN_PODS  /* pods of its own still terminate: it waits for them */
 } us_why;
 
 typedef struct us_workload {
@@ -169,8 +174,10 @@ typedef struct us_workload {
     char *pool;
     us_labels node_selector;
     us_labels labels;
+    us_tolerations tolerations;
     double termination_grace;  /* seconds */
     double submit_at;          /* seconds */
+    double created_at;         /* seconds; default submit_at: job order, victim order */
     double duration;           /* seconds of running; < 0: until deleted */
     bool background;           /* label kai.scheduler/background: "true" */
     us_res request;            /* per pod */
