@@ -9,10 +9,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "taints.h"
 #include "use.h"
 
 const char *const us_blocker_names[] = {"", "no-node-in-pool", "node-selector",
-                                        "request-too-large", "cordoned", "gang-too-large"};
+                                        "request-too-large", "cordoned", "gang-too-large",
+                                        "untolerated-taint"};
 
 /* "zone=a, disk=ssd" (cut to n bytes). */
 static void selector_text(const us_labels *sel, char *buf, size_t n) {
@@ -51,7 +53,8 @@ static int64_t pods_on_empty(const us_node *nd, us_res req, int64_t cap) {
 us_blocker us_blocker_find(const us_state *st, const us_workload *w, int pin, int need, char *msg,
                            size_t n) {
     static const us_use empty;
-    size_t in_pool = 0, matching = 0, large = 0;
+    size_t in_pool = 0, matching = 0, tolerated = 0, large = 0;
+    const us_node *tainted = NULL; /* a matching node whose taints keep the pod off */
     int64_t room_all = 0, room_open = 0; /* pods the large nodes hold empty, open ones */
     int64_t most[US_NRES] = {0};
     char a[64], b[64], sel[200];
@@ -63,6 +66,11 @@ us_blocker us_blocker_find(const us_state *st, const us_workload *w, int pin, in
         in_pool++;
         if (!us_labels_match(&nd->labels, &w->node_selector)) continue;
         matching++;
+        if (!us_tolerates(&w->tolerations, &nd->taints, false)) {
+            if (!tainted) tainted = nd;
+            continue;
+        }
+        tolerated++;
         for (int r = 0; r < US_NRES; r++)
             if (nd->cap.v[r] > most[r]) most[r] = nd->cap.v[r];
         if (!us_use_fits(&empty, nd, w->request, -1)) continue;
@@ -81,6 +89,18 @@ us_blocker us_blocker_find(const us_state *st, const us_workload *w, int pin, in
         selector_text(&w->node_selector, sel, sizeof sel);
         snprintf(msg, n, "no node of pool \"%s\" matches the node selector (%s)", w->pool, sel);
         return US_BLOCK_SELECTOR;
+    }
+    if (!tolerated) {
+        const us_taint_item *x = NULL;
+        for (size_t k = 0; k < tainted->taints.n && !x; k++) {
+            us_taints one = {&tainted->taints.items[k], 1};
+            if (!us_tolerates(&w->tolerations, &one, false)) x = &tainted->taints.items[k];
+        }
+        snprintf(msg, n, "every %snode of pool \"%s\" has a taint the pod does not tolerate "
+                 "(\"%s\": %s%s%s:%s)", w->node_selector.n ? "matching " : "", w->pool,
+                 tainted->name, x ? x->key : "?", x && x->value[0] ? "=" : "", x ? x->value : "",
+                 x ? us_effect_names[x->effect] : "?");
+        return US_BLOCK_TAINTS;
     }
     if (!large) {
         for (int r = 0; r < US_NRES; r++) {

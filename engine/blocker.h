@@ -1,7 +1,8 @@
 /*
  * blocker.h — what keeps a pod pending whatever the cluster's load: no node
- * of its pool, none matching its node selector, none large enough for its
- * request, or every one that could hold it cordoned.  The pending report
+ * of its pool, none matching its node selector, none whose taints it
+ * tolerates, none large enough for its request (or its gang), or every one
+ * that could hold it cordoned.  The pending report
  * (cycle.c) says so instead of "not enough free resources", which would
  * send a user looking for load that is not the cause.
  */
@@ -18,11 +19,12 @@ typedef enum us_blocker {
     US_BLOCK_SELECTOR,  /* no node of its pool matches its node selector */
     US_BLOCK_TOO_LARGE, /* no matching node could hold it even empty */
     US_BLOCK_CORDONED,  /* every node that could hold it is cordoned */
-    US_BLOCK_GANG       /* the matching nodes, even empty, hold fewer pods than its gang needs */
+    US_BLOCK_GANG,      /* the matching nodes, even empty, hold fewer pods than its gang needs */
+    US_BLOCK_TAINTS     /* every node matching its selector has a taint it does not tolerate */
 } us_blocker;
 
 /* Short names for annotations: "", "no-node-in-pool", "node-selector",
- * "request-too-large", "cordoned", "gang-too-large". */
+ * "request-too-large", "cordoned", "gang-too-large", "untolerated-taint". */
 extern const char *const us_blocker_names[];
 
 /* Why need pods of workload w at once (its gang's min_member when none of

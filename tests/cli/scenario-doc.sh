@@ -11,9 +11,11 @@ DOC=docs/scenario.md
 [ -f "$DOC" ] || fail "$DOC is missing"
 
 # The loader's tables: static const char *const xxx_fields[] / xxx_names[]
-# = {"a", "b", ..., NULL}; (possibly over several lines), and the priority
+# / xxx_states[] = {"a", "b", ..., NULL}; (possibly over several lines) in
+# scenario.c and taints.c (taints and tolerations), and the priority
 # classes.
-words=$(awk '/(_fields|_names)\[\] *= *\{/,/\};/' engine/scenario.c | grep -o '"[a-z_-]*"' | tr -d '"' | sort -u)
+words=$(awk '/(fields|_names|_states)\[\] *= *\{/,/\};/' engine/scenario.c engine/taints.c |
+    grep -o '"[A-Za-z_-]*"' | tr -d '"' | sort -u)
 classes=$(awk '/^} classes\[\] *= *\{/,/\};/' engine/scenario.c | grep -o '"[a-z-]*"' | tr -d '"')
 [ -n "$words" ] || fail "no field tables found in engine/scenario.c"
 [ -n "$classes" ] || fail "no priority classes found in engine/scenario.c"

@@ -44,12 +44,15 @@ end
 local function expected_blocker(sc, w)
   local pool = w.pool or "default"
   local need = w.min_member or 1
-  local in_pool, matching, large, room_all, room_open = 0, 0, 0, 0, 0
+  local in_pool, matching, tolerated, large, room_all, room_open = 0, 0, 0, 0, 0, 0
   for _, n in ipairs(sc.nodes) do
     if (n.pool or "default") == pool then
       in_pool = in_pool + 1
       if matches(n.labels, w.node_selector) then
         matching = matching + 1
+      end
+      if matches(n.labels, w.node_selector) and (not n.taints or w.tolerations) then
+        tolerated = tolerated + 1
         local g = w.requests.gpu or 0
         local gpu_ok = (g == 0) or (g < 1 and n.gpu >= 1) or (g >= 1 and g <= n.gpu)
         if gpu_ok and w.cpu_cores <= n.cpu_cores then
@@ -62,6 +65,7 @@ local function expected_blocker(sc, w)
   end
   if in_pool == 0 then return "no-node-in-pool" end
   if matching == 0 then return "node-selector" end
+  if tolerated == 0 then return "untolerated-taint" end
   if large == 0 then return "request-too-large" end
   if room_all < need then return "gang-too-large" end
   if room_open < need then return "cordoned" end
@@ -74,8 +78,10 @@ describe("a pending pod's report", function()
     local out = H.run({
       name = "blockers", horizon = 0,
       nodes = { H.node("n1", 8, { labels = { zone = "a" } }),
-                H.node("n2", 8, { labels = { zone = "b" }, unschedulable = true }) },
-      queues = { H.queue("q", 16) },
+                H.node("n2", 8, { labels = { zone = "b" }, unschedulable = true }),
+                H.node("n3", 8, { labels = { zone = "t" },
+                                  taints = { { key = "dedicated", value = "infer", effect = "NoSchedule" } } }) },
+      queues = { H.queue("q", 24) },
       workloads = {
         { name = "sel", queue = "q", node_selector = { zone = "c" }, requests = { gpu = 1 } },
         { name = "big", queue = "q", requests = { gpu = 16 } },
@@ -83,8 +89,12 @@ describe("a pending pod's report", function()
         { name = "hog", queue = "q", priority = "inference", requests = { gpu = 8 } },
         { name = "busy", queue = "q", requests = { gpu = 8 } },
         { name = "gang", queue = "q", replicas = 3, min_member = 3, requests = { gpu = 8 } },
+        { name = "tainted", queue = "q", node_selector = { zone = "t" }, requests = { gpu = 1 } },
       },
     })
+    local tainted = report(out, "tainted")
+    assert.are.equal("untolerated-taint", tainted.annotations["pending-reason"])
+    assert.matches('has a taint the pod does not tolerate %("n3": dedicated=infer:NoSchedule%)', tainted.message)
     local sel, big, cord, busy = report(out, "sel"), report(out, "big"), report(out, "cord"), report(out, "busy")
     assert.are.equal("node-selector", sel.annotations["pending-reason"])
     assert.matches('no node of pool "default" matches the node selector %(zone=c%)', sel.message)
@@ -139,6 +149,7 @@ describe("a pending pod's report", function()
                     pool = pools[r(1, 3)], labels = { zone = zones[r(1, 3)] },
                     unschedulable = r(1, 4) == 1 }
         n.cpu = tostring(n.cpu_cores)
+        if r(1, 4) == 1 then n.taints = { { key = "gpu", effect = "NoSchedule" } } end
         sc.nodes[i] = n
       end
       for i = 1, r(1, 6) do
@@ -148,6 +159,7 @@ describe("a pending pod's report", function()
         w.min_member = w.replicas
         w.requests.cpu = tostring(w.cpu_cores)
         if r(1, 2) == 1 then w.node_selector = { zone = zones[r(1, 3)] } end
+        if r(1, 3) == 1 then w.tolerations = { { key = "gpu", operator = "Exists" } } end
         sc.workloads[i] = w
       end
       -- the loader is strict: strip the helper fields before loading
