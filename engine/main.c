@@ -48,7 +48,8 @@ static void usage(FILE *f) {
           "  -h, --help       show this help\n"
           "  --version        print the version\n"
           "\n"
-          "Run 'understory <command> --help' for a command's options.\n",
+          "Run 'understory <command> --help' for a command's options.  The scenario\n"
+          "format and the output document: docs/scenario.md in the repository.\n",
           f);
 }
 

@@ -50,9 +50,12 @@ grep -qF "(docs/scenario.md)" README.md || fail "README.md does not link docs/sc
 if grep -n '\.\./shared\|DESIGN\.md' README.md docs/*.md; then
     fail "a document points outside the repository"
 fi
-run simulate --help
-expect_status 0
-expect_stdout_has "docs/scenario.md"
+for help in "--help" "simulate --help"; do
+    # shellcheck disable=SC2086
+    run $help
+    expect_status 0
+    expect_stdout_has "docs/scenario.md"
+done
 printf '{"nodes": [{"name": "n1", "gpus": 8}]}' >"$TMP/typo.json"
 run simulate "$TMP/typo.json"
 expect_status 2
