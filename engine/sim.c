@@ -171,17 +171,43 @@ static bool on_node(const us_pod *p, const void *arg) {
  * t=0 may come with. */
 static int submit_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
     size_t nw = st->nworkloads, ndue = 0;
-    int *due = malloc((nw + 1) * sizeof *due);
-    if (!due) return -1;
+    /* slot[w]: 1 + w's place among the due workloads, 0 when not due */
+    int *slot = calloc(nw + 1, sizeof *slot);
+    us_change *ch;
+    int rc = -1;
+    if (!slot) return -1;
     for (size_t w = 0; w < nw; w++)
         if (st->workloads[w].state == US_WL_WAITING && st->workloads[w].submit_at <= t)
-            due[ndue++] = (int)w;
-    int rc = us_life_submit_due(st, t, changed);
-    for (size_t k = 0; k < ndue && rc == 0; k++) {
-        us_change *ch = change(c, US_CH_SUBMIT, st->workloads[due[k]].name);
-        if (!ch || add_pods(ch, st, live_of_workload, &due[k]) < 0) rc = -1;
+            slot[w] = (int)++ndue;
+    if (us_life_submit_due(st, t, changed) < 0) goto out;
+    if (!ndue) {
+        rc = 0;
+        goto out;
     }
-    free(due);
+    /* one change each, in workload order; then one pass over the pods
+     * counts and one fills their lists, so a large submission stays linear */
+    size_t first = c->nchanges;
+    for (size_t w = 0; w < nw; w++)
+        if (slot[w] && !change(c, US_CH_SUBMIT, st->workloads[w].name)) goto out;
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i]) && slot[st->pods[i].workload])
+            c->changes[first + slot[st->pods[i].workload] - 1].npods++;
+    for (size_t k = first; k < c->nchanges; k++) {
+        ch = &c->changes[k];
+        size_t n = ch->npods;
+        ch->npods = 0; /* counts what the list holds, from here on */
+        if (n && !(ch->pods = calloc(n, sizeof *ch->pods))) goto out;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (!live(p) || !slot[p->workload]) continue;
+        ch = &c->changes[first + slot[p->workload] - 1];
+        if (!(ch->pods[ch->npods] = strdup(p->name))) goto out;
+        ch->npods++;
+    }
+    rc = 0;
+out:
+    free(slot);
     return rc;
 }
 
