@@ -23,6 +23,18 @@ for w in $words $classes; do
     grep -qF -- "\`$w\`" "$DOC" || fail "$DOC does not document \`$w\` (engine/scenario.c accepts it)"
 done
 
+# Every event reason the engine emits: the reason of us_log_event(log,
+# "Warning", "Reason", ...), one chosen first (reason = "X"), and every
+# CamelCase literal of two words or more (PolicyFailed, passed along; the
+# taint effects are such words too, and documented as well).
+reasons=$( (grep -ohE '"(Normal|Warning)", *"[A-Za-z]+"' engine/*.c | grep -oE '"[A-Za-z]+"$'
+            grep -ohE 'reason = "[A-Z][A-Za-z]+"' engine/*.c | grep -oE '"[A-Za-z]+"'
+            grep -ohE '"[A-Z][a-z]+([A-Z][a-z]+)+"' engine/*.c) | tr -d '"' | sort -u)
+[ -n "$reasons" ] || fail "no event reasons found in engine/*.c"
+for r in $reasons; do
+    grep -qF -- "\`$r\`" "$DOC" || fail "$DOC does not document the event reason \`$r\`"
+done
+
 # Every key of the output documents (object keys are printed as "key":).
 cat >"$TMP/more.json" <<'JSON'
 {"name": "more", "cycle_interval": 10, "horizon": 40,
