@@ -1,6 +1,6 @@
 /*
  * output.c — rendering a finished simulation as the JSON document of
- * DESIGN.md or as a per-cycle account in words.
+ * docs/scenario.md or as a per-cycle account in words.
  *
  * Owns only the presentation: output units (gpu in devices, cpu in
  * millicores or cores, memory in bytes or binary units) and layout.  It must

@@ -1,8 +1,8 @@
 /*
  * sim.h — the simulator: runs a scenario's cycles over virtual time as
- * DESIGN.md's simulation semantics say (timeline, submissions, durations,
- * grace periods), recording every cycle's decisions, events and per-queue
- * figures.
+ * docs/scenario.md and docs/scheduling.md say (timeline, submissions,
+ * durations, grace periods), recording every cycle's changes, decisions,
+ * events and per-queue figures.
  *
  * us_sim_run consumes the scenario's state (it is the simulated cluster);
  * the result owns its own copies of everything it reports.  Not thread-safe.
