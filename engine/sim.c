@@ -1,7 +1,8 @@
 /*
  * sim.c — the simulator: virtual time, the scenario's timeline, workload
  * durations, and one cycle every cycle_interval seconds.  It records what
- * each cycle decided; rendering is output.c's job.
+ * changed in the cluster before each cycle (the changes list) and what the
+ * cycle decided; rendering is output.c's job.
  */
 #include "sim.h"
 
