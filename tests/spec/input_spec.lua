@@ -219,8 +219,31 @@ describe("any valid scenario", function()
         end
       end
       local ci = pick(r, { 1e-300, 10, 1e300 })
+      for i = 1, #workloads do
+        if r(1, 3) == 1 then workloads[i].created_at = pick(r, { -1e12, 0, 1e300 }) end
+      end
+      for i = 1, #queues do
+        if r(1, 3) == 1 then queues[i].created_at = pick(r, { -1e12, 0, 1e300 }) end
+      end
+      local timeline = {}
+      for _ = 1, r(0, 4) do
+        local at, kind = ci * r(0, 2), r(1, 5)
+        if kind == 1 then
+          timeline[#timeline + 1] = { at = at, action = "delete", workload = "w" .. r(1, #workloads) }
+        elseif kind == 2 then
+          timeline[#timeline + 1] = { at = at, action = "complete", workload = "w" .. r(1, #workloads) }
+        elseif kind == 3 then
+          timeline[#timeline + 1] = { at = at, action = "remove_node", node = "n" .. r(1, #nodes) }
+        elseif kind == 4 then
+          timeline[#timeline + 1] = { at = at, action = "cordon", node = "n" .. r(1, #nodes) }
+        else
+          timeline[#timeline + 1] = { at = at, action = "add_node",
+                                      node = { name = "x" .. #timeline, gpu = 64, cpu = MAXCPU, memory = MAXMEM } }
+        end
+      end
       local out = H.run({ name = "edges " .. seed, cycle_interval = ci, horizon = 3 * ci,
-                          nodes = nodes, queues = queues, workloads = workloads },
+                          nodes = nodes, queues = queues, workloads = workloads,
+                          timeline = #timeline > 0 and timeline or nil },
                         { policies = seed % 2 == 0 and "policies" or false })
       for _, c in ipairs(out.cycles) do
         assert.is_true(finite(c.time), "seed " .. seed)
