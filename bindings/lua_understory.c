@@ -27,7 +27,7 @@
  *                 the invariant, the cycle and the objects
  *   time_limit    wall-clock milliseconds a policy call may take (500)
  *
- * Returns the output document of DESIGN.md as a Lua table: objects become
+ * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
  * node has no `node` field).  Any failure raises a Lua error with the
  * engine's message (`workloads[3].queue: "team-z" is not a queue`); errors

@@ -371,8 +371,8 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err);
 
 /* Run one scheduling cycle at time now (not before the engine's time):
  * terminating pods whose grace has ended leave, pipelined pods whose room
- * is free bind, then the full cycle of DESIGN.md runs.  The engine's state
- * follows its own decisions (a bound pod is running, an evicted one
+ * is free bind, then the full cycle of docs/scheduling.md runs.  The
+ * engine's state follows its own decisions (a bound pod is running, an evicted one
  * terminating) until the caller reports otherwise.  Replaces the previous
  * cycle's decisions and events, then calls the event callback once per
  * event.  A failing policy never fails a cycle: it draws an event and the

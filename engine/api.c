@@ -1149,6 +1149,10 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
     const char *res;
     int live, rel, w, n = -1, p;
     if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
+    /* as the loader's names: a Kubernetes name is at most 253 characters */
+    if (strlen(name) > 253)
+        return fail(err, US_EINVAL, "pod.name: is %zu characters long, more than the 253 a "
+                    "Kubernetes name may have", strlen(name));
     if (node && (n = find_node(st, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);

@@ -140,11 +140,13 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
 /* Report pending pods once per change of status.  For background work,
  * pending is the normal steady state, so it is a Normal event. */
 static int pending_reports(us_state *st, us_cycle_log *log) {
-    int *pending = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pending);
-    int *pinned = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pinned);
-    if (!pending || !pinned) {
+    size_t nw = st->nworkloads ? st->nworkloads : 1;
+    int *pending = calloc(nw, sizeof *pending), *pinned = calloc(nw, sizeof *pinned);
+    int *holding = calloc(nw, sizeof *holding);
+    if (!pending || !pinned || !holding) {
         free(pending);
         free(pinned);
+        free(holding);
         return -1;
     }
     /* a daemonset's pods each have their own node: it is blocked only when
@@ -152,11 +154,13 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
      * some pending pod is not blocked) */
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
+        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+            holding[pd->workload]++;
         if (pd->state != US_POD_PENDING) continue;
         pending[pd->workload]++;
         if (pd->pin < 0 || pinned[pd->workload] < 0) continue;
         char ignored[8];
-        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, ignored,
+        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, 1, ignored,
                                                sizeof ignored) != US_BLOCK_NONE ? pd->pin + 1 : -1;
     }
     int rc = 0;
@@ -171,8 +175,11 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         }
         /* a cause that no free room would cure comes before the load */
         us_blocker b = US_BLOCK_NONE;
-        if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, why, sizeof why);
-        else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, why, sizeof why);
+        /* a gang that holds nothing needs min_member pods at once; one that
+         * runs only waits for elastic pods, one at a time */
+        int need = holding[i] == 0 ? w->min_member : 1;
+        if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, need, why, sizeof why);
+        else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, 1, why, sizeof why);
         if (b != US_BLOCK_NONE) {
             reason = w->background ? "NotScheduled" : "Unschedulable";
             code = us_blocker_names[b];
@@ -215,6 +222,7 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
     }
     free(pending);
     free(pinned);
+    free(holding);
     return rc;
 }
 

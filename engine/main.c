@@ -48,7 +48,8 @@ static void usage(FILE *f) {
           "  -h, --help       show this help\n"
           "  --version        print the version\n"
           "\n"
-          "Run 'understory <command> --help' for a command's options.\n",
+          "Run 'understory <command> --help' for a command's options.  The scenario\n"
+          "format and the output document: docs/scenario.md in the repository.\n",
           f);
 }
 
@@ -69,16 +70,20 @@ static void usage(FILE *f) {
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
     "                        (default 500)\n"
 
+/* The line after an error in a scenario's content: where the format is. */
+#define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
+
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
     us_sim_opts_default(&d);
     fprintf(f,
             "usage: understory simulate FILE [options]\n"
             "\n"
-            "Runs the scenario FILE (JSON; see \"Scenario format\" in the design) cycle\n"
-            "by cycle in virtual time and prints what the scheduler decided: a readable\n"
-            "account by default, or the JSON output document with --json.  The same\n"
-            "input always gives the same output.\n"
+            "Runs the scenario FILE (JSON) cycle by cycle in virtual time and prints\n"
+            "what the scheduler decided: a readable account by default, or the JSON\n"
+            "output document with --json.  The same input always gives the same\n"
+            "output.  docs/scenario.md in the repository describes every field of\n"
+            "the scenario and of the output document.\n"
             "\n"
             "options:\n"
             "  --json                print the JSON output document instead of text\n"
@@ -424,7 +429,7 @@ static int simulate(int argc, char **argv) {
         if (err.code == US_EIO)
             fprintf(stderr, "understory: %s\n", err.msg);
         else
-            fprintf(stderr, "understory: %s: %s\n", c.file, err.msg);
+            fprintf(stderr, "understory: %s: %s\n%s", c.file, err.msg, FORMAT_HINT);
         goto cleanup;
     }
     loaded = true;
@@ -481,7 +486,8 @@ static int check(int argc, char **argv) {
         }
         /* the scenario did not load: the check could not run */
         if (err.code == US_EIO) fprintf(stderr, "understory: %s\n", err.msg);
-        else fprintf(stderr, "understory: %s: %s\n", c.scenario ? c.scenario : "built-in scenario", err.msg);
+        else fprintf(stderr, "understory: %s: %s\n%s", c.scenario ? c.scenario : "built-in scenario",
+                     err.msg, FORMAT_HINT);
         return EXIT_USAGE;
     }
     return problems ? EXIT_FAILURE : EXIT_SUCCESS;

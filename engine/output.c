@@ -1,6 +1,6 @@
 /*
  * output.c — rendering a finished simulation as the JSON document of
- * DESIGN.md or as a per-cycle account in words.
+ * docs/scenario.md or as a per-cycle account in words.
  *
  * Owns only the presentation: output units (gpu in devices, cpu in
  * millicores or cores, memory in bytes or binary units) and layout.  It must
@@ -120,14 +120,14 @@ fail:
 }
 
 /* A workload change names its workload, a node change its node. */
-static bool about_node(us_tl_action a) { return a >= US_TL_ADD_NODE && a <= US_TL_UNCORDON; }
+static bool about_node(us_change_kind a) { return a >= US_CH_ADD_NODE && a <= US_CH_UNCORDON; }
 
 static cJSON *change_json(const us_change *ch) {
     cJSON *o = cJSON_CreateObject(), *pods;
     if (!o) return NULL;
-    if (us_output_put(o, "action", cJSON_CreateString(us_tl_action_names[ch->action])) < 0 ||
+    if (us_output_put(o, "action", cJSON_CreateString(us_change_names[ch->action])) < 0 ||
         us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
-        (ch->action == US_TL_COMPLETE &&
+        (ch->action == US_CH_COMPLETE &&
          us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
         us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
         goto fail;
@@ -366,7 +366,7 @@ static void text_changes(FILE *f, const us_sim_cycle *c) {
     for (size_t i = 0; i < c->nchanges; i++) {
         const us_change *ch = &c->changes[i];
         bool more = ch->by_duration || ch->npods;
-        fprintf(f, "  %-11s %-*s", us_tl_action_names[ch->action], more ? w : 0, nz(ch->object));
+        fprintf(f, "  %-11s %-*s", us_change_names[ch->action], more ? w : 0, nz(ch->object));
         if (ch->by_duration) fputs("  its duration ran out", f);
         if (ch->npods) fprintf(f, "  %zu pod%s: ", ch->npods, ch->npods == 1 ? "" : "s");
         for (size_t k = 0; k < ch->npods && k < 4; k++) fprintf(f, "%s%s", k ? ", " : "", ch->pods[k]);

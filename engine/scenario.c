@@ -1,8 +1,8 @@
 /*
- * scenario.c — owns loading a scenario document (DESIGN.md "Scenario
- * format") into a us_scenario: JSON parsing, validation with errors that name
- * the JSON path, defaults, quantity parsing (us_parse_cpu, us_parse_memory),
- * pre-existing pods and the sorted timeline.
+ * scenario.c — owns loading a scenario document (docs/scenario.md, every
+ * field and its default) into a us_scenario: JSON parsing, validation with
+ * errors that name the JSON path, defaults, quantity parsing (us_parse_cpu,
+ * us_parse_memory), pre-existing pods and the sorted timeline.
  *
  * Loading is all or nothing: every helper reports through the loader's
  * context and the top level frees whatever was built when any step fails.

@@ -549,6 +549,19 @@ TEST(pod_reports) {
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"nodes\": \"n1\"}", &err),
             US_EINVAL, "pod.nodes: unknown field");
     REFUSED(e, us_engine_remove_pod(e, "ghost", &err), US_ENOENT, "pod \"ghost\" is unknown");
+    /* names past Kubernetes' 253 characters are refused here as at load */
+    {
+        char long_name[300];
+        memset(long_name, 'p', 254);
+        long_name[254] = '\0';
+        s.name = long_name;
+        s.workload = "w";
+        s.node = "n1";
+        REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_EINVAL,
+                "pod.name: is 254 characters long, more than the 253");
+        s.name = "train-def";
+        s.workload = NULL;
+    }
     /* a bind that failed: back to pending */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING && !p.node);
