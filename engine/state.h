@@ -78,6 +78,7 @@ typedef struct us_node {
     us_labels labels;
     bool unschedulable;  /* cordoned: nothing new is placed */
     bool removed;        /* left the cluster (timeline remove_node) */
+    bool warned;         /* its missing-capacity warning was emitted */
 } us_node;
 
 /* One resource of one queue. */

@@ -805,6 +805,45 @@ TEST(callback_may_remove_or_replace_itself) {
     us_engine_destroy(e);
 }
 
+/* Names reach the output, which must stay valid UTF-8: every way in
+ * refuses invalid UTF-8, naming the field and the byte offset. */
+TEST(invalid_utf8_refused_on_every_way_in) {
+    us_engine *e = engine();
+    us_node_spec n = {0};
+    us_queue_spec q;
+    us_workload_spec w;
+    us_pod_spec pod = {"w-\xff", "w", NULL};
+    static const us_label bad_label[] = {{"zone", "a\xc3("}};
+    if (!e) return;
+    n.name = "n\xc0\xaf";
+    n.capacity = (us_resources){1, 1000, 1 << 30};
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.name: invalid UTF-8 at byte offset 1");
+    n.name = "n1";
+    n.labels = bad_label;
+    n.nlabels = 1;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
+            "node.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"ok\", \"labels\": {\"k\\u00e9\": \"\xed\xa0\x80\"}}", &err),
+            US_EINVAL, "node.labels.k\xc3\xa9: invalid UTF-8 at byte offset 0");
+    us_queue_spec_init(&q);
+    q.name = "q\x80";
+    REFUSED(e, us_engine_upsert_queue(e, &q, &err), US_EINVAL, "queue.name: invalid UTF-8 at byte offset 1");
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "q";
+    w.labels = bad_label;
+    w.nlabels = 1;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 0, &err), US_EINVAL,
+            "workload.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"w\xf8\", \"queue\": \"q\"}", 0, &err),
+            US_EINVAL, "workload.name: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_pod(e, &pod, &err), US_EINVAL, "pod.name: invalid UTF-8 at byte offset 2");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-\xff\"}", &err), US_EINVAL,
+            "pod.name: invalid UTF-8 at byte offset 2");
+    us_engine_destroy(e);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -964,6 +1003,7 @@ int main(void) {
     RUN(cycle_events_and_callback);
     RUN(every_call_from_the_callback_works_or_is_busy);
     RUN(callback_may_remove_or_replace_itself);
+    RUN(invalid_utf8_refused_on_every_way_in);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
