@@ -1072,10 +1072,12 @@ static int by_queue_name(const void *a, const void *b) {
 
 static void push_fs_queue(lua_State *L, const us_fs_input *in, const us_fs_queue *q) {
     double w;
-    lua_createtable(L, 0, 10);
+    lua_createtable(L, 0, 11);
     set_str(L, "name", q->name);
     if (q->parent >= 0) set_str(L, "parent", in->queues[q->parent].name);
     set_int(L, "priority", q->priority);
+    lua_pushnumber(L, q->created_at);
+    lua_setfield(L, -2, "created_at");
     push_bounds(L, q->res, false);
     lua_setfield(L, -2, "quota");
     push_bounds(L, q->res, true);
@@ -1364,7 +1366,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     byname = lua_gettop(L);
     for (size_t k = 0; k < in->nnodes; k++) {
         const us_bg_node *bn = &in->nodes[k];
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 9);
         set_str(L, "name", bn->node->name);
         push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
@@ -1381,6 +1383,12 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         push_res(L, bn->free);
         lua_setfield(L, -2, "free");
         set_int(L, "free_gpus", bn->free_gpus);
+        push_res(L, bn->free_at_end);
+        lua_setfield(L, -2, "free_at_end");
+        set_int(L, "free_gpus_at_end", bn->free_gpus_at_end);
+        push_res(L, bn->idle);
+        lua_setfield(L, -2, "idle");
+        set_int(L, "idle_gpus", bn->idle_gpus);
         lua_pushvalue(L, -1);
         lua_setfield(L, byname, bn->node->name);
         lua_rawseti(L, list, (lua_Integer)k + 1);

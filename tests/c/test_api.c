@@ -127,6 +127,17 @@ static size_t count_phase(const us_engine *e, us_pod_phase ph) {
     return n;
 }
 
+/* Decisions of the last cycle with this op and action (NULL: none). */
+static size_t count_decisions(const us_engine *e, us_decision_op op, const char *action) {
+    size_t n = 0;
+    us_decision_info d;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++)
+        if (us_engine_decision(e, i, &d) == US_OK && d.op == op &&
+            (action ? d.action && strcmp(d.action, action) == 0 : !d.action))
+            n++;
+    return n;
+}
+
 /* Run f; it must fail with code and a message containing msg, and leave
  * the engine as it was. */
 #define REFUSED(e, call, want_code, msg)                                                          \
@@ -195,7 +206,7 @@ TEST(node_upsert_and_read_back) {
     us_engine *e = engine();
     us_error err;
     us_label labels[] = {{"zone", "a"}};
-    us_node_spec n = {"n1", "train", {8, 64000, 512LL << 30}, labels, 1, 1};
+    us_node_spec n = {"n1", "train", {8, 64000, 512LL << 30}, labels, 1, 1, NULL, 0};
     us_node_info x;
     CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
     CHECK(us_engine_node_count(e) == 1);
@@ -219,7 +230,7 @@ TEST(node_errors_name_the_field_and_change_nothing) {
     us_engine *e = engine();
     us_label dup[] = {{"zone", "a"}, {"zone", "b"}};
     us_label nullkey[] = {{NULL, "a"}};
-    us_node_spec n = {"n2", NULL, {8.5, 1000, 1000}, NULL, 0, 0};
+    us_node_spec n = {"n2", NULL, {8.5, 1000, 1000}, NULL, 0, 0, NULL, 0};
     CHECK(node(e, "n1", 8) == US_OK);
     REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
             "node.gpu: 8.5 is not a whole number of GPUs from 0 to 64");
@@ -291,7 +302,7 @@ TEST(daemonset_follows_node_labels) {
     us_workload_spec w;
     us_label sel[] = {{"role", "gpu"}};
     us_label yes[] = {{"role", "gpu"}};
-    us_node_spec n = {"n1", NULL, {8, 32000, 1LL << 35}, NULL, 0, 0};
+    us_node_spec n = {"n1", NULL, {8, 32000, 1LL << 35}, NULL, 0, 0, NULL, 0};
     us_pod_info p;
     CHECK(bg_queue(e, "bg") == US_OK);
     CHECK(us_engine_upsert_node(e, &n, &err) == US_OK);
@@ -467,11 +478,15 @@ TEST(workload_resend_scale_and_finish) {
     CHECK(us_engine_complete_workload(e, "w", 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     /* a job's gang is its replicas unless min_member says otherwise:
-     * growing it re-forms the gang, which starts again whole */
+     * growing it re-forms the gang, which the next cycle stops, a
+     * decision per pod, so it starts again whole */
     CHECK(workload(e, "g", "q", 2, 1, 20) == US_OK);
     CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(workload(e, "g", "q", 3, 1, 20) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2); /* nothing stopped behind the caller's back */
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 2);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     CHECK(count_phase(e, US_PHASE_PENDING) == 3);
     CHECK(us_engine_remove_workload(e, "g", 20, &err) == US_OK);
@@ -541,10 +556,18 @@ TEST(pod_reports) {
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"node\": \"n2\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     CHECK_STR(p.node, "n2");
-    /* gone: its controller recreates it pending */
+    /* gone: its controller recreates it pending; the gang (2 of 2) broke,
+     * so the next cycle stops train-abc with a decision of its own, and
+     * the gang waits for it to terminate rather than pipeline behind it */
     CHECK(us_engine_remove_pod(e, "train-def", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(pod_named(e, "train-abc", &p) && p.phase == US_PHASE_RUNNING);
     CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 1);
+    CHECK(count_decisions(e, US_DECISION_PIPELINE, NULL) + count_decisions(e, US_DECISION_PIPELINE, "allocate") == 0);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 2);
+    CHECK(us_engine_run_cycle(e, 30, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     us_engine_destroy(e);
 }
@@ -660,6 +683,35 @@ TEST(cycle_events_and_callback) {
     us_engine_on_event(e, NULL, NULL);
     CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
     us_engine_destroy(e);
+}
+
+/* check_invariants: the engine checks every cycle and decides exactly what
+ * an unchecked engine decides (the check reads, never changes). */
+TEST(invariant_checks_on_request) {
+    us_engine *e[2] = {NULL, NULL};
+    us_error err;
+    char *seen[2] = {NULL, NULL};
+    CHECK_STR(us_strerror(US_EINVARIANT), "invariant broken");
+    for (int k = 0; k < 2; k++) {
+        us_engine_options o;
+        us_engine_options_init(&o);
+        CHECK(o.check_invariants == 0);
+        o.check_invariants = k;
+        CHECK(us_engine_create(&o, &e[k], &err) == US_OK);
+        if (!e[k]) return;
+        CHECK(node(e[k], "n1", 4) == US_OK && node(e[k], "n2", 4) == US_OK);
+        CHECK(queue(e[k], "q", NULL, 8) == US_OK && bg_queue(e[k], "bg") == US_OK);
+        CHECK(bg_workload(e[k], "burn", US_CONTROLLER_DEPLOYMENT, 4, 1, 0) == US_OK);
+        CHECK(us_engine_run_cycle(e[k], 0, &err) == US_OK);
+        CHECK(workload(e[k], "w", "q", 2, 2, 10) == US_OK);
+        for (int t = 10; t <= 30; t += 10) CHECK(us_engine_run_cycle(e[k], t, &err) == US_OK);
+        seen[k] = dump(e[k]);
+        us_engine_destroy(e[k]);
+    }
+    CHECK(seen[0] && seen[1] && strcmp(seen[0], seen[1]) == 0);
+    CHECK_HAS(seen[1], "w-1");
+    free(seen[0]);
+    free(seen[1]);
 }
 
 /* Every API function, called from inside the event callback: the readers
@@ -1001,6 +1053,7 @@ int main(void) {
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
+    RUN(invariant_checks_on_request);
     RUN(every_call_from_the_callback_works_or_is_busy);
     RUN(callback_may_remove_or_replace_itself);
     RUN(invalid_utf8_refused_on_every_way_in);
