@@ -5,7 +5,9 @@
  *
  * It owns the lua_State and everything in it.  It must never let a policy
  * reach the host (no io, os, debug, package, files, bytecode), never let one
- * run unbounded (instruction and memory budget per call), never let one
+ * run unbounded (instruction, memory and wall-clock budget per call, with
+ * the work of C library functions charged to the instructions, see "C
+ * library work"), never let a spent budget be caught, never let one
  * policy file change another's globals or the shared libraries, and never
  * panic or abort: whatever a policy does, the caller gets 0 or -1 with a
  * message "file:line: message", and the state stays usable.  It does not
@@ -633,7 +635,8 @@ static int sb_charged(lua_State *L) {
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
-/* pcall, xpcall, coroutine.resume: the ways to catch an error.  Once a
+/* pcall, xpcall, coroutine.resume, coroutine.close (which returns the error
+ * of a __close handler): the ways to catch an error.  Once a
  * budget is spent, the error they caught is raised again at once, so not
  * one more instruction of the catching code runs.  Upvalue: the original. */
 static int rethrow_k(lua_State *L, int status, lua_KContext ctx) {
@@ -714,7 +717,8 @@ static void charge_libraries(lua_State *L, int g) {
         lua_pop(L, 1);
     }
     static const char *const catching[][2] = {
-        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"}};
+        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"},
+        {LUA_COLIBNAME, "close"}};
     for (size_t i = 0; i < sizeof catching / sizeof *catching; i++) {
         if (strcmp(catching[i][0], LUA_GNAME) == 0) lua_pushvalue(L, g);
         else lua_getfield(L, g, catching[i][0]);
