@@ -107,6 +107,7 @@ static int fail(us_error *err, int code, const char *fmt, ...) {
         err->code = code;
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        us_text_escape(err->message, sizeof err->message);
     }
     return code;
 }

@@ -6,6 +6,7 @@
  */
 #include "utf8.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,42 @@ long us_utf8_invalid(const char *s, size_t n) {
         i += (size_t)k;
     }
     return -1;
+}
+
+void us_text_escape(char *s, size_t cap) {
+    size_t n = strlen(s), o = 0;
+    char *in;
+    if (cap == 0) return;
+    /* the common case: nothing to do */
+    bool plain = us_utf8_invalid(s, n) < 0;
+    for (size_t i = 0; plain && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        plain = !((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ||
+                  (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] < 0xa0));
+    }
+    if (plain || !(in = strdup(s))) return;
+    const unsigned char *u = (const unsigned char *)in;
+    for (size_t i = 0; i < n;) {
+        int k = seq_len(u + i, n - i);
+        char esc[8];
+        size_t len;
+        if (k < 0) break;  /* cut short at the end: dropped */
+        if (k == 0 || (u[i] < 0x20 && u[i] != '\n' && u[i] != '\t') || u[i] == 0x7f) {
+            len = (size_t)snprintf(esc, sizeof esc, "\\x%02x", u[i]);
+            k = 1;
+        } else if (k == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0) {
+            len = (size_t)snprintf(esc, sizeof esc, "\\u%04x", u[i + 1]);
+        } else {
+            len = (size_t)k;
+            memcpy(esc, in + i, len);
+        }
+        if (o + len >= cap) break;
+        memcpy(s + o, esc, len);
+        o += len;
+        i += (size_t)k;
+    }
+    s[o] = '\0';
+    free(in);
 }
 
 char *us_utf8_dup_valid(const char *s) {

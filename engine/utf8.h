@@ -17,4 +17,11 @@ long us_utf8_invalid(const char *s, size_t n);
  * truncated buffer) is dropped.  NULL when memory runs out. */
 char *us_utf8_dup_valid(const char *s);
 
+/* Make the message s (a buffer of cap bytes) safe to print, in place:
+ * control characters other than newline and tab, which could drive a
+ * terminal, become \xNN (C0, DEL) or \u00NN (C1); invalid UTF-8 bytes
+ * become \xNN; a sequence cut short at the end is dropped.  What no longer
+ * fits in cap is cut at a character boundary. */
+void us_text_escape(char *s, size_t cap);
+
 #endif

@@ -858,7 +858,8 @@ TEST(callback_may_remove_or_replace_itself) {
 }
 
 /* Names reach the output, which must stay valid UTF-8: every way in
- * refuses invalid UTF-8, naming the field and the byte offset. */
+ * refuses invalid UTF-8, naming the field and the byte offset; and no
+ * message carries a raw control character. */
 TEST(invalid_utf8_refused_on_every_way_in) {
     us_engine *e = engine();
     us_node_spec n = {0};
@@ -893,6 +894,11 @@ TEST(invalid_utf8_refused_on_every_way_in) {
     REFUSED(e, us_engine_upsert_pod(e, &pod, &err), US_EINVAL, "pod.name: invalid UTF-8 at byte offset 2");
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-\xff\"}", &err), US_EINVAL,
             "pod.name: invalid UTF-8 at byte offset 2");
+    /* a message that names what the caller gave shows control characters
+     * and bytes that are not UTF-8 escaped, never raw */
+    REFUSED(e, us_engine_remove_queue(e, "q\x1b[2J\xc2\x9b\xff", &err), US_ENOENT,
+            "queue \"q\\x1b[2J\\u009b\\xff\" does not exist");
+    REFUSED(e, us_engine_remove_pod(e, "p\a\x7f", &err), US_ENOENT, "pod \"p\\x07\\x7f\" is unknown");
     us_engine_destroy(e);
 }
 

@@ -52,7 +52,13 @@ run simulate "$TMP/ok.json" --policies "$TMP/pol" --json
 expect_status 0
 python3 -c 'import json,sys; json.load(open(sys.argv[1], encoding="utf-8", errors="strict"))' "$TMP/out" ||
     fail "$LAST: the JSON output is not valid UTF-8"
-expect_stdout_has 'bad \\xff\u001b[2J'
+# messages are escaped where they are made: the JSON shows the escapes
+expect_stdout_has '"placement.lua:1: bad \\xff\\x1b[2J; this cycle uses the built-in policy instead"'
+# ... and in the messages of `understory check`
+run check "$TMP/pol"
+expect_status 1
+expect_stdout_has 'placement.lua:1: bad \xff\x1b[2J'
+grep -q $'\x1b' "$TMP/out" && fail "$LAST: an ESC byte reached the output"
 
 # a negative fair share, in GPUs as the policy returned it
 cat >"$TMP/pol/fairshare.lua" <<'LUA'
