@@ -7,12 +7,14 @@
 #                same again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench   the benchmark (docs/benchmarks.md)
 #   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
+#   make fuzz    build the libFuzzer targets in build/fuzz (docs/testing.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
 
 PKGS      := lua5.4 libcjson libuv libcurl
-DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
+DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git \
+             clang libclang-rt-14-dev
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -53,7 +55,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: all libs run test test-release test-asan deps clean bench bench-embed install uninstall
+.PHONY: all libs run test test-release test-asan deps clean bench bench-embed install uninstall fuzz fuzz-targets
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -122,6 +124,7 @@ test: deps-check
 	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    CHECKS=-DUS_CHECK_INVARIANTS >/dev/null
 	@$(MAKE) --no-print-directory all >/dev/null
+	@$(MAKE) --no-print-directory fuzz >/dev/null
 	@tests/run.sh
 
 $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
@@ -172,6 +175,23 @@ deps:
 
 deps-check:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries: run 'make deps'"; exit 1; }
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c; docs/testing.md): the engine built
+# again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the
+# fuzzer's coverage, in build/fuzz.  make test runs each briefly on its seed
+# corpus (tests/fuzz/corpus/<target>); long runs are in docs/testing.md.
+FUZZ_TARGETS := scenario quantity policy_result api
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-targets BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+	    SANITIZE="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build understory

@@ -105,8 +105,26 @@ out:
     return rc;
 }
 
+/* A node without cpu or memory can never run a pod that asks for them,
+ * which is almost every pod: most likely a typo in its spec.  Said once. */
+static int node_warnings(us_state *st, us_cycle_log *log) {
+    for (size_t i = 0; i < st->nnodes; i++) {
+        us_node *n = &st->nodes[i];
+        bool cpu = n->cap.v[US_CPU] > 0, mem = n->cap.v[US_MEM] > 0;
+        if (n->removed || n->warned || (cpu && mem)) continue;
+        n->warned = true;
+        if (us_log_event(log, "Warning", "IncompleteCapacity", n->name, NULL,
+                         "node has no %s capacity: it can never run a pod that requests %s",
+                         !cpu && !mem ? "cpu and no memory" : !cpu ? "cpu" : "memory",
+                         !cpu && !mem ? "either" : !cpu ? "cpu" : "memory") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Warnings a workload draws once: a broken background rule, a long grace. */
 static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log) {
+    if (node_warnings(st, log) < 0) return -1;
     for (size_t i = 0; i < st->nworkloads; i++) {
         us_workload *w = &st->workloads[i];
         if (w->state != US_WL_ACTIVE || w->warned) continue;

@@ -146,8 +146,19 @@ int us_plan_evict_background(us_plan *p) {
     us_state *st = p->st;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        if (!us_plan_is_ai(p, (int)i)) continue;
         const us_workload *w = &st->workloads[pod->workload];
+        if (!us_plan_is_ai(p, (int)i)) {
+            /* Running pods of AI work that breaks a rule (never scheduled,
+             * but not background: nothing evicts it) keep their room;
+             * planning through them would pipeline onto room that never
+             * frees (found by tests/fuzz/fuzz_scenario). */
+            if (!w->background && w->blocked && w->state == US_WL_ACTIVE &&
+                (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
+                pod->node >= 0 && p->pos[pod->node] >= 0)
+                us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
+                           pod->shared_dev);
+            continue;
+        }
         bool np_ = w->preemptibility != US_PREEMPTIBLE;
         if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
             p->pos[pod->node] >= 0) {

@@ -5,7 +5,9 @@
  *
  * It owns the lua_State and everything in it.  It must never let a policy
  * reach the host (no io, os, debug, package, files, bytecode), never let one
- * run unbounded (instruction and memory budget per call), never let one
+ * run unbounded (instruction, memory and wall-clock budget per call, with
+ * the work of C library functions charged to the instructions, see "C
+ * library work"), never let a spent budget be caught, never let one
  * policy file change another's globals or the shared libraries, and never
  * panic or abort: whatever a policy does, the caller gets 0 or -1 with a
  * message "file:line: message", and the state stays usable.  It does not
@@ -42,8 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
@@ -137,7 +139,8 @@ static void hook(lua_State *L, lua_Debug *ar);
  * every instruction.  Once a budget is spent, every thread the policy runs
  * on fails at its next instruction: this one by its hook; any other by the
  * count it reaches first, or at once when control comes back to it through
- * pcall, xpcall or coroutine.resume (which re-raise, see sb_rethrow). */
+ * pcall, xpcall, coroutine.resume or coroutine.close (which re-raise, see
+ * sb_rethrow). */
 static int raise_cut(lua_State *L, const us_policy *p) {
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     push_cut_message(L, p);
@@ -633,7 +636,8 @@ static int sb_charged(lua_State *L) {
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
-/* pcall, xpcall, coroutine.resume: the ways to catch an error.  Once a
+/* pcall, xpcall, coroutine.resume, coroutine.close (which returns the error
+ * of a __close handler): the ways to catch an error.  Once a
  * budget is spent, the error they caught is raised again at once, so not
  * one more instruction of the catching code runs.  Upvalue: the original. */
 static int rethrow_k(lua_State *L, int status, lua_KContext ctx) {
@@ -648,6 +652,28 @@ static int sb_rethrow(lua_State *L) {
     /* with a continuation, so a coroutine may still yield across pcall */
     lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, rethrow_k);
     return rethrow_k(L, LUA_OK, 0);
+}
+
+/* xpcall's message handler, guarded (upvalue: the policy's handler).  The
+ * error of a spent budget is raised from inside the count hook, where Lua
+ * runs no hooks, and Lua calls the message handler right there: the
+ * handler would run unbounded.  So once a budget is spent the handler is
+ * skipped and the error passed on as it is. */
+static int sb_handler(lua_State *L) {
+    if (owner(L)->cut) return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* xpcall(f, handler, ...): the handler guarded, then as sb_rethrow. */
+static int sb_xpcall(lua_State *L) {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_handler, 1);
+    lua_replace(L, 2);
+    return sb_rethrow(L);
 }
 
 /* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
@@ -713,14 +739,17 @@ static void charge_libraries(lua_State *L, int g) {
         lua_setfield(L, -2, c->name);
         lua_pop(L, 1);
     }
-    static const char *const catching[][2] = {
-        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"}};
+    static const struct {
+        const char *lib, *name;
+        lua_CFunction fn;
+    } catching[] = {{LUA_GNAME, "pcall", sb_rethrow}, {LUA_GNAME, "xpcall", sb_xpcall},
+                    {LUA_COLIBNAME, "resume", sb_rethrow}, {LUA_COLIBNAME, "close", sb_rethrow}};
     for (size_t i = 0; i < sizeof catching / sizeof *catching; i++) {
-        if (strcmp(catching[i][0], LUA_GNAME) == 0) lua_pushvalue(L, g);
-        else lua_getfield(L, g, catching[i][0]);
-        lua_getfield(L, -1, catching[i][1]);
-        lua_pushcclosure(L, sb_rethrow, 1);
-        lua_setfield(L, -2, catching[i][1]);
+        if (strcmp(catching[i].lib, LUA_GNAME) == 0) lua_pushvalue(L, g);
+        else lua_getfield(L, g, catching[i].lib);
+        lua_getfield(L, -1, catching[i].name);
+        lua_pushcclosure(L, catching[i].fn, 1);
+        lua_setfield(L, -2, catching[i].name);
         lua_pop(L, 1);
     }
 }

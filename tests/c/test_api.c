@@ -870,6 +870,51 @@ TEST(callback_may_remove_or_replace_itself) {
     us_engine_destroy(e);
 }
 
+/* Names reach the output, which must stay valid UTF-8: every way in
+ * refuses invalid UTF-8, naming the field and the byte offset; and no
+ * message carries a raw control character. */
+TEST(invalid_utf8_refused_on_every_way_in) {
+    us_engine *e = engine();
+    us_node_spec n = {0};
+    us_queue_spec q;
+    us_workload_spec w;
+    us_pod_spec pod = {"w-\xff", "w", NULL};
+    static const us_label bad_label[] = {{"zone", "a\xc3("}};
+    if (!e) return;
+    n.name = "n\xc0\xaf";
+    n.capacity = (us_resources){1, 1000, 1 << 30};
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.name: invalid UTF-8 at byte offset 1");
+    n.name = "n1";
+    n.labels = bad_label;
+    n.nlabels = 1;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
+            "node.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"ok\", \"labels\": {\"k\\u00e9\": \"\xed\xa0\x80\"}}", &err),
+            US_EINVAL, "node.labels.k\xc3\xa9: invalid UTF-8 at byte offset 0");
+    us_queue_spec_init(&q);
+    q.name = "q\x80";
+    REFUSED(e, us_engine_upsert_queue(e, &q, &err), US_EINVAL, "queue.name: invalid UTF-8 at byte offset 1");
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "q";
+    w.labels = bad_label;
+    w.nlabels = 1;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 0, &err), US_EINVAL,
+            "workload.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"w\xf8\", \"queue\": \"q\"}", 0, &err),
+            US_EINVAL, "workload.name: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_pod(e, &pod, &err), US_EINVAL, "pod.name: invalid UTF-8 at byte offset 2");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-\xff\"}", &err), US_EINVAL,
+            "pod.name: invalid UTF-8 at byte offset 2");
+    /* a message that names what the caller gave shows control characters
+     * and bytes that are not UTF-8 escaped, never raw */
+    REFUSED(e, us_engine_remove_queue(e, "q\x1b[2J\xc2\x9b\xff", &err), US_ENOENT,
+            "queue \"q\\x1b[2J\\u009b\\xff\" does not exist");
+    REFUSED(e, us_engine_remove_pod(e, "p\a\x7f", &err), US_ENOENT, "pod \"p\\x07\\x7f\" is unknown");
+    us_engine_destroy(e);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -1030,6 +1075,7 @@ int main(void) {
     RUN(invariant_checks_on_request);
     RUN(every_call_from_the_callback_works_or_is_busy);
     RUN(callback_may_remove_or_replace_itself);
+    RUN(invalid_utf8_refused_on_every_way_in);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
