@@ -38,6 +38,10 @@ typedef struct us_cycle_opts {
     double long_grace;
     /* When non-NULL, the cycle adds its timings here (for benchmarks). */
     us_cycle_profile *profile;
+    /* Score every (pod, node) pair on its own instead of once per pair of
+     * classes (nodeclass.h): slower, for checking that a placement policy's
+     * score does not depend on names (understory check). */
+    bool no_class_cache;
 } us_cycle_opts;
 
 void us_cycle_opts_default(us_cycle_opts *o);

@@ -23,6 +23,8 @@ typedef struct nkey {
     int cordon;
     uint64_t bg;       /* background work on the node (ties), 0 when unused */
     us_use ai;
+    int solo;          /* without the class cache: the node's position + 1,
+                          so that every node is a class of its own; else 0 */
 } nkey;
 
 typedef struct nclass {
@@ -125,6 +127,7 @@ static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
     k->cordon = n->unschedulable;
     k->bg = c->bgsig[pos];
     k->ai = p->ai[pos];
+    k->solo = p->opts && p->opts->no_class_cache ? pos + 1 : 0;
 }
 
 static int grow_table(us_classes *c) {

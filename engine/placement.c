@@ -149,6 +149,8 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     us_classes *c = p->classes;
     int pc = us_classes_pod_class(c, p, pod);
     if (pc < 0) return us_err_nomem(err);
+    /* without the class cache, no pod reuses another's scores */
+    if (p->opts->no_class_cache) us_classes_clear_scores(c);
 
     /* feasible node classes, each represented by its first member by name */
     size_t ncls = (size_t)us_classes_count(c), nf = 0, nneed = 0;

@@ -29,6 +29,11 @@ typedef struct us_sim_opts {
     us_cycle_opts cycle;
     const char *policy_dir;     /* NULL: built-in default policies dir */
     us_policy_limits limits;
+    /* Called after each cycle when non-NULL, with the cycle's number and
+     * time and the most cycles the run may have: for a progress line.  It
+     * must not touch the simulation. */
+    void (*progress)(void *ctx, int cycle, double time, int most);
+    void *progress_ctx;
 } us_sim_opts;
 
 /* Room for a policy id (policy.h: 16 hex digits) or "builtin". */
