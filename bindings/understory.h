@@ -81,9 +81,12 @@ enum {
     US_EIO = 3,     /* a file could not be read */
     US_EPOLICY = 4, /* a policy failed to load or failed its check */
     US_ENOENT = 5,  /* no node, queue, workload or pod of that name */
-    US_EBUSY = 6    /* in use (a queue with workloads or children), or a
+    US_EBUSY = 6,   /* in use (a queue with workloads or children), or a
                        call that changes the engine made from inside its
                        event callback */
+    US_EINVARIANT = 7 /* an invariant failed after a cycle (check_invariants):
+                         an engine bug; the message names the invariant, the
+                         cycle and the objects */
 };
 
 /* A code and a message.  A plain value owned by the caller. */
@@ -103,6 +106,27 @@ typedef struct us_label {
     const char *key;
     const char *value;
 } us_label;
+
+/* A node taint, as Kubernetes writes it: key (required), value (NULL or
+ * ""), effect "NoSchedule" | "PreferNoSchedule" | "NoExecute" (required).
+ * A pod is placed on a node only when it tolerates every NoSchedule and
+ * NoExecute taint there; PreferNoSchedule never keeps a pod off. */
+typedef struct us_taint {
+    const char *key;
+    const char *value;
+    const char *effect;
+} us_taint;
+
+/* A workload's toleration, Kubernetes' shape and matching: op "Equal"
+ * (NULL or "": the default; value must equal the taint's) or "Exists" (any
+ * value; value must be empty); key NULL or "" only with Exists, which then
+ * tolerates every taint; effect NULL or "" tolerates every effect. */
+typedef struct us_toleration {
+    const char *key;
+    const char *op;
+    const char *value;
+    const char *effect;
+} us_toleration;
 
 /* A resource vector: gpu in devices, cpu in millicores, memory in bytes.
  * In queue quotas and limits a component of -1 means unlimited / no limit. */
@@ -135,6 +159,16 @@ typedef struct us_engine_options {
      * defaults (10,000,000 and 64 MiB). */
     uint64_t instructions;
     size_t memory;
+    /* Non-zero: check the engine's invariants after every cycle (no node
+     * over capacity, gangs at 0 or min_member, unique live pod names, every
+     * accepted decision applied, queue usage equal to its pods; see
+     * docs/scheduling.md); a violation fails us_engine_run_cycle with
+     * US_EINVARIANT.  0 (default): no check, unless the library was built
+     * with US_CHECK_INVARIANTS. */
+    int check_invariants;
+    /* Wall-clock milliseconds one policy call may take; 0: the default
+     * (500).  A call past it is cut off like one past its instructions. */
+    unsigned long time_limit_ms;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */
@@ -178,12 +212,16 @@ typedef struct us_node_spec {
     const us_label *labels;  /* nlabels pairs, keys unique */
     size_t nlabels;
     int unschedulable;       /* non-zero: cordoned, nothing new is placed */
+    const us_taint *taints;  /* ntaints taints; at most one per key and effect */
+    size_t ntaints;
 } us_node_spec;
 
-/* Add a node, or replace a present node's spec (capacity, labels, cordon;
- * the pool of a present node cannot change).  A DaemonSet gets a pending
- * pod on every node that joins or comes to match its selector, and loses it
- * on a node that no longer matches.  Refused (US_EINVAL) when the new
+/* Add a node, or replace a present node's spec (capacity, labels, cordon,
+ * taints; the pool of a present node cannot change).  A DaemonSet gets a
+ * pending pod on every node that joins or comes to match its selector and
+ * tolerations, and loses it on a node that no longer matches (a running pod
+ * stays when only a new NoSchedule taint is not tolerated, as in
+ * Kubernetes).  Refused (US_EINVAL) when the new
  * capacity is below what the pods on the node hold. */
 US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_error *err);
 /* The same from one node object of the scenario format (docs/embedding.md),
@@ -268,6 +306,8 @@ typedef struct us_workload_spec {
     size_t nlabels;
     double termination_grace;      /* seconds, default 30 */
     us_resources requests;         /* per pod */
+    const us_toleration *tolerations; /* the node taints its pods tolerate */
+    size_t ntolerations;
 } us_workload_spec;
 
 /* Fill w with the defaults (and NULL name and queue).  Thread-safe. */
@@ -405,7 +445,9 @@ US_API unsigned long us_engine_policy_log_dropped(const us_engine *e);
  * with US_EBUSY.  ev and its strings are valid during the call only. */
 typedef void (*us_event_cb)(us_engine *e, const us_event_info *ev, void *data);
 /* Register cb with data (borrowed, passed back as is); cb NULL removes it.
- * One callback per engine: a new one replaces the old. */
+ * One callback per engine: a new one replaces the old.  Also allowed from
+ * inside the callback: the change applies from the next event of the same
+ * cycle on (NULL: no more events are delivered). */
 US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data);
 
 /* ---- reading the state --------------------------------------------------------

@@ -85,6 +85,7 @@ US_API const char *us_strerror(int code) {
     case US_EPOLICY: return "policy error";
     case US_ENOENT: return "no such object";
     case US_EBUSY: return "busy";
+    case US_EINVARIANT: return "invariant broken";
     default: return "unknown error";
     }
 }
@@ -208,8 +209,10 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     us_cycle_opts_default(&e->copts);
     e->copts.background_aware_ties = !o->plain_ties;
     e->copts.long_grace = o->long_grace;
+    if (o->check_invariants) e->copts.check_invariants = true;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
+    e->limits.time_ms = o->time_limit_ms;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;
@@ -369,6 +372,32 @@ static void add_labels(build *b, cJSON *obj, const char *key, const us_label *l,
     }
 }
 
+/* An array of n objects, each with the given string fields of one item
+ * (NULL fields left out): us_taint and us_toleration are arrays of
+ * strings, so one builder serves both. */
+static void add_string_items(build *b, cJSON *obj, const char *key, const void *items, size_t n,
+                             size_t size, const char *const *fields, const char *path) {
+    cJSON *arr;
+    if (!n) return;
+    if (!items) {
+        b->code = US_EINVAL;
+        snprintf(b->msg, sizeof b->msg, "%s.%s: NULL array with a count of %zu", path, key, n);
+        return;
+    }
+    add(b, obj, key, arr = cJSON_CreateArray());
+    for (size_t i = 0; i < n && !b->code; i++) {
+        const char *const *f = (const char *const *)((const char *)items + i * size);
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(arr, o)) {
+            cJSON_Delete(o);
+            b->code = US_ENOMEM;
+            return;
+        }
+        for (size_t k = 0; fields[k]; k++)
+            if (f[k]) add(b, o, fields[k], cJSON_CreateString(f[k]));
+    }
+}
+
 static cJSON *node_object(const us_node_spec *s, build *b) {
     cJSON *o = cJSON_CreateObject();
     if (!o) {
@@ -382,6 +411,8 @@ static cJSON *node_object(const us_node_spec *s, build *b) {
     add(b, o, "gpu", cJSON_CreateNumber(s->capacity.gpu));
     add_labels(b, o, "labels", s->labels, s->nlabels, "node");
     add(b, o, "unschedulable", cJSON_CreateBool(s->unschedulable != 0));
+    static const char *const taint_fields[] = {"key", "value", "effect", NULL};
+    add_string_items(b, o, "taints", s->taints, s->ntaints, sizeof *s->taints, taint_fields, "node");
     return o;
 }
 
@@ -475,6 +506,9 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     add_str(b, o, "pool", s->pool);
     add_labels(b, o, "node_selector", s->node_selector, s->nnode_selector, "workload");
     add_labels(b, o, "labels", s->labels, s->nlabels, "workload");
+    static const char *const tol_fields[] = {"key", "operator", "value", "effect", NULL};
+    add_string_items(b, o, "tolerations", s->tolerations, s->ntolerations, sizeof *s->tolerations,
+                     tol_fields, "workload");
     add(b, o, "termination_grace", cJSON_CreateNumber(s->termination_grace));
     add(b, o, "requests", r = cJSON_CreateObject());
     if (b->code) return o;
@@ -721,7 +755,7 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
     if (!us_use_fits(u, cap, req, slot)) {
         *res = "gpu"; /* devices, when no sum is over */
         for (int r = US_NRES - 1; r >= 0; r--)
-            if (u->used.v[r] + req.v[r] > cap->cap.v[r]) *res = us_res_names[r];
+            if (us_sat_add(u->used.v[r], req.v[r]) > cap->cap.v[r]) *res = us_res_names[r];
         return false;
     }
     us_use_add(u, cap, req, slot);
@@ -787,9 +821,13 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
         const char *v = us_labels_get(&cur->labels, n.labels.items[i].key);
         relabel = !v || strcmp(v, n.labels.items[i].value) != 0;
     }
+    relabel = relabel || !us_taints_equal(&cur->taints, &n.taints);
     us_labels old = cur->labels;
     cur->labels = n.labels;
     n.labels = old;
+    us_taints oldt = cur->taints;
+    cur->taints = n.taints;
+    n.taints = oldt;
     cur->cap = n.cap;
     cur->gpus = n.gpus;
     cur->unschedulable = n.unschedulable;
@@ -965,6 +1003,7 @@ static const char *immutable_change(const us_workload *cur, const us_workload *w
     if (strcmp(cur->pool, w->pool) != 0) return "pool";
     if (!labels_same(&cur->node_selector, &w->node_selector)) return "node_selector";
     if (!labels_same(&cur->labels, &w->labels)) return "labels";
+    if (!us_tolerations_equal(&cur->tolerations, &w->tolerations)) return "tolerations";
     for (int r = 0; r < US_NRES; r++)
         if (cur->request.v[r] != w->request.v[r]) return "requests";
     return NULL;
@@ -1005,17 +1044,13 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     }
     e->now = now;
     cur->termination_grace = w.termination_grace;
-    bool regang = cur->min_member != w.min_member;
     cur->min_member = w.min_member;
     rc = 0;
     if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas)
         rc = us_life_scale(st, idx, w.replicas, now);
     else
         cur->replicas = w.replicas;
-    if (rc == 0 && regang) {
-        int evicted;
-        rc = us_life_gang_reset(st, idx, now, &evicted);
-    }
+    /* a gang now below min_member is stopped by the next cycle, with decisions */
     us_workload_free(&w);
     return rc < 0 ? nomem(err) : ok(err);
 }
@@ -1308,6 +1343,19 @@ static void event_info(const us_engine *e, size_t i, us_event_info *out) {
     out->annotations = ev->annotations.n ? e->ann + e->ann_first[i] : NULL;
 }
 
+/* Call the event callback once per event of the last cycle.  The callback
+ * is read again before every event: one that replaces or removes itself
+ * (us_engine_on_event from inside) takes effect from the next event on. */
+static void deliver_events(us_engine *e) {
+    e->busy = true;
+    for (size_t i = 0; i < e->log.nevents && e->cb; i++) {
+        us_event_info info;
+        event_info(e, i, &info);
+        e->cb(e, &info, e->cb_data);
+    }
+    e->busy = false;
+}
+
 US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
@@ -1323,6 +1371,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
     e->now = now;
     e->cycles++;
+    if (rc < 0 && ie.code == US_EINVARIANT) us_err_prefix(&ie, "cycle %llu: ", (unsigned long long)e->cycles);
     if (rc < 0 || index_cycle(e) < 0) {
         free(figs);
         free_cycle(e);
@@ -1333,15 +1382,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     e->figs = figs;
     e->nfigs = e->st.nqueues;
     tidy(e);
-    if (e->cb) {
-        e->busy = true;
-        for (size_t i = 0; i < e->log.nevents; i++) {
-            us_event_info info;
-            event_info(e, i, &info);
-            e->cb(e, &info, e->cb_data);
-        }
-        e->busy = false;
-    }
+    deliver_events(e);
     return ok(err);
 }
 
@@ -1459,7 +1500,7 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
         alloc = e->figs[i].allocated;
         /* like the simulator's output: rounded to the engine's units */
         for (int r = 0; r < US_NRES; r++)
-            fair.v[r] = isfinite(e->figs[i].fair[r]) ? llround(e->figs[i].fair[r]) : 0;
+            fair.v[r] = us_res_round(e->figs[i].fair[r]);
     }
     out->name = q->name;
     out->parent = q->parent >= 0 ? e->st.queues[q->parent].name : NULL;

@@ -20,7 +20,6 @@
 #include "policysrc.h"
 #include "sim.h"
 
-
 /* Cycle 1 (t=0) calls every function: the fair share of a queue tree; a
  * gang and a pinned evaluation job to place on three nodes; four burn-in
  * pods running on n2 and n3 of which the AI plan needs some (evictions),
@@ -233,7 +232,7 @@ static int check_syntax(FILE *out, const char *dir) {
     int problems = 0;
     us_err e = {0};
     if (us_policysrc_check_dir(dir, &e) < 0) {
-        fprintf(out, "%s\n", e.msg);
+        problem(out, dir, e.msg, NULL);
         return 1;
     }
     for (int m = 0; m < US_POLICY_NFN; m++) {
@@ -243,7 +242,7 @@ static int check_syntax(FILE *out, const char *dir) {
         bool is_default = false;
         if (us_policysrc_read(dir, m, &buf, &len, &is_default, &e) < 0) {
             if (e.code == US_ENOMEM) return -1;
-            fprintf(out, "%s\n", e.msg);
+            problem(out, dir, e.msg, NULL);
             problems++;
             continue;
         }
@@ -331,7 +330,7 @@ static int run_copy(const us_scenario *sc, const char *dir, const us_check_opts 
     if (!(pol = us_policy_load(dir, &o->limits, err))) goto cleanup;
     us_sim_opts_default(&so);
     so.cycle = o->cycle;
-    so.cycle.no_class_cache = no_cache;
+    so.cycle.score_cache = !no_cache;
     so.cycle.profile = NULL;
     rc = us_sim_run(&copy, pol, &so, res, err);
 cleanup:

@@ -56,16 +56,20 @@ static void usage(FILE *f) {
 
 /* Options every command that runs policies takes. */
 #define POLICY_OPTION_HELP                                                               \
-    "  --plain-ties          break ties between equally scored nodes by node name\n"     \
-    "                        only (plain invisible planning); by default the node\n"     \
-    "                        whose use displaces the least background work wins,\n"      \
-    "                        then the name\n"                                            \
+    "  --plain-ties          plain invisible planning: new AI pods stay where\n"         \
+    "                        placement put them (ties by node name); by default\n"       \
+    "                        they may move to an identical node where they displace\n"   \
+    "                        less background work\n"                                     \
+    "  --check-invariants    check the engine's invariants after every cycle; a\n"       \
+    "                        broken one stops the run with an error naming it\n"         \
     "  --long-grace SECONDS  warn about background pods whose termination grace\n"       \
     "                        exceeds SECONDS, since it delays AI work (default %g)\n"    \
     "  --instructions N      Lua instructions a policy call may run (default\n"          \
     "                        10000000)\n"                                                \
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
-    "                        quantity such as 64Mi (default 64Mi)\n"
+    "                        quantity such as 64Mi (default 64Mi)\n"                    \
+    "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
+    "                        (default 500)\n"
 
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
@@ -173,16 +177,16 @@ static void brief_usage(FILE *f) {
 
 static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
-          "                           [--report FILE] [--policies DIR]"
-          " [--plain-ties] [--long-grace SECONDS]\n"
-          "                           [--instructions N] [--memory BYTES] [--watch [--watch-max-runs N]]\n"
+          "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
+          "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
 
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
-          "                           [--instructions N] [--memory BYTES]\n"
+          "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -190,6 +194,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "                       [--time-limit MS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -347,6 +352,8 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
             c->timings = true;
         } else if (!strcmp(a, "--plain-ties")) {
             c->sim.cycle.background_aware_ties = false;
+        } else if (!strcmp(a, "--check-invariants")) {
+            c->sim.cycle.check_invariants = true;
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a directory", "--policies");
             c->policies = v;
@@ -376,6 +383,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
+            uint64_t ms;
+            if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
+                return bad_usage(brief, "--time-limit: \"%s\" is not a positive number of milliseconds", v);
+            c->sim.limits.time_ms = (unsigned long)ms;
         } else if ((v = opt_value(argc, argv, &i, "--memory", &missing))) {
             int64_t bytes;
             if (us_parse_memory(v, &bytes) < 0 || bytes <= 0)

@@ -74,7 +74,7 @@ fail:
  * engine's unit (milli-device, millicore, byte) so figures stay exact. */
 static us_res round_fair(const double fair[US_NRES]) {
     us_res r;
-    for (int i = 0; i < US_NRES; i++) r.v[i] = isfinite(fair[i]) ? llround(fair[i]) : 0;
+    for (int i = 0; i < US_NRES; i++) r.v[i] = us_res_round(fair[i]);
     return r;
 }
 
@@ -120,16 +120,39 @@ fail:
     return NULL;
 }
 
+/* A workload change names its workload, a node change its node. */
+static bool about_node(us_tl_action a) { return a >= US_TL_ADD_NODE && a <= US_TL_UNCORDON; }
+
+static cJSON *change_json(const us_change *ch) {
+    cJSON *o = cJSON_CreateObject(), *pods;
+    if (!o) return NULL;
+    if (us_output_put(o, "action", cJSON_CreateString(us_tl_action_names[ch->action])) < 0 ||
+        us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
+        (ch->action == US_TL_COMPLETE &&
+         us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
+        us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
+        goto fail;
+    for (size_t i = 0; i < ch->npods; i++)
+        if (us_output_push(pods, str_item(ch->pods[i])) < 0) goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
 static cJSON *cycle_json(const us_sim_result *res, const us_state *st, size_t i) {
     const us_sim_cycle *c = &res->cycles[i];
-    cJSON *o = cJSON_CreateObject(), *decisions, *events;
+    cJSON *o = cJSON_CreateObject(), *decisions, *events, *changes;
     if (!o) return NULL;
     if (us_output_put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
         us_output_put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
         us_output_put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
+        us_output_put(o, "changes", changes = cJSON_CreateArray()) < 0 ||
         us_output_put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
         us_output_put(o, "events", events = cJSON_CreateArray()) < 0)
         goto fail;
+    for (size_t k = 0; k < c->nchanges; k++)
+        if (us_output_push(changes, change_json(&c->changes[k])) < 0) goto fail;
     for (size_t k = 0; k < c->log.ndecisions; k++)
         if (us_output_push(decisions, us_output_decision(&c->log.decisions[k])) < 0) goto fail;
     for (size_t k = 0; k < c->log.nevents; k++)
@@ -360,6 +383,23 @@ static void text_log_lines(FILE *f, const us_cycle_log *log) {
                 US_POLICY_LOG_MAX);
 }
 
+/* "submit    train-1  2 pods: train-1-0, train-1-1"; long pod lists are
+ * cut (the JSON document has them whole). */
+static void text_changes(FILE *f, const us_sim_cycle *c) {
+    int w = 0;
+    for (size_t i = 0; i < c->nchanges; i++) w = imax(w, slen(c->changes[i].object));
+    for (size_t i = 0; i < c->nchanges; i++) {
+        const us_change *ch = &c->changes[i];
+        bool more = ch->by_duration || ch->npods;
+        fprintf(f, "  %-11s %-*s", us_tl_action_names[ch->action], more ? w : 0, nz(ch->object));
+        if (ch->by_duration) fputs("  its duration ran out", f);
+        if (ch->npods) fprintf(f, "  %zu pod%s: ", ch->npods, ch->npods == 1 ? "" : "s");
+        for (size_t k = 0; k < ch->npods && k < 4; k++) fprintf(f, "%s%s", k ? ", " : "", ch->pods[k]);
+        if (ch->npods > 4) fputs(", ...", f);
+        fputc('\n', f);
+    }
+}
+
 static void text_events(FILE *f, const us_cycle_log *log) {
     int w = 0;
     for (size_t i = 0; i < log->nevents; i++) w = imax(w, slen(log->events[i].object));
@@ -487,15 +527,19 @@ int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, 
     }
 
     fprintf(f, "understory simulation: %s\n", res->scenario ? res->scenario : "(unnamed)");
-    size_t active_nodes = 0;
+    size_t active_nodes = 0, workloads = 0;
     for (size_t i = 0; i < final->nnodes; i++) active_nodes += !final->nodes[i].removed;
+    /* submitted and not deleted: what the cluster still holds */
+    for (size_t i = 0; i < final->nworkloads; i++)
+        workloads += final->workloads[i].state == US_WL_ACTIVE ||
+                     final->workloads[i].state == US_WL_COMPLETED;
     fprintf(f, "  %zu cycle%s", res->ncycles, res->ncycles == 1 ? "" : "s");
     if (res->ncycles)
         fprintf(f, ", t=%s to %s", fmt_time(t1, sizeof t1, res->cycles[0].time),
                 fmt_time(t2, sizeof t2, res->cycles[res->ncycles - 1].time));
     fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n", active_nodes,
             active_nodes == 1 ? "" : "s", final->nqueues, final->nqueues == 1 ? "" : "s",
-            final->nworkloads, final->nworkloads == 1 ? "" : "s");
+            workloads, workloads == 1 ? "" : "s");
     fprintf(f, "  policy %s\n", res->ncycles ? res->cycles[0].policy : res->policy);
     if (!verbose) fputs("  decisions rolled up per workload; --verbose lists every pod\n", f);
     fputc('\n', f);
@@ -508,7 +552,8 @@ int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, 
     for (size_t i = 0; i < res->ncycles; i++) {
         const us_sim_cycle *c = &res->cycles[i];
         bool new_policy = i > 0 && strcmp(c->policy, res->cycles[i - 1].policy) != 0;
-        if (!c->log.ndecisions && !c->log.nevents && !c->log.nlines && !c->log.dropped_lines && !new_policy &&
+        if (!c->nchanges && !c->log.ndecisions && !c->log.nevents && !c->log.nlines && !c->log.dropped_lines &&
+            !new_policy &&
             !figures_changed(c, nq, shown)) {
             if (!quiet) quiet_from = i;
             quiet = true;
@@ -518,6 +563,7 @@ int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, 
         quiet = false;
         fprintf(f, "cycle %d  t=%s\n", c->index, fmt_time(t1, sizeof t1, c->time));
         if (new_policy) fprintf(f, "  policy now %s\n", c->policy);
+        text_changes(f, c);
         if (verbose) text_decisions(f, &c->log);
         else if (us_rollup_decisions(f, "  ", &c->log, final) < 0) goto nomem;
         text_events(f, &c->log);

@@ -7,12 +7,24 @@
  */
 #include "state.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const us_res_names[US_NRES] = {"gpu", "cpu", "memory"};
+const char us_background_label_blocked[] =
+    "the label " US_BACKGROUND_LABEL " must be \"true\" (background work) or \"false\" (AI work); "
+    "with any other value the workload is never scheduled";
 const char *const us_pod_state_names[] = {"pending", "pipelined", "running",
                                           "releasing", "completed"};
+
+int64_t us_res_round(double x) {
+    if (!(x == x)) return 0;
+    /* 2^63 is the first double past INT64_MAX */
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return llround(x);
+}
 
 const char *us_labels_get(const us_labels *l, const char *key) {
     for (size_t i = 0; i < l->n; i++)
@@ -71,6 +83,7 @@ void us_node_free(us_node *n) {
     free(n->name);
     free(n->pool);
     us_labels_free(&n->labels);
+    us_taints_free(&n->taints);
 }
 
 void us_queue_free(us_queue *q) {
@@ -84,6 +97,7 @@ void us_workload_free(us_workload *w) {
     free(w->pool);
     us_labels_free(&w->node_selector);
     us_labels_free(&w->labels);
+    us_tolerations_free(&w->tolerations);
     free(w->last_status);
 }
 
@@ -139,6 +153,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_node *n = &dst->nodes[i];
         n->name = n->pool = NULL;
         n->labels = (us_labels){NULL, 0};
+        n->taints = (us_taints){NULL, 0};
     }
     for (size_t i = 0; i < dst->nqueues; i++) {
         dst->queues[i].name = NULL;
@@ -149,6 +164,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_workload *w = &dst->workloads[i];
         w->name = w->pool = w->last_status = NULL;
         w->node_selector = w->labels = (us_labels){NULL, 0};
+        w->tolerations = (us_tolerations){NULL, 0};
     }
     for (size_t i = 0; i < dst->npods; i++) dst->pods[i].name = NULL;
 
@@ -157,7 +173,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
         us_node *n = &dst->nodes[i];
         n->name = dup_or_null(s->name, &ok);
         n->pool = dup_or_null(s->pool, &ok);
-        if (us_labels_copy(&n->labels, &s->labels) < 0) ok = false;
+        if (us_labels_copy(&n->labels, &s->labels) < 0 || us_taints_copy(&n->taints, &s->taints) < 0)
+            ok = false;
     }
     for (size_t i = 0; i < dst->nqueues && ok; i++) {
         const us_queue *s = &src->queues[i];
@@ -176,7 +193,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
         w->pool = dup_or_null(s->pool, &ok);
         w->last_status = dup_or_null(s->last_status, &ok);
         if (us_labels_copy(&w->node_selector, &s->node_selector) < 0 ||
-            us_labels_copy(&w->labels, &s->labels) < 0)
+            us_labels_copy(&w->labels, &s->labels) < 0 ||
+            us_tolerations_copy(&w->tolerations, &s->tolerations) < 0)
             ok = false;
     }
     for (size_t i = 0; i < dst->npods && ok; i++)
@@ -289,7 +307,15 @@ static bool queue_entitled(const us_queue *q, const char *pool) {
 void us_state_check_rules(us_state *st) {
     for (size_t i = 0; i < st->nworkloads; i++) {
         us_workload *w = &st->workloads[i];
+        const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
         w->blocked = NULL;
+        /* only "true" marks background work and only "false" AI work: a
+         * typo ("True", "yes") must not turn burn-in into AI work that
+         * reclaims from real teams, so it is never scheduled */
+        if (label && strcmp(label, "true") != 0 && strcmp(label, "false") != 0) {
+            w->blocked = us_background_label_blocked;
+            continue;
+        }
         if (!w->background) continue;
         if (w->preemptibility == US_NON_PREEMPTIBLE)
             w->blocked = "background workloads must be preemptible; this one is "

@@ -7,6 +7,7 @@
 #     and build/asan/lua/understory.so (sanitizer runtimes preloaded);
 #   - every CLI check tests/cli/*.sh (exit 0 = pass), once with the release
 #     binary and once with the ASan/UBSan one, in $UNDERSTORY;
+#   - every command README.md and docs/ show (tests/docs/doctest.lua);
 #   - the seed story under valgrind once, when valgrind is installed.
 # Prints one line per suite and, last, exactly "N passed, N failed".  Exits
 # non-zero when anything failed; a suite that crashes, cannot run or prints
@@ -149,6 +150,26 @@ for fl in release asan; do
         fi
     done
 done
+
+# ---- docs -------------------------------------------------------------------
+# Every command README.md and docs/*.md show, run as shown, its output
+# checked against what they show (tests/docs/doctest.lua).  Once, with the
+# release build: the commands are the user's, not the sanitizers'.
+log=$(newlog)
+"${TIMEOUT[@]}" lua5.4 tests/docs/doctest.lua "$ROOT" "$ROOT/build/release/understory" \
+    README.md docs/*.md >"$log" 2>&1
+rc=$?
+counts=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+if [ -z "$counts" ]; then
+    result "docs" 0 1 "no count; exit status $rc" "$log"
+else
+    p=${counts%% passed*}
+    f=${counts#*, }
+    f=${f%% failed}
+    [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
+    result "docs" "$p" "$f"
+    [ "$f" -gt 0 ] && grep -A12 '^FAIL' "$log" | head -n 60 | sed 's/^/      | /'
+fi
 
 # ---- valgrind ---------------------------------------------------------------
 if command -v valgrind >/dev/null; then

@@ -102,8 +102,10 @@ printf 'return { score = function(pod, node) if node.name == "n3" then return 1 
     >"$TMP/node-named/placement.lua"
 printf 'return { score = function(pod, node)\n  if pod.name:sub(-1) == "1" then return node.free_gpus end\n  return -node.free_gpus\nend }\n' \
     >"$TMP/pod-named/placement.lua"
+# (the pods of a workload share a class: on the seed story, eval-b's two
+# pods would go to different nodes if each were scored on its own)
 for d in node-named pod-named; do
-    run check "$TMP/$d"
+    run check "$TMP/$d" --scenario examples/seed-story.json
     expect_status 1
     expect_stdout_has "$TMP/$d/placement.lua: the score depends on node or pod names: scored once per class"
     expect_stdout_has "with every (pod, node) pair scored on its own"
@@ -114,10 +116,14 @@ done
 run check policies
 expect_stdout_has "ok   score independent of names: the same decisions with every (pod, node) pair scored on its own"
 
-# A missing directory names the file it could not read.
+# A missing directory, or one with none of the files, says so.
 run check "$TMP/nowhere"
 expect_status 1
-expect_stdout_has "$TMP/nowhere/fairshare.lua: cannot read it"
+expect_stdout_has "$TMP/nowhere: cannot open the directory: No such file or directory"
+mkdir -p "$TMP/empty"
+run check "$TMP/empty"
+expect_status 1
+expect_stdout_has "$TMP/empty: holds none of fairshare.lua, placement.lua, background.lua"
 
 # The check cannot run: exit 2, the reason on stderr.
 run check policies --scenario "$TMP/no-such.json"
