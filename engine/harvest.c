@@ -22,7 +22,8 @@ struct us_hv_wait {
 };
 
 struct us_hv_bg {
-    int pool;
+    int pool;      /* -1: left out of the bound */
+    int wl;
     us_res req;
 };
 
@@ -140,7 +141,7 @@ int us_hv_before(us_harvest *h, const us_state *st) {
         if (!in_end_state(p) || !live_node(st, p->node) || !st->workloads[p->workload].background)
             continue;
         if (us_grow((void **)&h->bg, &h->cap_bg, h->nbg, sizeof *h->bg) < 0) return -1;
-        h->bg[h->nbg++] = (us_hv_bg){h->node_pool[p->node], st->workloads[p->workload].request};
+        h->bg[h->nbg++] = (us_hv_bg){h->node_pool[p->node], p->workload, st->workloads[p->workload].request};
     }
     return 0;
 }
@@ -380,6 +381,24 @@ cleanup:
     return rc;
 }
 
+/* A gang that fell below min_member is evicted whole at the start of the
+ * cycle (action stalegangeviction), whatever AI needs: its background pods
+ * are not room AI took, so they are left out of the bound. */
+static int drop_stale_gangs(us_harvest *h, const us_state *st, const us_cycle_log *log) {
+    pod_index pi = {st, NULL, 0};
+    for (size_t i = 0; i < log->ndecisions; i++) {
+        const us_decision *d = &log->decisions[i];
+        if (d->op != US_OP_EVICT || d->action != US_ACT_STALE_GANG || !d->pod) continue;
+        if (!pi.idx && pod_index_build(&pi, st) < 0) return -1;
+        const us_pod *p = pod_named(&pi, d->pod);
+        if (!p) continue;
+        for (size_t k = 0; k < h->nbg; k++)
+            if (h->bg[k].wl == p->workload) h->bg[k].pool = -1;
+    }
+    free(pi.idx);
+    return 0;
+}
+
 int us_hv_after(us_harvest *h, const us_state *st, double now, const us_cycle_log *log) {
     us_hv_cycle c = {.time = now};
     uint64_t *shared = NULL;
@@ -401,7 +420,9 @@ int us_hv_after(us_harvest *h, const us_state *st, double now, const us_cycle_lo
         c.pools[k].idle = c.pools[k].gpus - c.pools[k].ai - c.pools[k].background;
     sample_pending(h, st, c.pools);
     sample_quota(h, st, c.nodes, c.quota);
-    if (needed_evictions(h, st, c.pools) < 0 || read_decisions(h, st, now, log, c.pools) < 0) goto nomem;
+    if (drop_stale_gangs(h, st, log) < 0 || needed_evictions(h, st, c.pools) < 0 ||
+        read_decisions(h, st, now, log, c.pools) < 0)
+        goto nomem;
     free(shared);
     h->cycles[h->ncycles++] = c;
     return 0;

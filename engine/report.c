@@ -20,7 +20,7 @@
 
 /* Chart geometry, in SVG user units (CSS pixels at 100%). */
 #define W 900.0        /* chart width */
-#define LM 100.0       /* left margin: y labels, action names */
+#define LM 124.0       /* left margin: y labels, action names */
 #define RM 12.0
 #define TM 8.0
 #define BM 22.0        /* bottom margin: x labels */
@@ -28,7 +28,11 @@
 #define HEAT_COLS 300  /* at most this many columns in the heat strip */
 
 static const char *const C_AI = "#3b6fd4", *const C_BG = "#3aa35b", *const C_IDLE = "#e4e4e4";
-static const char *const C_ACT[] = {"#2c7fb8", "#d7301f", "#8856a7", "#f28e2b", "#999999"};
+/* One colour per action (events.h order); extra actions get the last. */
+static const char *const C_ACT[] = {"#2c7fb8", "#d7301f", "#8856a7", "#f28e2b", "#6b6b6b"};
+#define N_ACT_COLOURS ((int)(sizeof C_ACT / sizeof *C_ACT))
+
+static const char *act_colour(int a) { return C_ACT[a < N_ACT_COLOURS ? a : N_ACT_COLOURS - 1]; }
 
 static void esc(FILE *f, const char *s) {
     for (; s && *s; s++) {
@@ -155,7 +159,7 @@ static void legend(FILE *f) {
                "background <span style=\"background:%s\"></span>idle &nbsp; evictions: ",
             C_AI, C_BG, C_IDLE);
     for (int a = US_ACT_ALLOCATE; a < US_ACT_NONE; a++)
-        if (a != US_ACT_ALLOCATE) fprintf(f, "<i style=\"background:%s\"></i>%s ", C_ACT[a], us_action_names[a]);
+        if (a != US_ACT_ALLOCATE) fprintf(f, "<i style=\"background:%s\"></i>%s ", act_colour(a), us_action_names[a]);
     fputs("</p>\n", f);
 }
 
@@ -202,7 +206,8 @@ static int pool_section(FILE *f, const us_sim_result *res, size_t k) {
         }
     }
     fputs("<h3>Evictions by action</h3>\n", f);
-    plot pe = {n, 3, 3 * 14};
+    int rows = US_ACT_NONE - US_ACT_RECLAIM; /* the actions that evict */
+    plot pe = {n, rows, 14.0 * rows};
     svg_open(f, "evictions", "evictions", k, TM + pe.height + BM, "evictions by action over time");
     int row = 0;
     for (int a = US_ACT_RECLAIM; a < US_ACT_NONE; a++, row++) {
@@ -213,7 +218,7 @@ static int pool_section(FILE *f, const us_sim_result *res, size_t k) {
             double r = 2.5 + fmin(4, log2((double)ev[i][a]));
             fprintf(f, "<circle class=\"marker\" data-action=\"%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\">"
                        "<title>t=%gs: %d %s eviction%s</title></circle>\n",
-                    us_action_names[a], (px(&pe, i) + px(&pe, i + 1)) / 2, cy, r, C_ACT[a], h->cycles[i].time, ev[i][a],
+                    us_action_names[a], (px(&pe, i) + px(&pe, i + 1)) / 2, cy, r, act_colour(a), h->cycles[i].time, ev[i][a],
                     us_action_names[a], ev[i][a] == 1 ? "" : "s");
         }
     }

@@ -252,6 +252,7 @@ void us_rollup_legend(FILE *f) {
           "  (preempt)         taken from lower-priority work of the same queue\n"
           "  (backgroundpods)  background work placed in room AI does not need, or\n"
           "                    evicted because an AI pod needs its room\n"
+          "  (stalegangeviction)  the rest of a gang that fell below its min_member\n"
           "  (after pipeline)  a pipelined pod whose room is now free\n",
           f);
 }
