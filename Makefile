@@ -14,7 +14,8 @@
 
 PKGS      := lua5.4 libcjson libuv libcurl
 DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git \
-             clang libclang-rt-14-dev
+             clang libclang-rt-14-dev chromium
+# clang, libclang-rt-14-dev: make fuzz (libFuzzer); chromium: tests/cli/report.sh renders the HTML report headless
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -33,7 +34,11 @@ LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+# The default policies compiled in (engine/policysrc.c), so that a policy
+# directory need hold only the files it changes.
+POLICY_FILES := policies/fairshare.lua policies/placement.lua policies/background.lua
+GEN_SRC    := $(BUILD)/gen/default_policies.c
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/default_policies.o
 MAIN_OBJ   := $(BUILD)/engine/main.o
 LIB_A      := $(BUILD)/libunderstory_engine.a
 BIN        := $(BUILD)/understory
@@ -64,6 +69,20 @@ understory: $(BUILD)/understory
 
 $(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): $(POLICY_FILES) Makefile
+	@mkdir -p $(dir $@)
+	@{ echo '#include <stddef.h>'; i=0; for f in $(POLICY_FILES); do \
+	    echo "static const char d$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '0};'; i=$$((i + 1)); done; \
+	  echo 'extern const char *const us_policysrc_default_text[3];'; \
+	  echo 'extern const size_t us_policysrc_default_len[3];'; \
+	  echo 'const char *const us_policysrc_default_text[3] = {d0, d1, d2};'; \
+	  echo 'const size_t us_policysrc_default_len[3] = {sizeof d0 - 1, sizeof d1 - 1, sizeof d2 - 1};'; \
+	} >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/default_policies.o: $(GEN_SRC)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB_A): $(ENGINE_OBJ)

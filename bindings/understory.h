@@ -428,6 +428,24 @@ US_API int us_engine_decision(const us_engine *e, size_t i, us_decision_info *ou
 US_API size_t us_engine_event_count(const us_engine *e);
 US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
 
+/* A line a policy logged with log(...) during the last cycle (or since the
+ * cycle before: lines logged while policies load come with the next
+ * cycle).  Same lifetime as a decision.  At most 200 lines a cycle are
+ * kept, each cut at 400 bytes; us_engine_policy_log_dropped counts those
+ * left out. */
+typedef struct us_policy_log_info {
+    const char *file;                /* "placement.lua", or a helper's file */
+    int line;                        /* 0 when unknown */
+    const char *message;             /* the arguments, as tostring shows them,
+                                        separated by spaces */
+} us_policy_log_info;
+
+US_API size_t us_engine_policy_log_count(const us_engine *e);
+/* Fill *out with log line i of the last cycle; US_ENOENT when out of range. */
+US_API int us_engine_policy_log(const us_engine *e, size_t i, us_policy_log_info *out);
+/* Lines over the bound, left out in the last cycle. */
+US_API unsigned long us_engine_policy_log_dropped(const us_engine *e);
+
 /* Called once per event at the end of every cycle, in order.  The callback
  * may read the engine (counts, infos) but not change it: such calls fail
  * with US_EBUSY.  ev and its strings are valid during the call only. */

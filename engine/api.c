@@ -1461,6 +1461,18 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out) {
     return US_OK;
 }
 
+US_API size_t us_engine_policy_log_count(const us_engine *e) { return e ? e->log.nlines : 0; }
+
+US_API int us_engine_policy_log(const us_engine *e, size_t i, us_policy_log_info *out) {
+    if (!e || !out || i >= e->log.nlines) return US_ENOENT;
+    out->file = e->log.lines[i].file;
+    out->line = e->log.lines[i].line;
+    out->message = e->log.lines[i].text;
+    return US_OK;
+}
+
+US_API unsigned long us_engine_policy_log_dropped(const us_engine *e) { return e ? e->log.dropped_lines : 0; }
+
 /* ---- reading the state ------------------------------------------------------------------ */
 
 static const char *const phase_names[] = {"pending", "pipelined", "running", "releasing"};

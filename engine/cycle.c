@@ -271,6 +271,20 @@ static int gang_clock(us_state *st, double now) {
     return 0;
 }
 
+/* The lines the policy in force and the versions it falls back to logged
+ * since the last cycle, moved into the cycle's log. */
+static int take_policy_log(us_policy *pol, us_cycle_log *log) {
+    for (us_policy *v = pol; v; v = us_policy_previous(v)) {
+        for (size_t i = 0; i < us_policy_log_count(v); i++) {
+            const us_policy_log_line *l = us_policy_log_at(v, i);
+            if (us_log_line_add(log, l->file, l->line, l->text) < 0) return -1;
+        }
+        log->dropped_lines += us_policy_log_dropped(v);
+        us_policy_log_clear(v);
+    }
+    return 0;
+}
+
 int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *o,
                  us_cycle_log *log, us_queue_figures *figs, us_cycle_counts *counts, us_err *err) {
     us_cycle_opts defaults;
@@ -303,7 +317,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     for (size_t i = 0; i < npools && rc == 0; i++)
         rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL, err);
     if (rc < 0) goto out;
-    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0) {
+    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0 || take_policy_log(pol, log) < 0) {
         rc = us_err_nomem(err);
         goto out;
     }

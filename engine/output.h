@@ -10,6 +10,7 @@
 #ifndef US_OUTPUT_H
 #define US_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -55,9 +56,15 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final);
 /* The document, formatted, and a newline.  0, or -1 with err filled. */
 int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
 
-/* A per-cycle account in words: decisions, events, queue tables when their
- * figures change, quiet stretches summarised, then the final pods by state
- * and the summary.  0, or -1 with err filled. */
+/* An account in words, summary first: the run's figures (harvest and
+ * disturbance included), the legend of the actions, then cycle by cycle the
+ * decisions, events and queue tables when their figures change (quiet
+ * stretches summarised), then the final pods by state.  verbose: every
+ * decision and every pod on a line of its own; else decisions rolled up per
+ * workload and node, final pods per workload.  0, or -1 with err filled. */
+int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err);
+
+/* us_output_account, not verbose. */
 int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
 
 #endif

@@ -364,7 +364,9 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         return us_err_nomem(err);
     }
 
-    int quiet = 0;
+    int quiet = 0, most = US_SIM_MAX_CYCLES;
+    if (sc->horizon >= 0 && sc->cycle_interval > 0 && sc->horizon / sc->cycle_interval + 1 < most)
+        most = (int)(sc->horizon / sc->cycle_interval) + 1;
     for (int i = 0; i < US_SIM_MAX_CYCLES; i++) {
         double t = i * sc->cycle_interval;
         if (sc->horizon >= 0 && t > sc->horizon) break;
@@ -390,6 +392,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         if (us_hv_after(&res->harvest, st, t, &c.log) < 0) goto nomem_cycle;
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
         res->final_time = t;
+        if (o->progress) o->progress(o->progress_ctx, i + 1, t, most);
         changed = changed || c.log.ndecisions > 0;
         quiet = changed ? 0 : quiet + 1;
         if (sc->horizon < 0 && quiet >= 2 && !future_work(&s)) break;

@@ -38,6 +38,11 @@ typedef struct us_sim_opts {
     us_policy_limits limits;
     us_sim_hook before_cycle;   /* NULL: none */
     void *hook_ctx;
+    /* Called after each cycle when non-NULL, with the cycle's number and
+     * time and the most cycles the run may have: for a progress line.  It
+     * must not touch the simulation. */
+    void (*progress)(void *ctx, int cycle, double time, int most);
+    void *progress_ctx;
 } us_sim_opts;
 
 /* Room for a policy id (policy.h: 16 hex digits) or "builtin". */

@@ -1042,6 +1042,46 @@ static void *busy_cluster(void *out) {
     return NULL;
 }
 
+/* A policy directory holding only placement.lua (the rest are the
+ * defaults) that requires a helper of its own directory and logs: the
+ * lines reach the embedder with file and line, once, and bounded. */
+TEST(policy_log_lines_with_file_and_line) {
+    us_engine *e = engine();
+    us_error err;
+    char dir[] = "/tmp/understory-api-XXXXXX", cmd[600];
+    CHECK(mkdtemp(dir) != NULL);
+    write_file(dir, "placement.lua",
+               "local h = require 'helper'\n"
+               "log('loaded', h.n)\n"
+               "return { score = function(pod, node)\n"
+               "  log('score', pod.name, node.name, string.rep('x', 1000))\n"
+               "  return h.n end }\n");
+    write_file(dir, "helper.lua", "return { n = 7 }\n");
+    CHECK(us_engine_load_policies(e, dir, &err) == US_OK);
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    us_policy_log_info l;
+    CHECK(us_engine_policy_log_count(e) == 2);
+    CHECK(us_engine_policy_log(e, 0, &l) == US_OK);
+    CHECK_STR(l.file, "placement.lua");
+    CHECK(l.line == 2);
+    CHECK_STR(l.message, "loaded 7");
+    CHECK(us_engine_policy_log(e, 1, &l) == US_OK);
+    CHECK(l.line == 4);
+    CHECK(strncmp(l.message, "score w-0 n1 xxx", 16) == 0);
+    CHECK(strlen(l.message) == 400 + 3); /* cut, and "..." */
+    CHECK(us_engine_policy_log(e, 2, &l) == US_ENOENT);
+    CHECK(us_engine_policy_log_dropped(e) == 0);
+    /* the next cycle has only its own lines */
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(us_engine_policy_log_count(e) == 0);
+    us_engine_destroy(e);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 TEST(handles_are_independent_across_threads) {
     static char alone[65536], t1[65536], t2[65536];
     pthread_t a, b;
@@ -1079,6 +1119,7 @@ int main(void) {
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
+    RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
     return check_report();
 }
