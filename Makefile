@@ -3,8 +3,10 @@
 #   make deps    install the Debian packages it needs (when missing)
 #   make         build ./understory, the engine library and the Lua module
 #   make run     run the seed-story demo
-#   make test    every test: C unit tests, busted specs, CLI checks, and the
+#   make test    every test: C unit tests, busted specs, CLI checks, the
+#                Kubernetes tests against a real control plane, and the
 #                same again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make kube    build the Kubernetes control plane the tests run (tests/kube)
 #   make bench   the benchmark (docs/benchmarks.md)
 #   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
@@ -13,6 +15,9 @@
 
 PKGS      := lua5.4 libcjson libuv libcurl
 DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
+# The Kubernetes tests' control plane (tests/kube): certificates, health
+# probes, process groups.  Go itself is /usr/local/go on these machines.
+KUBE_PKGS := openssl curl procps util-linux
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -50,7 +55,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: all libs run test test-release test-asan deps clean bench bench-embed install uninstall
+.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed install uninstall
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -158,13 +163,17 @@ uninstall:
 	rmdir --ignore-fail-on-non-empty $(D)/share/understory/policies $(D)/share/understory 2>/dev/null || true
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+	@missing=""; for p in $(DEB_PKGS) $(KUBE_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	    echo "installing:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: all present"; fi
+
+# The control plane the Kubernetes tests run (make test builds it too).
+kube:
+	@tests/kube/build.sh
 
 deps-check:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries: run 'make deps'"; exit 1; }
