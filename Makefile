@@ -13,11 +13,12 @@
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
 
-PKGS      := lua5.4 libcjson libuv libcurl
+PKGS      := lua5.4 libcjson libuv libcurl yaml-0.1
 DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
-# The Kubernetes tests' control plane (tests/kube): certificates, health
-# probes, process groups.  Go itself is /usr/local/go on these machines.
-KUBE_PKGS := openssl curl procps util-linux
+# Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
+# tests' control plane (tests/kube) needs certificates, health probes and
+# process groups.  Go itself is /usr/local/go on these machines.
+KUBE_PKGS := openssl curl procps util-linux libyaml-dev
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -28,13 +29,16 @@ LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CFLAGS_PKG) -Iengine -Ibindings
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
 LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ   := $(BUILD)/engine/main.o
+# `understory serve` (serve/): the command line's, not the library's
+SERVE_SRC  := $(wildcard serve/*.c)
+SERVE_OBJ  := $(SERVE_SRC:%.c=$(BUILD)/%.o)
 LIB_A      := $(BUILD)/libunderstory_engine.a
 BIN        := $(BUILD)/understory
 LUAMOD     := $(BUILD)/lua/understory.so
@@ -62,7 +66,7 @@ libs: $(PUB_A) $(PUB_SO)
 understory: $(BUILD)/understory
 	cp $< $@
 
-$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
+$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 
@@ -70,16 +74,16 @@ $(LIB_A): $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(MAIN_OBJ) $(LIB_A)
+$(BIN): $(MAIN_OBJ) $(SERVE_OBJ) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LUAMOD): $(BUILD)/bindings/lua_understory.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
-$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB_A)
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(SERVE_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(SERVE_OBJ) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # The scenario replayed through the C API (tests/cli/embed-equivalence.sh).
 $(REPLAY): tests/embed/replay.c bindings/understory.h $(LIB_A)

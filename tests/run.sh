@@ -176,7 +176,8 @@ fi
 # ---- Kubernetes -------------------------------------------------------------
 # The control plane is built once (tests/kube/build.sh: skipped when the
 # binaries are newer than the pin; the first build takes long, see the
-# README), then every tests/kube/test-*.sh runs against a real one.
+# README), then every tests/kube/test-*.sh runs against a real one, with
+# the sanitizer build of understory.
 kube_tests=$(find tests/kube -name 'test-*.sh' 2>/dev/null | sort)
 if [ -n "$kube_tests" ]; then
     log=$(newlog)
@@ -186,7 +187,10 @@ if [ -n "$kube_tests" ]; then
         for script in $kube_tests; do
             name="kube/$(basename "$script" .sh)"
             log=$(newlog)
-            "${TIMEOUT[@]}" bash "$script" >"$log" 2>&1
+            # the sanitizer build of understory: once is enough for these
+            # shellcheck disable=SC2046
+            env $(flavour_env asan) UNDERSTORY="$ROOT/build/asan/understory" \
+                "${TIMEOUT[@]}" bash "$script" >"$log" 2>&1
             rc=$?
             if [ "$rc" -eq 0 ]; then
                 result "$name" 1 0

@@ -2,8 +2,9 @@
 # tests/kube/cluster.sh — a real Kubernetes control plane on loopback, for
 # the tests and for trying understory by hand: etcd, kube-apiserver (RBAC
 # on, service-account tokens), kube-controller-manager (Deployment,
-# ReplicaSet, DaemonSet, Job, garbage-collector and service-account
-# controllers) and KWOK, which plays the kubelet of every node annotated
+# ReplicaSet, DaemonSet, Job, garbage-collector, service-account and
+# node-lifecycle controllers: the last one lifts the not-ready taint once a
+# node is Ready, as in a real cluster) and KWOK, which plays the kubelet of every node annotated
 # `kwok.x-k8s.io/node: fake` (pods bound there run; deleted ones go after
 # their grace period).  Binaries come from tests/kube/build.sh.
 #
@@ -11,6 +12,10 @@
 #                                    directory; when ready, DIR/kubeconfig is
 #                                    an admin kubeconfig
 #   tests/kube/cluster.sh down DIR   stop everything `up DIR` started
+#   tests/kube/cluster.sh restart DIR kube-apiserver|etcd|...
+#                                    stop one component and start it again
+#                                    as before (fault tests); returns when
+#                                    the API server answers again
 #
 # Owns DIR and the processes it starts there; never touches anything else.
 # Nothing outlives its owner: `up` leaves a watchdog that runs `down` when
@@ -30,7 +35,7 @@ die() {
 }
 
 usage() {
-	echo "usage: tests/kube/cluster.sh up|down DIR" >&2
+	echo "usage: tests/kube/cluster.sh up|down DIR, or restart DIR COMPONENT" >&2
 	exit 2
 }
 
@@ -56,6 +61,8 @@ free_port() {
 start() {
 	local name=$1
 	shift
+	mkdir -p "$DIR/cmd"
+	printf '%s\0' "$@" >"$DIR/cmd/$name" # for restart
 	setsid "$@" >"$DIR/logs/$name.log" 2>&1 </dev/null &
 	echo $! >"$DIR/pids/$name.pid"
 }
@@ -164,6 +171,7 @@ up() {
 	peer_port=$(free_port)
 	API_PORT=$(free_port)
 	echo "$API_PORT" >"$DIR/api-port"
+	echo "$etcd_port" >"$DIR/etcd-port"
 
 	start etcd "$BIN/etcd" --name understory-test --data-dir "$DIR/etcd" \
 		--listen-client-urls "http://127.0.0.1:$etcd_port" \
@@ -199,7 +207,7 @@ up() {
 
 	start kube-controller-manager "$BIN/kube-controller-manager" \
 		--kubeconfig "$DIR/controller-manager.kubeconfig" \
-		--controllers deployment-controller,replicaset-controller,daemonset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,pod-garbage-collector-controller,namespace-controller \
+		--controllers deployment-controller,replicaset-controller,daemonset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,pod-garbage-collector-controller,namespace-controller,node-lifecycle-controller \
 		--service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
 		--use-service-account-credentials=false \
 		--leader-elect=false --secure-port 0 --profiling=false
@@ -251,14 +259,30 @@ down() {
 	return 0
 }
 
+restart() {
+	local name=$1 args=()
+	[[ -f $DIR/cmd/$name && -d $DIR/pids ]] || die "$DIR has no running $name"
+	stop "$name"
+	mapfile -d '' args <"$DIR/cmd/$name"
+	start "$name" "${args[@]}"
+	local c=$DIR/certs
+	wait_for kube-apiserver 120 "$DIR/logs/kube-apiserver.log" \
+		curl -sf --cacert "$c/ca.crt" --cert "$c/admin.crt" --key "$c/admin.key" \
+		"https://127.0.0.1:$(cat "$DIR/api-port")/readyz"
+}
+
 down_quiet() {
 	echo "cluster.sh: up failed; stopping what was started (logs in $DIR/logs)" >&2
 	down
 }
 
-[[ $# -eq 2 ]] || usage
+[[ $# -eq 2 || ($# -eq 3 && $1 == restart) ]] || usage
 DIR=$2
 case $1 in
+restart)
+	DIR=$(cd "$DIR" && pwd)
+	restart "$3"
+	;;
 up)
 	mkdir -p "$DIR"
 	up
