@@ -27,6 +27,7 @@
 #include "policy.h"
 #include "report.h"
 #include "scenario.h"
+#include "serve.h"
 #include "sim.h"
 #include "watch.h"
 
@@ -45,6 +46,8 @@ static void usage(FILE *f) {
           "  diff --from DIR --to DIR FILE\n"
           "                   run two policy versions on one scenario and show the\n"
           "                   decisions and summary figures that differ\n"
+          "  serve            connect to a Kubernetes cluster and keep its nodes in\n"
+          "                   the engine's view (README: Kubernetes)\n"
           "\n"
           "options:\n"
           "  -h, --help       show this help\n"
@@ -632,6 +635,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "simulate")) return simulate(argc, argv);
     if (!strcmp(cmd, "check")) return check(argc, argv);
     if (!strcmp(cmd, "diff")) return diff(argc, argv);
+    if (!strcmp(cmd, "serve")) return sv_main(argc - 1, argv + 1);
     if (cmd[0] == '-') return bad_usage(brief_usage, "unknown option %s", cmd);
     return bad_usage(brief_usage, "unknown command \"%s\"", cmd);
 }
