@@ -10,6 +10,7 @@
 #include "plan.h"
 
 #include "nodeclass.h"
+#include "nodelabels.h"
 #include "sort.h"
 
 #include <stdlib.h>
@@ -90,6 +91,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     }
     us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
+    if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
     for (size_t i = 0; i < st->npods; i++)
         if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING)
@@ -198,6 +200,14 @@ void us_plan_free(us_plan *p) {
     free(p->fair);
     free(p->undo);
     us_classes_free(p->classes);
+    us_nodelabels_free(p->labels);
+    free(p->scratch.cls);
+    free(p->scratch.rep);
+    free(p->scratch.need);
+    free(p->scratch.need_rep);
+    free(p->scratch.score);
+    free(p->scratch.fresh);
+    free(p->scratch.views);
     free(p->failed_jobs);
     free(p->victim_first);
     free(p->victim_pods);

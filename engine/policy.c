@@ -92,6 +92,8 @@ struct us_policy {
     unsigned long log_dropped;
     uint64_t hash;
     bool loading;
+    char **labels;          /* declared node label keys, sorted, unique */
+    size_t nlabels, caplabels;
 };
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
@@ -1037,6 +1039,59 @@ typedef struct load_task {
     size_t len[NMOD];
 } load_task;
 
+static int by_cstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The module table's `labels` (top of L): nil, or a list of the node label
+ * keys the file reads; added to t->p's declared keys.  Only raw reads on
+ * strings already made, so nothing here raises: every key is owned by p
+ * as soon as it is copied. */
+static int read_labels(task *t, lua_State *L) {
+    us_policy *p = t->p;
+    int ty;
+    lua_pushliteral(L, "labels");
+    ty = lua_rawget(L, -2);
+    if (ty == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (ty != LUA_TTABLE)
+        return us_err_set(t->err, US_EPOLICY, "%s: labels must be a list of node label keys "
+                          "(strings), got a %s", t->file, lua_typename(L, ty));
+    for (lua_Integer i = 1;; i++) {
+        ty = lua_rawgeti(L, -1, i);
+        if (ty == LUA_TNIL) break;
+        if (ty != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+            return us_err_set(t->err, US_EPOLICY, "%s: labels[%lld] must be a non-empty label key "
+                              "string, got %s", t->file, (long long)i,
+                              ty == LUA_TSTRING ? "\"\"" : lua_typename(L, ty));
+        const char *key = lua_tostring(L, -1);
+        bool dup = false;
+        for (size_t j = 0; j < p->nlabels && !dup; j++) dup = strcmp(p->labels[j], key) == 0;
+        if (!dup) {
+            if (p->nlabels == p->caplabels) {
+                size_t ncap = p->caplabels ? p->caplabels * 2 : 8;
+                char **x = realloc(p->labels, ncap * sizeof *x);
+                if (!x) return us_err_nomem(t->err);
+                p->labels = x;
+                p->caplabels = ncap;
+            }
+            if (!(p->labels[p->nlabels] = strdup(key))) return us_err_nomem(t->err);
+            p->nlabels++;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    qsort(p->labels, p->nlabels, sizeof *p->labels, by_cstr);
+    return 0;
+}
+
+const char *const *us_policy_labels(const us_policy *p, size_t *n) {
+    *n = p->nlabels;
+    return (const char *const *)p->labels;
+}
+
 static int load_run(task *t, lua_State *L, lua_State *co) {
     us_policy *p = t->p;
     load_task *lt = t->ud;
@@ -1066,6 +1121,7 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
             return us_err_set(t->err, US_EPOLICY, "%s: must return a table with a function \"%s\"",
                               mod_file[m], mod_fn[m]);
         lua_pop(L, 1);
+        if (read_labels(t, L) < 0) return -1;
         p->mod[m] = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_pop(L, 1);  /* the file's environment lives on in its functions */
     }
@@ -1144,6 +1200,8 @@ void us_policy_free(us_policy *p) {
     if (p->L) lua_close(p->L);
     us_policy_log_clear(p);
     free(p->log);
+    for (size_t i = 0; i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     free(p->dir);
     free(p);
 }
@@ -1382,7 +1440,7 @@ static void push_pl_node(lua_State *L, const us_node_view *v) {
     lua_createtable(L, 0, 9);
     set_str(L, "name", n->name);
     set_str(L, "pool", n->pool);
-    push_labels(L, &n->labels);
+    push_labels(L, v->labels ? v->labels : &n->labels);
     lua_setfield(L, -2, "labels");
     push_res(L, n->cap);
     lua_setfield(L, -2, "capacity");
@@ -1548,7 +1606,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 9);
         set_str(L, "name", bn->node->name);
-        push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
+        push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
         /* nodes of one kind share one capacity table */
         if (k == 0 || memcmp(&bn->node->cap, &in->nodes[k - 1].node->cap, sizeof bn->node->cap)) {
