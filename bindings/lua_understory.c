@@ -734,6 +734,8 @@ static int l_pods(lua_State *L) {
         set_str(L, "state", p.phase_name);
         lua_pushboolean(L, p.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, p.external);
+        lua_setfield(L, -2, "external");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -789,6 +791,8 @@ static int l_workloads(lua_State *L) {
         set_str(L, "state", phases[w.phase]);
         lua_pushboolean(L, w.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, w.external);
+        lua_setfield(L, -2, "external");
         set_str(L, "blocked", w.blocked);
         if (w.running_since >= 0) {
             lua_pushnumber(L, w.running_since);

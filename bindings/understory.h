@@ -294,7 +294,7 @@ typedef enum us_controller_kind {
 
 typedef struct us_workload_spec {
     const char *name;              /* required, unique among live workloads */
-    const char *queue;             /* required: a leaf queue */
+    const char *queue;             /* required: a leaf queue (NULL when external) */
     int priority;                  /* default US_PRIORITY_TRAIN */
     us_preemption preemptibility;
     us_controller_kind controller;
@@ -311,6 +311,13 @@ typedef struct us_workload_spec {
     us_resources requests;         /* per pod */
     const us_toleration *tolerations; /* the node taints its pods tolerate */
     size_t ntolerations;
+    /* Non-zero: an external workload, whose pods another scheduler places
+     * (kube-system pods, pods of another schedulerName).  The caller reports
+     * its pods with us_engine_upsert_pod; they hold their room on their
+     * nodes in every view, and the engine never places, evicts or reports
+     * them pending.  queue must be NULL (it is in no queue); the background
+     * label does not apply. */
+    int external;
 } us_workload_spec;
 
 /* Fill w with the defaults (and NULL name and queue).  Thread-safe. */
@@ -476,6 +483,7 @@ typedef struct us_pod_info {
     us_pod_phase phase;
     const char *phase_name;  /* "pending", "pipelined", "running", "releasing" */
     int background;          /* non-zero: a background pod */
+    int external;            /* non-zero: a pod of an external workload */
 } us_pod_info;
 
 typedef struct us_node_info {
@@ -508,6 +516,7 @@ typedef struct us_workload_info {
                                 background rule), or NULL */
     double running_since;    /* when its gang last started running; < 0 if
                                 it does not run */
+    int external;            /* non-zero: scheduled by someone else */
 } us_workload_info;
 
 US_API size_t us_engine_pod_count(const us_engine *e);

@@ -513,6 +513,7 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     }
     add_str(b, o, "name", s->name);
     add_str(b, o, "queue", s->queue);
+    if (s->external) add(b, o, "external", cJSON_CreateBool(true));
     add(b, o, "priority", cJSON_CreateNumber(s->priority));
     if ((unsigned)s->preemptibility > US_PREEMPTION_SEMI_PREEMPTIBLE) {
         b->code = US_EINVAL;
@@ -1029,6 +1030,7 @@ static bool labels_same(const us_labels *a, const us_labels *b) {
 /* The first field a live workload may not change that w changes, or NULL. */
 static const char *immutable_change(const us_workload *cur, const us_workload *w) {
     if (cur->queue != w->queue) return "queue";
+    if (cur->external != w->external) return "external";
     if (cur->priority != w->priority) return "priority";
     if (cur->preemptibility != w->preemptibility) return "preemptibility";
     if (cur->controller != w->controller) return "controller";
@@ -1502,6 +1504,7 @@ US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
     }
     out->phase_name = phase_names[out->phase];
     out->background = w->background;
+    out->external = w->external;
     return US_OK;
 }
 
@@ -1565,5 +1568,6 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
     out->background = w->background;
     out->blocked = w->blocked;
     out->running_since = w->started_at;
+    out->external = w->external;
     return US_OK;
 }

@@ -186,7 +186,7 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         us_workload *w = &st->workloads[i];
         char msg[512], why[400];
         const char *reason, *code = "resources";
-        if (w->state != US_WL_ACTIVE || w->blocked || pending[i] == 0) {
+        if (w->state != US_WL_ACTIVE || w->blocked || w->external || pending[i] == 0) {
             free(w->last_status);
             w->last_status = NULL;
             continue;

@@ -200,6 +200,10 @@ static cJSON *pod_json(const us_state *st, const us_pod *p) {
         us_output_put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
         us_output_put(o, "background", cJSON_CreateBool(bg)) < 0)
         goto fail;
+    /* only when set, so documents without external workloads are unchanged */
+    if (w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].external &&
+        us_output_put(o, "external", cJSON_CreateBool(true)) < 0)
+        goto fail;
     return o;
 fail:
     cJSON_Delete(o);

@@ -805,7 +805,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
-                                        "tolerations",
+                                        "tolerations", "external",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
@@ -1056,20 +1056,30 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
     }
-    if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
-    qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
-    if (qi < 0) {
-        failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+    if (get_bool(c, o, path, "external", &w.external) < 0) goto fail;
+    /* an external workload is in no queue: it draws on no quota */
+    if (w.external && get(o, "queue")) {
+        failk(c, path, "queue", "an external workload is in no queue (the engine does not schedule it)");
         goto fail;
     }
-    if (!look->queues[qi].leaf) {
-        failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
-        goto fail;
+    if (!w.external) {
+        if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
+        qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
+        if (qi < 0) {
+            failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+            goto fail;
+        }
+        if (!look->queues[qi].leaf) {
+            failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
+            goto fail;
+        }
+        w.queue = qi;
     }
-    w.queue = qi;
     if (get_labels(c, o, path, "labels", &w.labels) < 0) goto fail;
     bg = us_labels_get(&w.labels, US_BACKGROUND_LABEL);
-    w.background = bg && strcmp(bg, "true") == 0;
+    /* background is a rule of what the engine schedules: an external pod
+     * holds its room whatever its labels say */
+    w.background = !w.external && bg && strcmp(bg, "true") == 0;
     if (get_priority(c, o, path, &w.priority) < 0) goto fail;
     if (get_preemptibility(c, o, path, &w) < 0) goto fail;
     if (get_enum(c, o, path, "controller", ctrl_names, 4, US_CTRL_NONE, "a controller", &ctrl) < 0)

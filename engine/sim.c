@@ -409,7 +409,8 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     }
     for (size_t i = 0; i < st->npods; i++) {
         const us_workload *w = &st->workloads[st->pods[i].workload];
-        if (st->pods[i].state == US_POD_PENDING && !w->background && w->state == US_WL_ACTIVE)
+        if (st->pods[i].state == US_POD_PENDING && !w->background && !w->external &&
+            w->state == US_WL_ACTIVE)
             res->ai_pods_pending++;
     }
     snprintf(res->policy, sizeof res->policy, "%s", policy_id(s.pol));

@@ -1095,6 +1095,72 @@ TEST(handles_are_independent_across_threads) {
     CHECK_STR(t2, alone);
 }
 
+/* Pods another scheduler placed: the caller reports them; they hold their
+ * room, no decision ever names them, and nothing reports them pending. */
+TEST(external_workload_holds_room_and_is_never_touched) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_workload_info wi;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = "kube-system/dns";
+    w.external = 1;
+    w.replicas = 3;
+    w.priority = 10; /* preemptible by default: a victim if it were ours */
+    w.requests.gpu = 4;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    us_pod_spec a = {"kube-system/dns-a", "kube-system/dns", "n1"};
+    us_pod_spec b = {"kube-system/dns-b", "kube-system/dns", "n2"};
+    CHECK(us_engine_upsert_pod(e, &a, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
+    /* a gang of two 8-GPU pods of high priority: fits only if dns moves */
+    us_workload_spec t;
+    us_workload_spec_init(&t);
+    t.name = "train";
+    t.queue = "q";
+    t.priority = US_PRIORITY_INFERENCE;
+    t.replicas = 2;
+    t.requests.gpu = 8;
+    CHECK(us_engine_upsert_workload(e, &t, 0, &err) == US_OK);
+    for (int c = 0; c < 3; c++) {
+        CHECK(us_engine_run_cycle(e, 10.0 * c, &err) == US_OK);
+        CHECK(us_engine_decision_count(e) == 0);
+        for (size_t i = 0; i < us_engine_event_count(e); i++) {
+            us_event_info ev;
+            CHECK(us_engine_event(e, i, &ev) == US_OK && strcmp(ev.object, "kube-system/dns") != 0);
+        }
+    }
+    CHECK(pod_named(e, "kube-system/dns-a", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !p.background && !strcmp(p.node, "n1"));
+    CHECK(pod_named(e, "kube-system/dns-b", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !strcmp(p.node, "n2"));
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_PENDING && !p.external);
+    /* the third dns pod waits for its own scheduler: pending, never placed */
+    CHECK(count_phase(e, US_PHASE_PENDING) == 3);
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        CHECK(us_engine_workload(e, i, &wi) == US_OK);
+        CHECK(!!wi.external == !strcmp(wi.name, "kube-system/dns"));
+        if (wi.external) CHECK(wi.queue == NULL);
+    }
+    /* its pods count as node usage */
+    us_node_info ni;
+    CHECK(us_engine_node(e, 0, &ni) == US_OK && ni.used.gpu == 4);
+    /* once dns is gone the gang runs */
+    CHECK(us_engine_remove_workload(e, "kube-system/dns", 30, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 110, &err) == US_OK);
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_RUNNING);
+    /* a queue on an external workload is refused, naming the field */
+    w.name = "other";
+    w.queue = "q";
+    REFUSED(e, us_engine_upsert_workload(e, &w, 110, &err), US_EINVAL, "queue: an external workload is in no queue");
+    us_engine_destroy(e);
+}
+
 int main(void) {
     RUN(version_is_the_headers);
     RUN(create_refuses_bad_options);
@@ -1121,5 +1187,6 @@ int main(void) {
     RUN(reload_checks_before_swapping);
     RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
+    RUN(external_workload_holds_room_and_is_never_touched);
     return check_report();
 }
