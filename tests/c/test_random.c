@@ -419,10 +419,14 @@ static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, i
 }
 
 /* Placement score calls of one run of text, and the run. */
+static unsigned long score_calls(void) {
+    return policies ? us_policy_calls(policies, US_POLICY_SCORE) : 0; /* built-in: no Lua */
+}
+
 static unsigned long scored_run(const char *text, run *out) {
-    unsigned long before = us_policy_calls(policies, US_POLICY_SCORE);
+    unsigned long before = score_calls();
     simulate(text, true, true, NULL, out);
-    return us_policy_calls(policies, US_POLICY_SCORE) - before;
+    return score_calls() - before;
 }
 
 /* labels that nothing selects on and no policy declares tell no nodes
