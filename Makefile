@@ -21,7 +21,9 @@ DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev l
 # Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
 # tests' control plane (tests/kube) needs certificates, health probes and
 # process groups.  Go itself is /usr/local/go on these machines.
-KUBE_PKGS := openssl curl procps util-linux libyaml-dev
+# serve's admin endpoint parses HTTP with http-parser; its metrics are
+# checked by a real Prometheus parser (tests/prom_check.py).
+KUBE_PKGS := openssl curl procps util-linux libyaml-dev libhttp-parser-dev python3-prometheus-client
 
 CC        ?= cc
 BUILD     ?= build/release
