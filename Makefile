@@ -39,7 +39,8 @@ WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # is marked US_API (bindings/understory.h) or luaopen_understory.
 CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
 LDFLAGS   += $(SANITIZE)
-LDLIBS    += $(LIBS_PKG) -lm
+# -lhttp_parser: serve's admin endpoint (Debian's libhttp-parser-dev has no .pc)
+LDLIBS    += $(LIBS_PKG) -lhttp_parser -lm
 
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
 # The default policies compiled in (engine/policysrc.c), so that a policy
