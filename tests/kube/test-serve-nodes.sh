@@ -7,6 +7,8 @@
 # added, changed and deleted after the list, and across an API server
 # restart that forces a new list (410 Gone).  Without the RBAC binding the
 # API server refuses it (403) and it retries; SIGTERM stops it cleanly.
+# Admin endpoints on port 0: two serves run at once here, and other test
+# runs may share the machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -73,7 +75,7 @@ token_kubeconfig() {
 token_kubeconfig understory "$work/understory.kubeconfig"
 token_kubeconfig nobody "$work/nobody.kubeconfig"
 
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
 until_line "$work/serve.out" "nodes synced: 1 in the engine" "the first list"
@@ -109,7 +111,7 @@ k delete node gpu-1 >/dev/null
 until_line "$work/serve.out" "node gpu-1: removed" "gpu-1 deleted"
 
 # Without the binding: refused, and retried.
-"$understory" serve --kubeconfig "$work/nobody.kubeconfig" >"$work/nobody.out" 2>"$work/nobody.err" &
+"$understory" serve --kubeconfig "$work/nobody.kubeconfig" --admin-address 127.0.0.1:0 >"$work/nobody.out" 2>"$work/nobody.err" &
 pids+=("$!")
 end=$((SECONDS + 30))
 until [[ $(grep -c "list /api/v1/nodes: HTTP 403" "$work/nobody.err" 2>/dev/null || true) -ge 2 ]]; do
