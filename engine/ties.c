@@ -31,14 +31,11 @@ int us_ties_displaced(const us_plan *p, int pos, const us_use *ai) {
     const us_state *st = p->st;
     int node = p->nodes[pos];
     const us_node *n = &st->nodes[node];
+    /* the AI end state, as the re-offer judges keep-if-fits: pods still
+     * terminating are gone by then, so they make no one leave */
     us_use u = *ai;
     int cnt = p->node_first[pos + 1] - p->node_first[pos];
     const int *list = p->node_pods + p->node_first[pos];
-    for (int k = 0; k < cnt; k++) {
-        const us_pod *pd = &st->pods[list[k]];
-        if (pd->state == US_POD_RELEASING)
-            us_use_add(&u, n, st->workloads[pd->workload].request, pd->shared_dev);
-    }
     /* running background pods in name order, kept while they fit; the
      * list is short, so a selection by name needs no scratch array */
     int displaced = 0;

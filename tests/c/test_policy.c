@@ -773,6 +773,7 @@ TEST(defaults_fairshare_equal_builtin) {
             q[i].name = qnames[i];
             q[i].parent = parent;
             q[i].priority = (int)rnd(3);
+            q[i].created_at = (double)rnd(3) - 1;  /* ties for a unit left over */
             for (int r = 0; r < US_NRES; r++) {
                 int64_t unit = r == US_GPU ? 250 : r == US_CPU ? 1000 : (int64_t)1 << 28;
                 q[i].res[r].quota = rnd(4) == 0 ? US_UNLIMITED : (int64_t)rnd(12) * unit;
