@@ -16,8 +16,8 @@
  *   policies      directory holding fairshare.lua, placement.lua and
  *                 background.lua; default: the environment variable
  *                 UNDERSTORY_POLICIES, else the built-in C policies
- *   plain_ties    true: ties between equally scored nodes go by node name
- *                 only (default false: background-aware ties)
+ *   plain_ties    true: AI pods stay where placement put them, ties by
+ *                 node name (default false: background-aware ties)
  *   long_grace    seconds of termination grace above which a background pod
  *                 draws a warning (default 30)
  *   instructions  Lua instructions a policy call may run
@@ -27,7 +27,7 @@
  *                 the invariant, the cycle and the objects
  *   time_limit    wall-clock milliseconds a policy call may take (500)
  *
- * Returns the output document of DESIGN.md as a Lua table: objects become
+ * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
  * node has no `node` field).  Any failure raises a Lua error with the
  * engine's message (`workloads[3].queue: "team-z" is not a queue`); errors
@@ -734,6 +734,8 @@ static int l_pods(lua_State *L) {
         set_str(L, "state", p.phase_name);
         lua_pushboolean(L, p.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, p.external);
+        lua_setfield(L, -2, "external");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -789,6 +791,8 @@ static int l_workloads(lua_State *L) {
         set_str(L, "state", phases[w.phase]);
         lua_pushboolean(L, w.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, w.external);
+        lua_setfield(L, -2, "external");
         set_str(L, "blocked", w.blocked);
         if (w.running_since >= 0) {
             lua_pushnumber(L, w.running_since);

@@ -2,6 +2,7 @@
  * events.c — appending decisions and events to a cycle log.
  */
 #include "events.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -57,9 +58,11 @@ int us_log_line_add(us_cycle_log *log, const char *file, int line, const char *t
     return 0;
 }
 
+/* A copy of s, made valid UTF-8: messages carry what policies raise and
+ * buffers may cut a character in two, and the output must stay valid. */
 static char *dup_or_null(const char *s, int *fail) {
     if (!s) return NULL;
-    char *c = strdup(s);
+    char *c = us_utf8_dup_valid(s);
     if (!c) *fail = 1;
     return c;
 }

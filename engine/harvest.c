@@ -180,7 +180,8 @@ static void sample_pending(const us_harvest *h, const us_state *st, us_hv_pool *
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
         const us_workload *w = &st->workloads[p->workload];
-        if (p->gone || p->state != US_POD_PENDING || w->state != US_WL_ACTIVE) continue;
+        /* an external pod waits for its own scheduler, not for us */
+        if (p->gone || p->state != US_POD_PENDING || w->state != US_WL_ACTIVE || w->external) continue;
         int k = pool_index(h, w->pool);
         if (k < 0) continue;
         if (w->background) pools[k].pending_background++;

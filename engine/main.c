@@ -27,6 +27,7 @@
 #include "policy.h"
 #include "report.h"
 #include "scenario.h"
+#include "serve.h"
 #include "sim.h"
 #include "watch.h"
 
@@ -45,12 +46,15 @@ static void usage(FILE *f) {
           "  diff --from DIR --to DIR FILE\n"
           "                   run two policy versions on one scenario and show the\n"
           "                   decisions and summary figures that differ\n"
+          "  serve            connect to a Kubernetes cluster and keep its nodes in\n"
+          "                   the engine's view (README: Kubernetes)\n"
           "\n"
           "options:\n"
           "  -h, --help       show this help\n"
           "  --version        print the version\n"
           "\n"
-          "Run 'understory <command> --help' for a command's options.\n",
+          "Run 'understory <command> --help' for a command's options.  The scenario\n"
+          "format and the output document: docs/scenario.md in the repository.\n",
           f);
 }
 
@@ -71,16 +75,20 @@ static void usage(FILE *f) {
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
     "                        (default 500)\n"
 
+/* The line after an error in a scenario's content: where the format is. */
+#define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
+
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
     us_sim_opts_default(&d);
     fprintf(f,
             "usage: understory simulate FILE [options]\n"
             "\n"
-            "Runs the scenario FILE (JSON; see \"Scenario format\" in the design) cycle\n"
-            "by cycle in virtual time and prints what the scheduler decided: a readable\n"
-            "account by default, or the JSON output document with --json.  The same\n"
-            "input always gives the same output.\n"
+            "Runs the scenario FILE (JSON) cycle by cycle in virtual time and prints\n"
+            "what the scheduler decided: a readable account by default, or the JSON\n"
+            "output document with --json.  The same input always gives the same\n"
+            "output.  docs/scenario.md in the repository describes every field of\n"
+            "the scenario and of the output document.\n"
             "\n"
             "options:\n"
             "  --json                print the JSON output document instead of text\n"
@@ -479,7 +487,7 @@ static int simulate(int argc, char **argv) {
         if (err.code == US_EIO)
             fprintf(stderr, "understory: %s\n", err.msg);
         else
-            fprintf(stderr, "understory: %s: %s\n", c.file, err.msg);
+            fprintf(stderr, "understory: %s: %s\n%s", c.file, err.msg, FORMAT_HINT);
         goto cleanup;
     }
     loaded = true;
@@ -551,7 +559,8 @@ static int check(int argc, char **argv) {
         }
         /* the scenario did not load: the check could not run */
         if (err.code == US_EIO) fprintf(stderr, "understory: %s\n", err.msg);
-        else fprintf(stderr, "understory: %s: %s\n", c.scenario ? c.scenario : "built-in scenario", err.msg);
+        else fprintf(stderr, "understory: %s: %s\n%s", c.scenario ? c.scenario : "built-in scenario",
+                     err.msg, FORMAT_HINT);
         return EXIT_USAGE;
     }
     return problems ? EXIT_FAILURE : EXIT_SUCCESS;
@@ -627,6 +636,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "simulate")) return simulate(argc, argv);
     if (!strcmp(cmd, "check")) return check(argc, argv);
     if (!strcmp(cmd, "diff")) return diff(argc, argv);
+    if (!strcmp(cmd, "serve")) return sv_main(argc - 1, argv + 1);
     if (cmd[0] == '-') return bad_usage(brief_usage, "unknown option %s", cmd);
     return bad_usage(brief_usage, "unknown command \"%s\"", cmd);
 }

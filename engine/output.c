@@ -1,6 +1,6 @@
 /*
  * output.c — rendering a finished simulation as the JSON document of
- * DESIGN.md or as a per-cycle account in words.
+ * docs/scenario.md or as a per-cycle account in words.
  *
  * Owns only the presentation: output units (gpu in devices, cpu in
  * millicores or cores, memory in bytes or binary units) and layout.  It must
@@ -121,14 +121,14 @@ fail:
 }
 
 /* A workload change names its workload, a node change its node. */
-static bool about_node(us_tl_action a) { return a >= US_TL_ADD_NODE && a <= US_TL_UNCORDON; }
+static bool about_node(us_change_kind a) { return a >= US_CH_ADD_NODE && a <= US_CH_UNCORDON; }
 
 static cJSON *change_json(const us_change *ch) {
     cJSON *o = cJSON_CreateObject(), *pods;
     if (!o) return NULL;
-    if (us_output_put(o, "action", cJSON_CreateString(us_tl_action_names[ch->action])) < 0 ||
+    if (us_output_put(o, "action", cJSON_CreateString(us_change_names[ch->action])) < 0 ||
         us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
-        (ch->action == US_TL_COMPLETE &&
+        (ch->action == US_CH_COMPLETE &&
          us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
         us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
         goto fail;
@@ -199,6 +199,10 @@ static cJSON *pod_json(const us_state *st, const us_pod *p) {
         us_output_put(o, "node", str_item(node_name(st, p->node))) < 0 ||
         us_output_put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
         us_output_put(o, "background", cJSON_CreateBool(bg)) < 0)
+        goto fail;
+    /* only when set, so documents without external workloads are unchanged */
+    if (w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].external &&
+        us_output_put(o, "external", cJSON_CreateBool(true)) < 0)
         goto fail;
     return o;
 fail:
@@ -391,7 +395,7 @@ static void text_changes(FILE *f, const us_sim_cycle *c) {
     for (size_t i = 0; i < c->nchanges; i++) {
         const us_change *ch = &c->changes[i];
         bool more = ch->by_duration || ch->npods;
-        fprintf(f, "  %-11s %-*s", us_tl_action_names[ch->action], more ? w : 0, nz(ch->object));
+        fprintf(f, "  %-11s %-*s", us_change_names[ch->action], more ? w : 0, nz(ch->object));
         if (ch->by_duration) fputs("  its duration ran out", f);
         if (ch->npods) fprintf(f, "  %zu pod%s: ", ch->npods, ch->npods == 1 ? "" : "s");
         for (size_t k = 0; k < ch->npods && k < 4; k++) fprintf(f, "%s%s", k ? ", " : "", ch->pods[k]);
@@ -435,6 +439,12 @@ static bool figures_changed(const us_sim_cycle *c, size_t nq, const us_res *show
     return false;
 }
 
+/* Columns a queue's name is indented by: two per level, up to
+ * MAX_INDENT_LEVELS levels, so that a chain thousands of queues deep does
+ * not print a table quadratic in its depth (--json has every parent). */
+#define MAX_INDENT_LEVELS 12
+static int indent(int depth) { return 2 * (depth < MAX_INDENT_LEVELS ? depth : MAX_INDENT_LEVELS); }
+
 /* Print the queues whose figures differ from shown[], then remember them. */
 static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, size_t nq,
                             us_res *shown) {
@@ -464,7 +474,7 @@ static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, 
     if (!n) goto cleanup;
     int wn = (int)strlen("queue"), wu[US_NRES] = {0}, wf[US_NRES] = {0};
     for (size_t k = 0; k < n; k++) {
-        wn = imax(wn, 2 * rows[k].depth + slen(rows[k].name));
+        wn = imax(wn, indent(rows[k].depth) + slen(rows[k].name));
         for (int i = 0; i < US_NRES; i++) {
             wu[i] = imax(wu[i], slen(rows[k].used[i]));
             wf[i] = imax(wf[i], slen(rows[k].fair[i]));
@@ -478,7 +488,7 @@ static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, 
     fputs("   (used / fair share)\n", f);
     for (size_t k = 0; k < n; k++) {
         const row *r = &rows[k];
-        fprintf(f, "  %*s%-*s", 2 * r->depth, "", wn - 2 * r->depth, nz(r->name));
+        fprintf(f, "  %*s%-*s", indent(r->depth), "", wn - indent(r->depth), nz(r->name));
         for (int i = 0; i < US_NRES; i++) {
             int pad = i + 1 < US_NRES ? wf[i] : 0; /* no trailing blanks */
             fprintf(f, "   %*s / %-*s", wu[i], r->used[i], pad, r->fair[i]);
@@ -512,11 +522,47 @@ static void text_summary(FILE *f, const us_sim_result *res) {
     fputc('\n', f);
 }
 
+/* Write text with every control character shown as an escape: names and
+ * messages come from the input and from policies, and a terminal escape
+ * sequence in one must not reach the reader's terminal.  Kept: newlines.
+ * C0 controls and DEL become \xNN, C1 controls (U+0080..U+009F, which
+ * some terminals obey too) \uNNNN. */
+static int write_escaped(FILE *f, const char *s, size_t n) {
+    size_t run = 0;  /* start of the bytes not yet written, all plain */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i], d = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+        bool c0 = (c < 0x20 && c != '\n') || c == 0x7f, c1 = c == 0xc2 && d >= 0x80 && d <= 0x9f;
+        if (!c0 && !c1) continue;
+        if (fwrite(s + run, 1, i - run, f) != i - run) return -1;
+        if (c1 ? fprintf(f, "\\u%04x", d) < 0 : fprintf(f, "\\x%02x", c) < 0) return -1;
+        i += c1;
+        run = i + 1;
+    }
+    return fwrite(s + run, 1, n - run, f) == n - run ? 0 : -1;
+}
+
+static int render_text(FILE *f, const us_sim_result *res, const us_state *final, bool verbose,
+                       us_err *err);
+
 int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
     return us_output_account(f, res, final, false, err);
 }
 
 int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int rc;
+    if (!m) return us_err_nomem(err);
+    rc = render_text(m, res, final, verbose, err);
+    if (fclose(m) != 0 && rc == 0) rc = us_err_nomem(err);
+    if (rc == 0 && (write_escaped(f, buf, len) < 0 || fflush(f) != 0))
+        rc = us_err_set(err, US_EIO, "cannot write the output");
+    free(buf);
+    return rc;
+}
+
+static int render_text(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err) {
     int rc = -1;
     char t1[64], t2[64];
     size_t nq = res->nqueues < final->nqueues ? res->nqueues : final->nqueues;

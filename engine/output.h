@@ -1,6 +1,6 @@
 /*
  * output.h — rendering a finished simulation: the JSON document of
- * DESIGN.md ("Simulator output") and a readable per-cycle account for
+ * docs/scenario.md ("The output document") and a readable per-cycle account for
  * humans.
  *
  * Rendering only reads the result and the final state; it never changes
@@ -45,7 +45,7 @@ cJSON *us_output_decision(const us_decision *d);
  * "bind      train-1-0  -> n4  (allocate)"; the pod name padded to width. */
 void us_output_decision_text(FILE *f, const char *lead, const us_decision *d, int width);
 
-/* The whole output document (see DESIGN.md).  final is the state after the
+/* The whole output document (see docs/scenario.md).  final is the state after the
  * run (the scenario's state once us_sim_run returned).  Every cycle is
  * listed, including quiet ones, each with the id of the policy in force
  * ("policy"; "builtin" for the C policies), and the top level names the

@@ -5,7 +5,9 @@
  *
  * It owns the lua_State and everything in it.  It must never let a policy
  * reach the host (no io, os, debug, package, files, bytecode), never let one
- * run unbounded (instruction and memory budget per call), never let one
+ * run unbounded (instruction, memory and wall-clock budget per call, with
+ * the work of C library functions charged to the instructions, see "C
+ * library work"), never let a spent budget be caught, never let one
  * policy file change another's globals or the shared libraries, and never
  * panic or abort: whatever a policy does, the caller gets 0 or -1 with a
  * message "file:line: message", and the state stays usable.  It does not
@@ -42,8 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
@@ -90,6 +92,8 @@ struct us_policy {
     unsigned long log_dropped;
     uint64_t hash;
     bool loading;
+    char **labels;          /* declared node label keys, sorted, unique */
+    size_t nlabels, caplabels;
 };
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
@@ -145,7 +149,8 @@ static void hook(lua_State *L, lua_Debug *ar);
  * every instruction.  Once a budget is spent, every thread the policy runs
  * on fails at its next instruction: this one by its hook; any other by the
  * count it reaches first, or at once when control comes back to it through
- * pcall, xpcall or coroutine.resume (which re-raise, see sb_rethrow). */
+ * pcall, xpcall, coroutine.resume or coroutine.close (which re-raise, see
+ * sb_rethrow). */
 static int raise_cut(lua_State *L, const us_policy *p) {
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     push_cut_message(L, p);
@@ -641,7 +646,8 @@ static int sb_charged(lua_State *L) {
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
-/* pcall, xpcall, coroutine.resume: the ways to catch an error.  Once a
+/* pcall, xpcall, coroutine.resume, coroutine.close (which returns the error
+ * of a __close handler): the ways to catch an error.  Once a
  * budget is spent, the error they caught is raised again at once, so not
  * one more instruction of the catching code runs.  Upvalue: the original. */
 static int rethrow_k(lua_State *L, int status, lua_KContext ctx) {
@@ -656,6 +662,28 @@ static int sb_rethrow(lua_State *L) {
     /* with a continuation, so a coroutine may still yield across pcall */
     lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, rethrow_k);
     return rethrow_k(L, LUA_OK, 0);
+}
+
+/* xpcall's message handler, guarded (upvalue: the policy's handler).  The
+ * error of a spent budget is raised from inside the count hook, where Lua
+ * runs no hooks, and Lua calls the message handler right there: the
+ * handler would run unbounded.  So once a budget is spent the handler is
+ * skipped and the error passed on as it is. */
+static int sb_handler(lua_State *L) {
+    if (owner(L)->cut) return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* xpcall(f, handler, ...): the handler guarded, then as sb_rethrow. */
+static int sb_xpcall(lua_State *L) {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_handler, 1);
+    lua_replace(L, 2);
+    return sb_rethrow(L);
 }
 
 /* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
@@ -721,14 +749,17 @@ static void charge_libraries(lua_State *L, int g) {
         lua_setfield(L, -2, c->name);
         lua_pop(L, 1);
     }
-    static const char *const catching[][2] = {
-        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"}};
+    static const struct {
+        const char *lib, *name;
+        lua_CFunction fn;
+    } catching[] = {{LUA_GNAME, "pcall", sb_rethrow}, {LUA_GNAME, "xpcall", sb_xpcall},
+                    {LUA_COLIBNAME, "resume", sb_rethrow}, {LUA_COLIBNAME, "close", sb_rethrow}};
     for (size_t i = 0; i < sizeof catching / sizeof *catching; i++) {
-        if (strcmp(catching[i][0], LUA_GNAME) == 0) lua_pushvalue(L, g);
-        else lua_getfield(L, g, catching[i][0]);
-        lua_getfield(L, -1, catching[i][1]);
-        lua_pushcclosure(L, sb_rethrow, 1);
-        lua_setfield(L, -2, catching[i][1]);
+        if (strcmp(catching[i].lib, LUA_GNAME) == 0) lua_pushvalue(L, g);
+        else lua_getfield(L, g, catching[i].lib);
+        lua_getfield(L, -1, catching[i].name);
+        lua_pushcclosure(L, catching[i].fn, 1);
+        lua_setfield(L, -2, catching[i].name);
         lua_pop(L, 1);
     }
 }
@@ -1015,6 +1046,59 @@ typedef struct load_task {
     size_t len[NMOD];
 } load_task;
 
+static int by_cstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The module table's `labels` (top of L): nil, or a list of the node label
+ * keys the file reads; added to t->p's declared keys.  Only raw reads on
+ * strings already made, so nothing here raises: every key is owned by p
+ * as soon as it is copied. */
+static int read_labels(task *t, lua_State *L) {
+    us_policy *p = t->p;
+    int ty;
+    lua_pushliteral(L, "labels");
+    ty = lua_rawget(L, -2);
+    if (ty == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (ty != LUA_TTABLE)
+        return us_err_set(t->err, US_EPOLICY, "%s: labels must be a list of node label keys "
+                          "(strings), got a %s", t->file, lua_typename(L, ty));
+    for (lua_Integer i = 1;; i++) {
+        ty = lua_rawgeti(L, -1, i);
+        if (ty == LUA_TNIL) break;
+        if (ty != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+            return us_err_set(t->err, US_EPOLICY, "%s: labels[%lld] must be a non-empty label key "
+                              "string, got %s", t->file, (long long)i,
+                              ty == LUA_TSTRING ? "\"\"" : lua_typename(L, ty));
+        const char *key = lua_tostring(L, -1);
+        bool dup = false;
+        for (size_t j = 0; j < p->nlabels && !dup; j++) dup = strcmp(p->labels[j], key) == 0;
+        if (!dup) {
+            if (p->nlabels == p->caplabels) {
+                size_t ncap = p->caplabels ? p->caplabels * 2 : 8;
+                char **x = realloc(p->labels, ncap * sizeof *x);
+                if (!x) return us_err_nomem(t->err);
+                p->labels = x;
+                p->caplabels = ncap;
+            }
+            if (!(p->labels[p->nlabels] = strdup(key))) return us_err_nomem(t->err);
+            p->nlabels++;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    qsort(p->labels, p->nlabels, sizeof *p->labels, by_cstr);
+    return 0;
+}
+
+const char *const *us_policy_labels(const us_policy *p, size_t *n) {
+    *n = p->nlabels;
+    return (const char *const *)p->labels;
+}
+
 static int load_run(task *t, lua_State *L, lua_State *co) {
     us_policy *p = t->p;
     load_task *lt = t->ud;
@@ -1044,6 +1128,7 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
             return us_err_set(t->err, US_EPOLICY, "%s: must return a table with a function \"%s\"",
                               mod_file[m], mod_fn[m]);
         lua_pop(L, 1);
+        if (read_labels(t, L) < 0) return -1;
         p->mod[m] = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_pop(L, 1);  /* the file's environment lives on in its functions */
     }
@@ -1122,6 +1207,8 @@ void us_policy_free(us_policy *p) {
     if (p->L) lua_close(p->L);
     us_policy_log_clear(p);
     free(p->log);
+    for (size_t i = 0; i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     free(p->dir);
     free(p);
 }
@@ -1360,7 +1447,7 @@ static void push_pl_node(lua_State *L, const us_node_view *v) {
     lua_createtable(L, 0, 9);
     set_str(L, "name", n->name);
     set_str(L, "pool", n->pool);
-    push_labels(L, &n->labels);
+    push_labels(L, v->labels ? v->labels : &n->labels);
     lua_setfield(L, -2, "labels");
     push_res(L, n->cap);
     lua_setfield(L, -2, "capacity");
@@ -1526,7 +1613,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 9);
         set_str(L, "name", bn->node->name);
-        push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
+        push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
         /* nodes of one kind share one capacity table */
         if (k == 0 || memcmp(&bn->node->cap, &in->nodes[k - 1].node->cap, sizeof bn->node->cap)) {

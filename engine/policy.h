@@ -82,6 +82,12 @@ const us_policy_log_line *us_policy_log_at(const us_policy *p, size_t i);
 unsigned long us_policy_log_dropped(const us_policy *p);
 void us_policy_log_clear(us_policy *p);
 
+/* The node label keys the policy declares it reads: the union, sorted and
+ * unique, of the `labels` lists its files return (docs/policies.md).  A
+ * node's view carries only these and the keys some node selector names
+ * (nodelabels.h).  Owned by p; *n is set, the array may be NULL when 0. */
+const char *const *us_policy_labels(const us_policy *p, size_t *n);
+
 /* Seed math.random for a cycle, so runs stay deterministic. */
 void us_policy_seed(us_policy *p, uint64_t seed);
 
@@ -121,6 +127,9 @@ typedef struct us_node_view {
     const us_node *node;
     us_res allocated;           /* planned use, before this pod */
     int free_gpus;              /* whole devices free in the plan */
+    const us_labels *labels;    /* what the policy sees of node->labels (the
+                                   labels that matter, nodelabels.h); NULL:
+                                   all of them */
 } us_node_view;
 
 /* Scores pod on each of nodes[0..n); fills scores[0..n). */
@@ -147,6 +156,8 @@ typedef struct us_bg_node {
                                    evicted pod terminates); what a pending
                                    pod may take */
     int idle_gpus;              /* whole devices, same accounting */
+    const us_labels *labels;    /* what the policy sees of node->labels
+                                   (nodelabels.h); NULL: all of them */
 } us_bg_node;
 
 typedef struct us_bg_pod {

@@ -12,9 +12,9 @@ run simulate "$seed"
 expect_status 0
 expect_stderr_empty
 cp "$TMP/out" "$TMP/short"
-expect_stdout_has "evicted 13 pods of gpu-burn from n2, n4 for train-1  (backgroundpods)"
-expect_stdout_has "pipelined 2 pods of train-1 onto n2, n4, waiting for 13 pods  (allocate)"
-expect_stdout_has "bound 2 pods of train-1 on n2, n4  (after pipeline)"
+expect_stdout_has "evicted 13 pods of gpu-burn from n3, n4 for train-1  (backgroundpods)"
+expect_stdout_has "pipelined 2 pods of train-1 onto n3, n4, waiting for 13 pods  (allocate)"
+expect_stdout_has "bound 2 pods of train-1 on n3, n4  (after pipeline)"
 expect_stdout_has "legend"
 expect_stdout_has "(backgroundpods)  background work placed in room AI does not need"
 # summary first: before the first cycle
@@ -43,7 +43,7 @@ expect_status 0
     fail "$LAST: not every decision on its own line"
 run simulate "$seed" --watch --watch-max-runs 1
 expect_status 0
-expect_stdout_has "evicted 13 pods of gpu-burn from n2, n4 for train-1  (backgroundpods)"
+expect_stdout_has "evicted 13 pods of gpu-burn from n3, n4 for train-1  (backgroundpods)"
 
 # natural order: many nodes and pods
 cat >"$TMP/many.json" <<'JSON'
