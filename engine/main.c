@@ -468,6 +468,7 @@ static int simulate(int argc, char **argv) {
         wo.policy_dir = dir;
         wo.sim = c.sim;
         wo.json = c.json;
+        wo.verbose = c.verbose;
         wo.max_runs = (int)c.max_runs;
         status = EXIT_FAILURE;
         if (us_watch_run(stdout, &wo, &err) < 0) {
