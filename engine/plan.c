@@ -82,7 +82,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     /* AI jobs of this pool: active, not background, not blocked */
     for (size_t w = 0; w < st->nworkloads; w++) {
         const us_workload *wl = &st->workloads[w];
-        p->wl_ai[w] = !wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
+        p->wl_ai[w] = !wl->background && !wl->external && !wl->blocked && wl->state == US_WL_ACTIVE &&
                       strcmp(wl->pool, pool) == 0;
     }
     for (size_t i = 0; i < st->nnodes; i++) {
@@ -144,13 +144,27 @@ fail:
 }
 
 /* Virtual eviction: only AI pods enter the AI view, queue allocation and
- * demand; background pods, whatever their state, are left out. */
+ * demand; background pods, whatever their state, are left out.  Pods of
+ * external workloads hold their room in the AI view as AI pods do, but in
+ * no queue and with no flag: nothing may move or evict them. */
 int us_plan_evict_background(us_plan *p) {
     us_state *st = p->st;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        if (!us_plan_is_ai(p, (int)i)) continue;
         const us_workload *w = &st->workloads[pod->workload];
+        if (!us_plan_is_ai(p, (int)i)) {
+            /* Pods nothing may move keep their room: an external workload's
+             * (another scheduler placed them), and running pods of AI work
+             * that breaks a rule (never scheduled, but not background:
+             * nothing evicts it).  Planning through them would pipeline
+             * onto room that never frees (found by tests/fuzz/fuzz_scenario). */
+            bool held = w->external || (!w->background && w->blocked && w->state == US_WL_ACTIVE);
+            if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
+                !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
+                us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
+                           pod->shared_dev);
+            continue;
+        }
         bool np_ = w->preemptibility != US_PREEMPTIBLE;
         if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
             p->pos[pod->node] >= 0) {

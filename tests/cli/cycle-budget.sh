@@ -31,7 +31,7 @@ LUA
     printf ' "workloads": [{"name": "a", "queue": "ml", "replicas": 8, "requests": {"gpu": 1}}]}\n'
 } >"$TMP/slow.json"
 
-run simulate "$TMP/slow.json" --policies "$TMP/slow" --cycle-budget 0.05
+run simulate "$TMP/slow.json" --policies "$TMP/slow" --verbose --cycle-budget 0.05
 expect_status 0
 expect_stdout_has "PolicyFailed: placement.lua"
 expect_stdout_has "cycle budget"
@@ -44,7 +44,7 @@ run simulate "$TMP/slow.json" --policies "$TMP/slow" --json --cycle-budget 0.05
 expect_status 0
 grep -qE '"cycle-budget":[[:space:]]*"0.05"' "$TMP/out" || fail "$LAST: no cycle-budget annotation"
 
-run simulate "$TMP/slow.json" --policies "$TMP/slow"
+run simulate "$TMP/slow.json" --policies "$TMP/slow" --verbose
 expect_status 0
 ! grep -qF PolicyFailed "$TMP/out" || fail "$LAST: a PolicyFailed within the budget: $(cat "$TMP/out")"
 [ "$(grep -c '^  bind ' "$TMP/out")" -eq 8 ] || fail "$LAST: expected 8 binds: $(cat "$TMP/out")"
