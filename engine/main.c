@@ -73,7 +73,10 @@ static void usage(FILE *f) {
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
     "                        quantity such as 64Mi (default 64Mi)\n"                    \
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
-    "                        (default 500)\n"
+    "                        (default 500)\n"                                           \
+    "  --cycle-budget SECONDS  wall-clock seconds a whole cycle's policy calls may\n"  \
+    "                        run to; past it the rest of the cycle uses the\n"          \
+    "                        built-in policies, with a warning (default %g)\n"
 
 /* The line after an error in a scenario's content: where the format is. */
 #define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
@@ -119,7 +122,7 @@ static void usage_simulate(FILE *f) {
             "\n"
             "exit status: 0 done; 1 the simulation failed; 2 bad usage, or a scenario or\n"
             "policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_check(FILE *f) {
@@ -146,7 +149,7 @@ static void usage_check(FILE *f) {
             "\n"
             "exit status: 0 every check passed; 1 a check failed; 2 bad usage, or a\n"
             "scenario that does not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_diff(FILE *f) {
@@ -170,7 +173,7 @@ static void usage_diff(FILE *f) {
             "\n"
             "exit status: 0 done, whether or not anything differs; 1 a simulation\n"
             "failed; 2 bad usage, or a scenario or policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 /* Short forms for errors: the full help would bury the message. */
@@ -187,7 +190,8 @@ static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
           "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
+          "                           [--time-limit MS] [--cycle-budget SECONDS]\n"
+          "                           [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
@@ -195,6 +199,7 @@ static void brief_usage_simulate(FILE *f) {
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
           "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
+          "                           [--cycle-budget SECONDS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -202,7 +207,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                       [--time-limit MS]\n"
+          "                       [--time-limit MS] [--cycle-budget SECONDS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -391,6 +396,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--cycle-budget", &missing))) {
+            double secs;
+            if (parse_seconds(v, &secs) < 0 || secs <= 0)
+                return bad_usage(brief, "--cycle-budget: \"%s\" is not a positive number of seconds", v);
+            c->sim.cycle.cycle_budget = secs;
         } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
             uint64_t ms;
             if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
