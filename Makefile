@@ -23,13 +23,16 @@ KUBE_PKGS := openssl curl procps util-linux libyaml-dev
 CC        ?= cc
 BUILD     ?= build/release
 SANITIZE  ?=
+# -DUS_CHECK_INVARIANTS: check the engine's invariants after every cycle by
+# default (engine/invariants.h); the sanitizer flavour of make test has it.
+CHECKS    ?=
 OPT       ?= -O2 -g
 CFLAGS_PKG = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
 LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
@@ -125,7 +128,8 @@ run: all
 test: deps-check
 	@$(MAKE) --no-print-directory build-flavour BUILD=build/release >/dev/null
 	@$(MAKE) --no-print-directory build-flavour BUILD=build/asan OPT="-O1 -g" \
-	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" >/dev/null
+	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    CHECKS=-DUS_CHECK_INVARIANTS >/dev/null
 	@$(MAKE) --no-print-directory all >/dev/null
 	@tests/run.sh
 

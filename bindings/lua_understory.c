@@ -22,6 +22,10 @@
  *                 draws a warning (default 30)
  *   instructions  Lua instructions a policy call may run
  *   memory        Lua heap a policy may use: bytes, or a quantity ("64Mi")
+ *   check_invariants  true: check the engine's invariants after every cycle
+ *                 (docs/scheduling.md); a violation raises an error naming
+ *                 the invariant, the cycle and the objects
+ *   time_limit    wall-clock milliseconds a policy call may take (500)
  *
  * Returns the output document of DESIGN.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
@@ -276,7 +280,7 @@ static bool push_json(lua_State *L, const cJSON *v, int depth) {
 /* ---- simulate ---------------------------------------------------------------- */
 
 static const char *const opt_names[] = {"policies", "plain_ties", "long_grace", "instructions",
-                                        "memory", NULL};
+                                        "memory", "check_invariants", "time_limit", NULL};
 
 /* Reads opts (stack index idx) into o; returns the policies directory or
  * NULL.  The directory string stays on the stack, so it outlives the call. */
@@ -292,7 +296,7 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         for (int i = 0; k && opt_names[i]; i++) known |= strcmp(k, opt_names[i]) == 0;
         if (!known)
             luaL_error(L, "opts.%s: unknown option (known: policies, plain_ties, long_grace, "
-                          "instructions, memory)",
+                          "instructions, memory, check_invariants, time_limit)",
                        k ? k : luaL_typename(L, -1));
     }
 
@@ -300,6 +304,13 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
     if (!lua_isnil(L, -1)) {
         if (!lua_isboolean(L, -1)) luaL_error(L, "opts.plain_ties: expected a boolean");
         o->cycle.background_aware_ties = !lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+
+    lua_getfield(L, idx, "check_invariants");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1)) luaL_error(L, "opts.check_invariants: expected a boolean");
+        o->cycle.check_invariants = lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
 
@@ -317,6 +328,14 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
             luaL_error(L, "opts.instructions: expected a positive integer");
         o->limits.instructions = (uint64_t)lua_tointeger(L, -1);
+    }
+    lua_pop(L, 1);
+
+    lua_getfield(L, idx, "time_limit");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
+            luaL_error(L, "opts.time_limit: expected a positive number of milliseconds");
+        o->limits.time_ms = (unsigned long)lua_tointeger(L, -1);
     }
     lua_pop(L, 1);
 
@@ -502,8 +521,10 @@ static int l_engine(lua_State *L) {
     o.policies = dir;
     o.plain_ties = !so.cycle.background_aware_ties;
     o.long_grace = so.cycle.long_grace;
+    o.check_invariants = so.cycle.check_invariants;
     o.instructions = so.limits.instructions;
     o.memory = so.limits.memory;
+    o.time_limit_ms = so.limits.time_ms;
     lengine *le = lua_newuserdatauv(L, sizeof *le, 1);
     le->e = NULL;
     luaL_setmetatable(L, ENGINE_MT);

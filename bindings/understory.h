@@ -81,9 +81,12 @@ enum {
     US_EIO = 3,     /* a file could not be read */
     US_EPOLICY = 4, /* a policy failed to load or failed its check */
     US_ENOENT = 5,  /* no node, queue, workload or pod of that name */
-    US_EBUSY = 6    /* in use (a queue with workloads or children), or a
+    US_EBUSY = 6,   /* in use (a queue with workloads or children), or a
                        call that changes the engine made from inside its
                        event callback */
+    US_EINVARIANT = 7 /* an invariant failed after a cycle (check_invariants):
+                         an engine bug; the message names the invariant, the
+                         cycle and the objects */
 };
 
 /* A code and a message.  A plain value owned by the caller. */
@@ -156,6 +159,16 @@ typedef struct us_engine_options {
      * defaults (10,000,000 and 64 MiB). */
     uint64_t instructions;
     size_t memory;
+    /* Non-zero: check the engine's invariants after every cycle (no node
+     * over capacity, gangs at 0 or min_member, unique live pod names, every
+     * accepted decision applied, queue usage equal to its pods; see
+     * docs/scheduling.md); a violation fails us_engine_run_cycle with
+     * US_EINVARIANT.  0 (default): no check, unless the library was built
+     * with US_CHECK_INVARIANTS. */
+    int check_invariants;
+    /* Wall-clock milliseconds one policy call may take; 0: the default
+     * (500).  A call past it is cut off like one past its instructions. */
+    unsigned long time_limit_ms;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */
@@ -381,7 +394,9 @@ typedef struct us_decision_info {
     us_decision_op op;
     const char *op_name;             /* "bind", "pipeline", "evict" */
     const char *action;              /* "allocate", "reclaim", "preempt",
-                                        "backgroundpods"; NULL for a pipelined
+                                        "backgroundpods", "stalegangeviction"
+                                        (evict: a gang below min_member is
+                                        stopped whole); NULL for a pipelined
                                         pod that binds now its room is free */
     const char *pod;
     const char *workload;
@@ -389,7 +404,8 @@ typedef struct us_decision_info {
     const char *const *waits_for;    /* pipeline: pods it waits for */
     size_t nwaits_for;
     const char *evictor;             /* evict: the AI workload that needed the
-                                        room, or NULL */
+                                        room (stalegangeviction: the gang
+                                        itself), or NULL */
 } us_decision_info;
 
 /* One event of the last cycle (Kubernetes-style).  Same lifetime. */
@@ -414,7 +430,9 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
  * with US_EBUSY.  ev and its strings are valid during the call only. */
 typedef void (*us_event_cb)(us_engine *e, const us_event_info *ev, void *data);
 /* Register cb with data (borrowed, passed back as is); cb NULL removes it.
- * One callback per engine: a new one replaces the old. */
+ * One callback per engine: a new one replaces the old.  Also allowed from
+ * inside the callback: the change applies from the next event of the same
+ * cycle on (NULL: no more events are delivered). */
 US_API void us_engine_on_event(us_engine *e, us_event_cb cb, void *data);
 
 /* ---- reading the state --------------------------------------------------------

@@ -85,6 +85,7 @@ US_API const char *us_strerror(int code) {
     case US_EPOLICY: return "policy error";
     case US_ENOENT: return "no such object";
     case US_EBUSY: return "busy";
+    case US_EINVARIANT: return "invariant broken";
     default: return "unknown error";
     }
 }
@@ -208,8 +209,10 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     us_cycle_opts_default(&e->copts);
     e->copts.background_aware_ties = !o->plain_ties;
     e->copts.long_grace = o->long_grace;
+    if (o->check_invariants) e->copts.check_invariants = true;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
+    e->limits.time_ms = o->time_limit_ms;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;
@@ -752,7 +755,7 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
     if (!us_use_fits(u, cap, req, slot)) {
         *res = "gpu"; /* devices, when no sum is over */
         for (int r = US_NRES - 1; r >= 0; r--)
-            if (u->used.v[r] + req.v[r] > cap->cap.v[r]) *res = us_res_names[r];
+            if (us_sat_add(u->used.v[r], req.v[r]) > cap->cap.v[r]) *res = us_res_names[r];
         return false;
     }
     us_use_add(u, cap, req, slot);
@@ -1041,17 +1044,13 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     }
     e->now = now;
     cur->termination_grace = w.termination_grace;
-    bool regang = cur->min_member != w.min_member;
     cur->min_member = w.min_member;
     rc = 0;
     if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas)
         rc = us_life_scale(st, idx, w.replicas, now);
     else
         cur->replicas = w.replicas;
-    if (rc == 0 && regang) {
-        int evicted;
-        rc = us_life_gang_reset(st, idx, now, &evicted);
-    }
+    /* a gang now below min_member is stopped by the next cycle, with decisions */
     us_workload_free(&w);
     return rc < 0 ? nomem(err) : ok(err);
 }
@@ -1344,6 +1343,19 @@ static void event_info(const us_engine *e, size_t i, us_event_info *out) {
     out->annotations = ev->annotations.n ? e->ann + e->ann_first[i] : NULL;
 }
 
+/* Call the event callback once per event of the last cycle.  The callback
+ * is read again before every event: one that replaces or removes itself
+ * (us_engine_on_event from inside) takes effect from the next event on. */
+static void deliver_events(us_engine *e) {
+    e->busy = true;
+    for (size_t i = 0; i < e->log.nevents && e->cb; i++) {
+        us_event_info info;
+        event_info(e, i, &info);
+        e->cb(e, &info, e->cb_data);
+    }
+    e->busy = false;
+}
+
 US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
@@ -1359,6 +1371,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
     e->now = now;
     e->cycles++;
+    if (rc < 0 && ie.code == US_EINVARIANT) us_err_prefix(&ie, "cycle %llu: ", (unsigned long long)e->cycles);
     if (rc < 0 || index_cycle(e) < 0) {
         free(figs);
         free_cycle(e);
@@ -1369,15 +1382,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     e->figs = figs;
     e->nfigs = e->st.nqueues;
     tidy(e);
-    if (e->cb) {
-        e->busy = true;
-        for (size_t i = 0; i < e->log.nevents; i++) {
-            us_event_info info;
-            event_info(e, i, &info);
-            e->cb(e, &info, e->cb_data);
-        }
-        e->busy = false;
-    }
+    deliver_events(e);
     return ok(err);
 }
 
@@ -1483,7 +1488,7 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
         alloc = e->figs[i].allocated;
         /* like the simulator's output: rounded to the engine's units */
         for (int r = 0; r < US_NRES; r++)
-            fair.v[r] = isfinite(e->figs[i].fair[r]) ? llround(e->figs[i].fair[r]) : 0;
+            fair.v[r] = us_res_round(e->figs[i].fair[r]);
     }
     out->name = q->name;
     out->parent = q->parent >= 0 ? e->st.queues[q->parent].name : NULL;

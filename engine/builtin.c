@@ -49,15 +49,17 @@ typedef struct fs_work {
     int *waiting;   /* queues whose children are still to be divided */
     double *share;  /* fair share of resource r, view units */
     double *want;   /* deserved amount (quota capped by demand and limit) */
+    double *rest;   /* what a water-filling round offered beyond whole units; < 0: none */
 } fs_work;
 
 /* What a queue is guaranteed before anything is shared: its quota, capped by
- * its demand (quota it does not use would be wasted) and its limit. */
-static double deserved(const us_fs_queue *q, int r) {
+ * its demand (quota it does not use would be wasted) and its limit.  An
+ * unlimited quota guarantees its demand, up to what is being divided. */
+static double deserved(const us_fs_queue *q, int r, double amount) {
     double demand = view_value(r, q->demand.v[r]);
     double quota = view_bound(r, q->res[r].quota);
     double limit = view_bound(r, q->res[r].limit);
-    double want = demand;
+    double want = min2(amount, demand);
     if (quota != -1) want = min2(quota, demand);
     if (limit != -1) want = min2(want, limit);
     return want < 0 ? 0 : want;
@@ -71,13 +73,27 @@ static double ceiling(const us_fs_queue *q, int r) {
     return most;
 }
 
-/* Water-filling inside one priority bucket: every sibling still short of its
- * ceiling and with a positive weight gets remaining * weight / total weight;
- * whoever that would push past its ceiling stops there, and what it leaves
- * is shared again among the others.  Returns what the bucket leaves over. */
+/* Does queue a come before b for a unit left over: the larger rest, then
+ * created earlier, then name. */
+static bool rest_before(const fs_work *w, int a, int b) {
+    const us_fs_queue *qs = w->in->queues;
+    if (w->rest[a] != w->rest[b]) return w->rest[a] > w->rest[b];
+    if (qs[a].created_at != qs[b].created_at) return qs[a].created_at < qs[b].created_at;
+    return strcmp(qs[a].name, qs[b].name) < 0;
+}
+
+/* Water-filling inside one priority bucket, in whole units as KAI does.
+ * Each round, every sibling still short of its ceiling and with a positive
+ * weight is offered remaining * weight / total weight: one that needs no
+ * more than that takes what it needs, and the rest is offered again next
+ * round; the others take the whole units of their offer (floor).  What the
+ * floors leave goes one unit at a time to the siblings with the largest
+ * part of a unit not given (then the earliest created, then name), never
+ * past a ceiling.  Returns what the bucket leaves over. */
 static double waterfill(fs_work *w, size_t m, int prio, double remaining) {
     const us_fs_queue *qs = w->in->queues;
     int r = w->r;
+    for (size_t i = 0; i < m; i++) w->rest[w->sibs[i]] = -1;
     for (;;) {
         size_t k = 0;
         double total_weight = 0;
@@ -93,24 +109,40 @@ static double waterfill(fs_work *w, size_t m, int prio, double remaining) {
         if (k == 0 || remaining <= 0) break;
 
         double given = 0;
-        bool capped = false;
+        bool again = false;
         for (size_t j = 0; j < k; j++) {
             int q = w->act[j];
             double room = ceiling(&qs[q], r) - w->share[q];
             double portion = remaining * qs[q].res[r].over_quota_weight / total_weight;
-            if (portion >= room) {
+            if (room <= portion) {
                 /* assign, not add: the share lands exactly on the ceiling */
                 w->share[q] = ceiling(&qs[q], r);
                 given = given + room;
-                capped = true;
+                w->rest[q] = -1;
+                if (room < portion) again = true;
             } else {
-                w->share[q] = w->share[q] + portion;
-                given = given + portion;
+                double whole = floor(portion);
+                w->share[q] = w->share[q] + whole;
+                given = given + whole;
+                if (portion - whole > 0) w->rest[q] = portion - whole;
             }
         }
         remaining = remaining - given;
-        /* nobody hit a ceiling: everything was handed out */
-        if (!capped) break;
+        /* nobody needed less than offered: no round would give more */
+        if (!again) break;
+    }
+    while (remaining > 0) {
+        int best = -1;
+        for (size_t i = 0; i < m; i++) {
+            int q = w->sibs[i];
+            if (qs[q].priority == prio && w->rest[q] >= 0 && (best < 0 || rest_before(w, q, best)))
+                best = q;
+        }
+        if (best < 0) break;
+        double unit = min2(min2(1, remaining), ceiling(&qs[best], r) - w->share[best]);
+        w->share[best] = w->share[best] + unit;
+        remaining = remaining - unit;
+        w->rest[best] = -1;
     }
     return remaining;
 }
@@ -130,23 +162,16 @@ static void divide(fs_work *w, int p) {
 
     for (int c = w->first[p]; c != -1; c = w->next[c]) w->sibs[m++] = c;
 
-    /* 1. quotas first; scaled down in proportion when they do not all fit */
+    /* 1. quotas first, in full even when they add up to more than the
+     * amount (KAI: a quota is not scaled down; the check allows it) */
     double total = 0, remaining;
     for (size_t i = 0; i < m; i++) {
         int q = w->sibs[i];
-        w->want[q] = deserved(&qs[q], r);
+        w->want[q] = deserved(&qs[q], r, amount);
+        w->share[q] = w->want[q];
         total = total + w->want[q];
     }
-    if (total > amount && total > 0) {
-        for (size_t i = 0; i < m; i++) {
-            int q = w->sibs[i];
-            w->share[q] = amount * (w->want[q] / total);
-        }
-        remaining = 0;
-    } else {
-        for (size_t i = 0; i < m; i++) w->share[w->sibs[i]] = w->want[w->sibs[i]];
-        remaining = amount - total;
-    }
+    remaining = amount - total;
 
     /* 2. the rest by priority bucket, highest first */
     for (size_t i = 0; i < m; i++) {
@@ -195,8 +220,9 @@ int us_builtin_fairshare(const us_fs_input *in, double *fair, us_err *err) {
     w.waiting = malloc((n + 1) * sizeof *w.waiting);
     w.share = malloc((n + 1) * sizeof *w.share);
     w.want = malloc((n + 1) * sizeof *w.want);
+    w.rest = malloc((n + 1) * sizeof *w.rest);
     if (!sorted || !w.first || !w.next || !w.sibs || !w.act || !w.prios || !w.waiting || !w.share ||
-        !w.want) {
+        !w.want || !w.rest) {
         us_err_nomem(err);
         goto done;
     }
@@ -241,6 +267,7 @@ done:
     free(w.waiting);
     free(w.share);
     free(w.want);
+    free(w.rest);
     return rc;
 }
 
@@ -280,6 +307,13 @@ static void take(room *rm, us_res req) {
     rm->cpu = rm->cpu - req.v[US_CPU];
     rm->mem = rm->mem - req.v[US_MEM];
     rm->gpus = rm->gpus - whole_gpus(req.v[US_GPU]);
+}
+
+static void set_room(room *rm, us_res free, int free_gpus) {
+    rm->gpu = gpus(free.v[US_GPU]);
+    rm->cpu = free.v[US_CPU];
+    rm->mem = free.v[US_MEM];
+    rm->gpus = free_gpus;
 }
 
 /* The placement score of a node once the pod is on it. */
@@ -381,21 +415,21 @@ int us_builtin_reoffer(const us_bg_input *in, bool *keep, int *place, us_err *er
         us_err_nomem(err);
         goto done;
     }
-    for (size_t k = 0; k < in->nnodes; k++) {
-        rooms[k].gpu = gpus(in->nodes[k].free.v[US_GPU]);
-        rooms[k].cpu = in->nodes[k].free.v[US_CPU];
-        rooms[k].mem = in->nodes[k].free.v[US_MEM];
-        rooms[k].gpus = in->nodes[k].free_gpus;
-    }
-
-    /* Running pods first, undisturbed wherever they still fit: evicting a
-     * pod that could stay would only churn the cluster. */
+    /* Running pods first, undisturbed wherever they still fit beside the
+     * AI plan's end state: evicting a pod that could stay would only churn
+     * the cluster. */
+    for (size_t k = 0; k < in->nnodes; k++)
+        set_room(&rooms[k], in->nodes[k].free_at_end, in->nodes[k].free_gpus_at_end);
     for (size_t i = 0; i < in->nrunning; i++) {
         room *rm = &rooms[in->running[i].node];
         us_res req = in->running[i].wl->request;
         keep[i] = fits(rm, req);
         if (keep[i]) take(rm, req);
     }
+    /* Pending pods go in idle room only: what nobody holds now, kept or
+     * evicted running pods included. */
+    for (size_t k = 0; k < in->nnodes; k++)
+        set_room(&rooms[k], in->nodes[k].idle, in->nodes[k].idle_gpus);
 
     /* Then pending pods, a group at a time: the pods of one workload that
      * may go to the same nodes (workloads in name order).  The candidates

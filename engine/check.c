@@ -17,9 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "readfile.h"
 #include "sim.h"
 
-#define MAX_FILE ((long)16 << 20) /* the same cap the policy host puts on a file */
+#define MAX_FILE ((size_t)16 << 20) /* the same cap the policy host puts on a file */
 
 /* Cycle 1 (t=0) calls every function: the fair share of a queue tree; a
  * gang and a pinned evaluation job to place on three nodes; four burn-in
@@ -218,40 +219,16 @@ void us_check_opts_default(us_check_opts *o) {
 /* Read dir/name whole; on failure *why says so and -1 is returned. */
 static int read_policy_file(const char *dir, const char *name, char **buf, size_t *len,
                             char *why, size_t n) {
-    char path[4096];
-    FILE *f = NULL;
-    long size = 0;
-    int rc = -1;
-
-    *buf = NULL;
+    char path[4096], reason[256];
     if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
         snprintf(why, n, "%s: path too long", name);
-        goto cleanup;
+        return -1;
     }
-    f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        snprintf(why, n, "%s: cannot read it: %s", name, strerror(errno));
-        goto cleanup;
+    if (us_read_regular(path, MAX_FILE, buf, len, reason, sizeof reason) < 0) {
+        snprintf(why, n, "%s: cannot read it: %s", name, reason);
+        return -1;
     }
-    if (size > MAX_FILE) {
-        snprintf(why, n, "%s: larger than %ld bytes", name, MAX_FILE);
-        goto cleanup;
-    }
-    if (!(*buf = malloc((size_t)size + 1))) {
-        snprintf(why, n, "%s: out of memory", name);
-        goto cleanup;
-    }
-    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
-        snprintf(why, n, "%s: cannot read it whole", name);
-        free(*buf);
-        *buf = NULL;
-        goto cleanup;
-    }
-    *len = (size_t)size;
-    rc = 0;
-cleanup:
-    if (f) fclose(f);
-    return rc;
+    return 0;
 }
 
 /* A problem line: messages that start with a file name get the directory

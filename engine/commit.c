@@ -6,6 +6,10 @@
  * evictions, then AI placements (bind where the room is idle, pipeline
  * where terminating pods still hold it), then background placements.
  * Evict events are grouped per evicted workload, action and evictor.
+ *
+ * Before planning, the same decisions carry the cycle's own bookkeeping:
+ * the pods of gangs that broke are stopped, pipelined pods whose room is
+ * free bind.  Every pod the engine stops is an evict decision here.
  */
 #include "commit.h"
 
@@ -73,6 +77,49 @@ int us_commit_promote(us_state *st, us_cycle_log *log, us_err *err) {
     return rc;
 }
 
+int us_commit_broken_gangs(us_state *st, double now, us_cycle_log *log, us_err *err) {
+    size_t nw = st->nworkloads;
+    int *holding = calloc(nw ? nw : 1, sizeof *holding);
+    if (!holding) return us_err_nomem(err);
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+            holding[pd->workload]++;
+    }
+    int rc = 0;
+    for (size_t w = 0; w < nw && rc == 0; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state != US_WL_ACTIVE || holding[w] == 0 || holding[w] >= wl->min_member) continue;
+        size_t npods = st->npods;  /* recreated pods are appended past this */
+        int count = 0;
+        for (size_t i = 0; i < npods && rc == 0; i++) {
+            us_pod *pd = &st->pods[i];
+            if (pd->workload != (int)w || pd->gone ||
+                (pd->state != US_POD_RUNNING && pd->state != US_POD_PIPELINED))
+                continue;
+            if (us_log_decision(log, US_OP_EVICT, US_ACT_STALE_GANG, pd->name,
+                                st->nodes[pd->node].name, NULL, 0, wl->name) < 0 ||
+                us_life_evict(st, (int)i, now) == -1)
+                rc = -1;
+            count++;
+        }
+        wl->started_at = -1;
+        if (rc == 0) {
+            char n[32];
+            snprintf(n, sizeof n, "%d", count);
+            const char *ann[] = {"evictor-action-type", us_action_names[US_ACT_STALE_GANG],
+                                 "num-evicted-pods", n, "evictor-pod-group-name", wl->name, NULL};
+            rc = us_log_event(log, "Normal", "Evict", wl->name, ann,
+                              "Evicted %d pod(s) of %s: the gang holds fewer than min_member %d "
+                              "pods, so it goes back to pending whole", count, wl->name,
+                              wl->min_member);
+        }
+    }
+    free(holding);
+    if (rc == 0) us_state_compact_pods(st);
+    return rc < 0 ? us_err_nomem(err) : 0;
+}
+
 /* One Evict event per (evicted workload, action, evictor). */
 typedef struct evict_group {
     int workload;
@@ -111,6 +158,71 @@ static int emit_groups(const us_state *st, us_cycle_log *log, const evict_group 
     return 0;
 }
 
+/* The evictor of each background pod the re-offer evicts (evictor[k] for
+ * bg->running[k]): the AI workload whose placement needed its room.  On
+ * the pod's node, start from the AI pods held before this cycle and the
+ * background pods kept, add the cycle's AI placements there in the order
+ * they were made; the one after which the pod no longer fits is the
+ * evictor.  A pod that no AI placement pushed out (the node shrank, or the
+ * policy let it go though it fitted) names the last AI workload placed on
+ * the node, or none when the cycle placed nothing there.  0 or -1. */
+static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
+    const us_state *st = p->st;
+    size_t nn = p->nnodes;
+    int *first = calloc(nn + 1, sizeof *first), *fill = calloc(nn + 1, sizeof *fill);
+    int *bynode = malloc((p->nplaced + 1) * sizeof *bynode);
+    us_use *base = malloc((nn + 1) * sizeof *base);  /* [pos] held AI + kept background */
+    int rc = -1;
+    if (!first || !fill || !bynode || !base) goto out;
+    /* the cycle's AI placements by node, in placement order */
+    for (size_t k = 0; k < p->nplaced; k++) first[p->pos[p->pnode[p->placed[k]]] + 1]++;
+    for (size_t i = 0; i < nn; i++) first[i + 1] += first[i];
+    for (size_t k = 0; k < p->nplaced; k++) {
+        int pos = p->pos[p->pnode[p->placed[k]]];
+        bynode[first[pos] + fill[pos]++] = p->placed[k];
+    }
+    for (size_t pos = 0; pos < nn; pos++) {
+        base[pos] = p->ai[pos];
+        for (int j = first[pos]; j < first[pos + 1]; j++)
+            us_use_remove(&base[pos], st->workloads[st->pods[bynode[j]].workload].request,
+                          p->pslot[bynode[j]]);
+    }
+    for (size_t m = 0; m < bg->nrunning; m++) {
+        const us_pod *pd = &st->pods[bg->running[m]];
+        if (bg->keep[m])
+            us_use_add(&base[p->pos[pd->node]], &st->nodes[pd->node],
+                       st->workloads[pd->workload].request, -1);
+    }
+    for (size_t k = 0; k < bg->nrunning; k++) {
+        evictor[k] = -1;
+        if (bg->keep[k]) continue;
+        int node = st->pods[bg->running[k]].node, pos = p->pos[node];
+        const us_node *n = &st->nodes[node];
+        us_res req = st->workloads[st->pods[bg->running[k]].workload].request;
+        us_use u = base[pos];
+        if (!us_use_fits(&u, n, req, -1)) {
+            /* no room even before this cycle's placements */
+            if (first[pos + 1] > first[pos])
+                evictor[k] = st->pods[bynode[first[pos + 1] - 1]].workload;
+            continue;
+        }
+        for (int j = first[pos]; j < first[pos + 1] && evictor[k] < 0; j++) {
+            int ai = bynode[j];
+            us_use_add(&u, n, st->workloads[st->pods[ai].workload].request, p->pslot[ai]);
+            if (!us_use_fits(&u, n, req, -1)) evictor[k] = st->pods[ai].workload;
+        }
+        if (evictor[k] < 0 && first[pos + 1] > first[pos])
+            evictor[k] = st->pods[bynode[first[pos + 1] - 1]].workload;
+    }
+    rc = 0;
+out:
+    free(first);
+    free(fill);
+    free(bynode);
+    free(base);
+    return rc;
+}
+
 int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err) {
     us_state *st = p->st;
     evict_group *groups = NULL;
@@ -118,13 +230,11 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
     us_use *phys = NULL;
     const char **waits = NULL;
     int rc = -1;
-    /* per node: the workload of the first new AI pod planned there, who
-     * needed a background pod's room */
-    int *first_ai = malloc((p->nnodes ? p->nnodes : 1) * sizeof *first_ai);
-    if (!first_ai) return us_err_nomem(err);
-    for (size_t k = 0; k < p->nnodes; k++) first_ai[k] = -1;
-    for (size_t k = p->nplaced; k-- > 0;)
-        first_ai[p->pos[p->pnode[p->placed[k]]]] = p->st->pods[p->placed[k]].workload;
+    int *evictor = malloc((bg->nrunning + 1) * sizeof *evictor);
+    if (!evictor || bg_evictors(p, bg, evictor) < 0) {
+        free(evictor);
+        return us_err_nomem(err);
+    }
 
     /* 1. AI victims (pod indices < p->npods stay valid: evict only appends) */
     for (size_t i = 0; i < p->npods; i++) {
@@ -147,7 +257,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         if (bg->keep[k]) continue;
         int i = bg->running[k];
         int node = st->pods[i].node;
-        int ev = first_ai[p->pos[node]];
+        int ev = evictor[k];
         if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name,
                             st->nodes[node].name, NULL, 0, ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
             note_group(&groups, &ngroups, &capg, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
@@ -190,7 +300,16 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         if (node < 0) continue;
         us_pod *pd = &st->pods[i];
         us_res req = st->workloads[pd->workload].request;
-        if (!us_use_fits(&phys[node], &st->nodes[node], req, -1)) continue;
+        if (!us_use_fits(&phys[node], &st->nodes[node], req, -1)) {
+            /* cannot happen: the re-offer offers idle room only; if it
+             * ever does, the dropped result is said, never silent */
+            const char *ann[] = {"policy", "background.lua", "pool", p->pool, NULL};
+            if (us_log_event(p->log, "Warning", "PolicyResultDropped", "background.lua", ann,
+                             "background.lua: placing pod \"%s\" on node \"%s\" was not applied: "
+                             "the room is not idle", pd->name, st->nodes[node].name) < 0)
+                goto nomem;
+            continue;
+        }
         us_use_add(&phys[node], &st->nodes[node], req, -1);
         pd->node = node;
         pd->state = US_POD_RUNNING;
@@ -207,6 +326,6 @@ out:
     free(groups);
     free(phys);
     free(waits);
-    free(first_ai);
+    free(evictor);
     return rc;
 }

@@ -1,12 +1,15 @@
 /*
  * cycle.c — one scheduling cycle, the order of its steps and nothing else:
  *
- *   expire terminated pods, bind pipelined pods whose room is free;
+ *   expire terminated pods, stop the pods of gangs that broke, bind
+ *   pipelined pods whose room is free;
  *   per node pool (in name order):
  *     snapshot + virtual eviction (plan.c), fair share (fairshare.c),
  *     allocate (allocate.c), reclaim, preempt (victims.c),
+ *     the least-displacement tie-break (ties.c),
  *     background re-offer (reoffer.c), commit (commit.c);
- *   then status events: rule warnings, pending reports, gang start times.
+ *   then status events: rule warnings, pending reports, gang start times;
+ *   then, when asked, the invariant check (invariants.c).
  */
 #include "cycle.h"
 
@@ -16,17 +19,26 @@
 #include <time.h>
 
 #include "allocate.h"
+#include "blocker.h"
 #include "commit.h"
 #include "fairshare.h"
+#include "invariants.h"
 #include "lifecycle.h"
 #include "plan.h"
 #include "reoffer.h"
+#include "ties.h"
 #include "victims.h"
 
 void us_cycle_opts_default(us_cycle_opts *o) {
     o->background_aware_ties = true;
     o->long_grace = 30;
     o->profile = NULL;
+    o->score_cache = true;
+#ifdef US_CHECK_INVARIANTS
+    o->check_invariants = true;
+#else
+    o->check_invariants = false;
+#endif
 }
 
 double us_cycle_clock(void) {
@@ -64,7 +76,7 @@ static int collect_pools(const us_state *st, const char ***out, size_t *n) {
 
 static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
                     const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
-                    us_cycle_counts *counts, us_err *err) {
+                    us_cycle_counts *counts, us_inv *inv, us_err *err) {
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
@@ -75,12 +87,16 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
     STEP(o, fairshare, us_fairshare_compute(&p, err));
     STEP(o, allocate, us_allocate(&p, err));
     STEP(o, victims, us_reclaim(&p, err) < 0 ? -1 : us_preempt(&p, err));
-    STEP(o, reoffer, us_reoffer_run(&p, &bg, err));
+    STEP(o, reoffer, us_ties_spare_background(&p, err) < 0 ? -1 : us_reoffer_run(&p, &bg, err));
     if (figs)
         for (size_t q = 0; q < st->nqueues; q++) {
             figs[q].allocated = us_res_add(figs[q].allocated, p.alloc[q]);
             for (int r = 0; r < US_NRES; r++) figs[q].fair[r] += p.fair[q * US_NRES + r];
         }
+    if (inv && us_inv_record(inv, &p, &bg) < 0) {
+        us_err_nomem(err);
+        goto out;
+    }
     STEP(o, commit, us_commit(&p, &bg, counts, err));
     rc = 0;
 out:
@@ -95,6 +111,19 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
         us_workload *w = &st->workloads[i];
         if (w->state != US_WL_ACTIVE || w->warned) continue;
         w->warned = true;
+        /* a background label other than "true" is named, whatever it does */
+        const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
+        if (label && strcmp(label, "true") != 0) {
+            bool ai = strcmp(label, "false") == 0;
+            const char *ann[] = {"label", US_BACKGROUND_LABEL, "value", label, NULL};
+            if (us_log_event(log, "Warning", ai ? "BackgroundLabel" : "NotScheduled", w->name, ann,
+                             "label %s is \"%.100s\", not \"true\": %s", US_BACKGROUND_LABEL, label,
+                             ai ? "the workload is AI work (only \"true\" marks background work)"
+                                : "only \"true\" (background work) or \"false\" (AI work) is "
+                                  "understood, so the workload is never scheduled") < 0)
+                return -1;
+            if (w->blocked == us_background_label_blocked) continue;
+        }
         if (w->blocked &&
             us_log_event(log, "Warning", "NotScheduled", w->name, NULL, "%s", w->blocked) < 0)
             return -1;
@@ -112,20 +141,43 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
  * pending is the normal steady state, so it is a Normal event. */
 static int pending_reports(us_state *st, us_cycle_log *log) {
     int *pending = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pending);
-    if (!pending) return -1;
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].state == US_POD_PENDING) pending[st->pods[i].workload]++;
+    int *pinned = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pinned);
+    if (!pending || !pinned) {
+        free(pending);
+        free(pinned);
+        return -1;
+    }
+    /* a daemonset's pods each have their own node: it is blocked only when
+     * every pending pod is (pinned[w]: 1 + a blocked pod's pin, -1 when
+     * some pending pod is not blocked) */
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (pd->state != US_POD_PENDING) continue;
+        pending[pd->workload]++;
+        if (pd->pin < 0 || pinned[pd->workload] < 0) continue;
+        char ignored[8];
+        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, ignored,
+                                               sizeof ignored) != US_BLOCK_NONE ? pd->pin + 1 : -1;
+    }
     int rc = 0;
     for (size_t i = 0; i < st->nworkloads && rc == 0; i++) {
         us_workload *w = &st->workloads[i];
-        char msg[256];
-        const char *reason;
+        char msg[512], why[400];
+        const char *reason, *code = "resources";
         if (w->state != US_WL_ACTIVE || w->blocked || pending[i] == 0) {
             free(w->last_status);
             w->last_status = NULL;
             continue;
         }
-        if (w->background) {
+        /* a cause that no free room would cure comes before the load */
+        us_blocker b = US_BLOCK_NONE;
+        if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, why, sizeof why);
+        else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, why, sizeof why);
+        if (b != US_BLOCK_NONE) {
+            reason = w->background ? "NotScheduled" : "Unschedulable";
+            code = us_blocker_names[b];
+            snprintf(msg, sizeof msg, "%d pod(s) pending: %s", pending[i], why);
+        } else if (w->background) {
             reason = "WaitingForIdleResources";
             snprintf(msg, sizeof msg,
                      "%d pod(s) pending: waiting for idle resources (background work runs only "
@@ -134,12 +186,17 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
             reason = "Unschedulable";
             const char *q = w->why_queue >= 0 && (size_t)w->why_queue < st->nqueues
                                 ? st->queues[w->why_queue].name : "?";
+            if (w->why_pending == US_WHY_LIMIT) code = "queue-limit";
+            if (w->why_pending == US_WHY_QUOTA) code = "quota";
             if (w->why_pending == US_WHY_LIMIT)
                 snprintf(msg, sizeof msg, "%d pod(s) pending: queue \"%s\" would go over its limit "
                          "on pool \"%s\"", pending[i], q, w->pool);
             else if (w->why_pending == US_WHY_QUOTA)
                 snprintf(msg, sizeof msg, "%d pod(s) pending: non-preemptible work uses only quota, "
                          "and queue \"%s\" has used its quota on pool \"%s\"", pending[i], q, w->pool);
+            else if (w->why_pending == US_WHY_OWN_PODS)
+                snprintf(msg, sizeof msg, "%d pod(s) pending: waiting for pods of its own to "
+                         "terminate (a pod never waits in line behind its own gang)", pending[i]);
             else
                 snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
                          pending[i], w->min_member > 1 ? "the gang" : "the pod");
@@ -152,9 +209,12 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         }
         free(w->last_status);
         w->last_status = copy;
-        rc = us_log_event(log, w->background ? "Normal" : "Warning", reason, w->name, NULL, "%s", msg);
+        const char *ann[] = {"pending-reason", code, NULL};
+        rc = us_log_event(log, w->background && b == US_BLOCK_NONE ? "Normal" : "Warning", reason,
+                          w->name, w->background && b == US_BLOCK_NONE ? NULL : ann, "%s", msg);
     }
     free(pending);
+    free(pinned);
     return rc;
 }
 
@@ -192,20 +252,39 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_cycle_opts_default(&defaults);
         o = &defaults;
     }
+    /* the invariant check needs the figures even when the caller does not */
+    us_queue_figures *own = NULL;
+    us_inv inv = {0};
+    if (!figs && o->check_invariants && !(figs = own = calloc(st->nqueues ? st->nqueues : 1, sizeof *own)))
+        return us_err_nomem(err);
     if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
     for (size_t w = 0; w < st->nworkloads; w++) st->workloads[w].why_pending = US_WHY_NONE;
     us_life_expire(st, now);
-    if (rule_warnings(st, o, log) < 0) return us_err_nomem(err);
-    if (us_commit_promote(st, log, err) < 0) return -1;
-
-    const char **pools;
+    const char **pools = NULL;
     size_t npools;
-    if (collect_pools(st, &pools, &npools) < 0) return us_err_nomem(err);
-    int rc = 0;
+    int rc = -1;
+    if (rule_warnings(st, o, log) < 0) {
+        us_err_nomem(err);
+        goto out;
+    }
+    if (us_commit_broken_gangs(st, now, log, err) < 0) goto out;
+    if (us_commit_promote(st, log, err) < 0) goto out;
+    if (collect_pools(st, &pools, &npools) < 0) {
+        us_err_nomem(err);
+        goto out;
+    }
+    rc = 0;
     for (size_t i = 0; i < npools && rc == 0; i++)
-        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, err);
+        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL, err);
+    if (rc < 0) goto out;
+    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0) {
+        rc = us_err_nomem(err);
+        goto out;
+    }
+    if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);
+out:
     free(pools);
-    if (rc < 0) return -1;
-    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0) return us_err_nomem(err);
-    return 0;
+    free(own);
+    us_inv_free(&inv);
+    return rc;
 }

@@ -29,15 +29,23 @@ typedef struct us_cycle_profile {
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {
-    /* Among nodes the placement policy scores the same for an AI pod,
-     * prefer the one whose use displaces the least background work (then
-     * the node name).  false: plain invisible planning, ties by name. */
+    /* Between nodes interchangeable for every AI pod of the cycle, put new
+     * AI pods where they displace the least background work (ties.h).
+     * false: plain invisible planning, ties by name. */
     bool background_aware_ties;
     /* A background pod whose termination grace exceeds this (seconds) draws
      * a warning: it delays AI work pipelined onto its resources. */
     double long_grace;
     /* When non-NULL, the cycle adds its timings here (for benchmarks). */
     us_cycle_profile *profile;
+    /* Cache placement scores per (pod class, node class) for the cycle
+     * (nodeclass.h).  false: every feasible node is scored for every pod,
+     * the reference the cache is tested against. */
+    bool score_cache;
+    /* Check the invariants (invariants.h) after the cycle; a violation
+     * fails the cycle with an error naming it.  On by default in builds
+     * with US_CHECK_INVARIANTS defined (the sanitizer flavour of make test). */
+    bool check_invariants;
 } us_cycle_opts;
 
 void us_cycle_opts_default(us_cycle_opts *o);

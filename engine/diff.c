@@ -44,7 +44,7 @@ int us_diff_capture(us_diff_run *run, us_sim_result *res, const us_state *final,
         if (!(run->queues[q] = strdup(final->queues[q].name))) goto nomem;
         /* rounded as the simulator's output rounds them */
         for (int r = 0; r < US_NRES && last && last->queues && q < run->res.nqueues; r++)
-            run->fair[q].v[r] = isfinite(last->queues[q].fair[r]) ? llround(last->queues[q].fair[r]) : 0;
+            run->fair[q].v[r] = us_res_round(last->queues[q].fair[r]);
     }
     for (size_t i = 0; i < run->res.ncycles; i++) {
         const us_cycle_log *log = &run->res.cycles[i].log;
@@ -335,7 +335,11 @@ int us_diff_text(FILE *f, const us_diff_run *a, const us_diff_run *b, const char
     const char **names = NULL;
     int rc = -1;
     size_t nq;
-    int w = (int)strlen("evictions (backgroundpods)");
+    /* the label column fits the longest action's row and every queue's */
+    int w = 0;
+    for (int act = 0; act < US_ACT_NONE; act++)
+        if ((int)strlen("evictions ()") + slen(us_action_names[act]) > w)
+            w = (int)strlen("evictions ()") + slen(us_action_names[act]);
 
     if (text_cycles(f, a, b) < 0) {
         us_err_nomem(err);

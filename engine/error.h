@@ -22,6 +22,10 @@ typedef struct us_err {
 int us_err_set(us_err *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Put a printf-style prefix before err's message (when err is non-NULL),
+ * cutting the end if the two do not fit. */
+void us_err_prefix(us_err *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* The usual out-of-memory error. */
 int us_err_nomem(us_err *err);
 

@@ -9,7 +9,8 @@
 #include <string.h>
 
 const char *const us_op_names[] = {"bind", "pipeline", "evict"};
-const char *const us_action_names[] = {"allocate", "reclaim", "preempt", "backgroundpods", "none"};
+const char *const us_action_names[] = {"allocate", "reclaim", "preempt", "backgroundpods",
+                                       "stalegangeviction", "none"};
 
 void us_cycle_log_init(us_cycle_log *log) { memset(log, 0, sizeof *log); }
 

@@ -22,6 +22,7 @@ typedef enum us_action {
     US_ACT_RECLAIM,
     US_ACT_PREEMPT,
     US_ACT_BACKGROUND,   /* background re-offer: "backgroundpods" */
+    US_ACT_STALE_GANG,   /* a gang fell below min_member: "stalegangeviction" */
     US_ACT_NONE          /* bookkeeping: a pipelined pod binding later */
 } us_action;
 extern const char *const us_action_names[];  /* "allocate", ..., "backgroundpods" */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "placement.h"
+#include "queueorder.h"
 #include "sort.h"
 
 bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }
@@ -24,12 +25,19 @@ int us_gang_missing(const us_plan *p, int w) {
     return m > 0 ? m : 0;
 }
 
+us_res us_gang_need(const us_plan *p, int w) {
+    int missing = us_gang_missing(p, w), count = missing > 0 ? missing : 1;
+    us_res need = p->st->workloads[w].request;
+    for (int r = 0; r < US_NRES; r++) need.v[r] *= count;
+    return need;
+}
+
 static int job_order(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
     const us_workload *x = &st->workloads[*(const int *)a];
     const us_workload *y = &st->workloads[*(const int *)b];
     if (x->priority != y->priority) return x->priority > y->priority ? -1 : 1;
-    if (x->submit_at != y->submit_at) return x->submit_at < y->submit_at ? -1 : 1;
+    if (x->created_at != y->created_at) return x->created_at < y->created_at ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
@@ -40,7 +48,14 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
         bool has = false;
         for (int k = p->wl_first[w]; k < p->wl_first[w + 1] && !has; k++)
             has = !(p->flags[p->wl_pending[k]] & US_PF_NEW);
-        if (has && us_gang_is_job(p, (int)w)) jobs[n++] = (int)w;
+        if (has && us_gang_is_job(p, (int)w)) {
+            if (p->wl_terminating[w] > 0) {
+                /* its own pods still terminate: it waits for them (see us_gang_try) */
+                p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
+                continue;
+            }
+            jobs[n++] = (int)w;
+        }
     }
     us_sort(jobs, n, sizeof *jobs, job_order, (void *)st);
     return n;
@@ -49,6 +64,13 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
 int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *err) {
     *ok = false;
     const us_workload *wl = &p->st->workloads[w];
+    /* A job whose own pods still terminate (a broken gang, an evicted pod)
+     * waits for them: a pod pipelined behind a member of its own gang, or
+     * behind its own earlier incarnation, would wait for itself. */
+    if (p->wl_terminating[w] > 0) {
+        p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
+        return 0;
+    }
     int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
     if (!pods) return us_err_nomem(err);
     size_t n = us_gang_pending(p, w, pods);
@@ -105,18 +127,18 @@ int us_gang_serve_in_order(us_plan *p, us_gang_serve_fn serve, us_err *err) {
         byq[first[q] + next[q]++] = jobs[i];
     }
     memset(next, 0, nq * sizeof *next);
-    /* Each round the neediest queue serves its next job.  Ratios change as
-     * jobs are placed, so the choice is made again every round. */
+    /* Each round the queue first in queue order serves its next job.  The
+     * order depends on what each queue holds, which changes as jobs are
+     * placed, so the choice is made again every round. */
     for (size_t served = 0; served < n && rc == 0; served++) {
         int pick = -1;
-        double best = 0;
+        us_res pick_need = {{0}};
         for (size_t q = 0; q < st->nqueues; q++) {
             if (first[q] + next[q] >= first[q + 1]) continue;
-            double ratio = us_plan_queue_ratio(p, (int)q);
-            if (pick < 0 || ratio < best ||
-                (ratio == best && strcmp(st->queues[q].name, st->queues[pick].name) < 0)) {
+            us_res need = us_gang_need(p, byq[first[q] + next[q]]);
+            if (pick < 0 || us_qorder_compare(p, (int)q, need, pick, pick_need) < 0) {
                 pick = (int)q;
-                best = ratio;
+                pick_need = need;
             }
         }
         rc = serve(p, byq[first[pick] + next[pick]++], err);

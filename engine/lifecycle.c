@@ -8,6 +8,7 @@
 #include "lifecycle.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,10 +27,23 @@ static bool node_runs_daemon(const us_state *st, const us_workload *w, int n, bo
            us_tolerates(&w->tolerations, &node->taints, running);
 }
 
+#define NAMEBUF 256
+
+/* "<workload>-<suffix>" in buf (NAMEBUF bytes) when it fits, else in memory
+ * of its own that the caller frees (when the result is not buf), or NULL.
+ * A name is never cut short: two cut names could be the same. */
+static char *pod_name(char *buf, const char *workload, const char *suffix) {
+    size_t n = strlen(workload) + strlen(suffix) + 2;
+    char *name = n <= NAMEBUF ? buf : malloc(n);
+    if (name) snprintf(name, n, "%s-%s", workload, suffix);
+    return name;
+}
+
 static int create_daemon_pod(us_state *st, int w, int n) {
-    char name[512];
-    snprintf(name, sizeof name, "%s-%s", st->workloads[w].name, st->nodes[n].name);
-    return us_state_add_pod(st, w, name, n) < 0 ? -1 : 0;
+    char buf[NAMEBUF], *name = pod_name(buf, st->workloads[w].name, st->nodes[n].name);
+    int rc = name && us_state_add_pod(st, w, name, n) >= 0 ? 0 : -1;
+    if (name != buf) free(name);
+    return rc;
 }
 
 /* Give node n its pod of daemonset w, unless it has one. */
@@ -48,8 +62,10 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     us_workload *wl = &st->workloads[w];
     wl->state = US_WL_ACTIVE;
     wl->started_at = -1;
+    if (isnan(wl->created_at)) wl->created_at = wl->submit_at;  /* not given: created when submitted */
     int rc = -1;
     const char **names = NULL;
+    char buf[NAMEBUF], *name = NULL;
     bool *has = NULL;
     if (wl->controller == US_CTRL_DAEMONSET) {
         if (!(has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has))) return -1;
@@ -64,17 +80,22 @@ static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
     if (!(names = malloc((nlive + 1) * sizeof *names))) return -1;
     for (size_t k = 0; k < nlive; k++) names[k] = st->pods[live_pods[k]].name;
     qsort(names, nlive, sizeof *names, by_str);
-    char name[512];
-    const char *key = name;
     int have = (int)nlive;
     for (int i = 0; have < wl->replicas; i++) {
-        snprintf(name, sizeof name, "%s-%d", wl->name, i);
-        if (bsearch(&key, names, nlive, sizeof *names, by_str)) continue;
-        if (us_state_add_pod(st, w, name, -1) < 0) goto out;
-        have++;
+        char idx[24];
+        snprintf(idx, sizeof idx, "%d", i);
+        if (!(name = pod_name(buf, wl->name, idx))) goto out;
+        const char *key = name;
+        if (!bsearch(&key, names, nlive, sizeof *names, by_str)) {
+            if (us_state_add_pod(st, w, name, -1) < 0) goto out;
+            have++;
+        }
+        if (name != buf) free(name);
+        name = NULL;
     }
     rc = 0;
 out:
+    if (name != buf) free(name);
     free(names);
     free(has);
     return rc;
@@ -173,6 +194,7 @@ int us_life_add_node(us_state *st, int n, double now) {
 }
 
 int us_life_remove_node(us_state *st, int n, double now) {
+    (void)now;
     st->nodes[n].removed = true;
     size_t npods = st->npods;
     for (size_t i = 0; i < npods; i++) {
@@ -191,12 +213,6 @@ int us_life_remove_node(us_state *st, int n, double now) {
         p->state = US_POD_PENDING;
         p->node = -1;
         p->shared_dev = -1;
-    }
-    for (size_t w = 0; w < st->nworkloads; w++) {
-        int evicted;
-        if (st->workloads[w].state == US_WL_ACTIVE &&
-            us_life_gang_reset(st, (int)w, now, &evicted) < 0)
-            return -1;
     }
     us_state_compact_pods(st);
     return 0;
@@ -227,34 +243,6 @@ int us_life_evict(us_state *st, int pod, double now) {
     p->shared_dev = -1;
     p->seq = st->next_seq++;
     return pod;
-}
-
-int us_life_count_holding(const us_state *st, int w) {
-    int n = 0;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        if (p->workload == w && !p->gone &&
-            (p->state == US_POD_RUNNING || p->state == US_POD_PIPELINED))
-            n++;
-    }
-    return n;
-}
-
-int us_life_gang_reset(us_state *st, int w, double now, int *evicted) {
-    *evicted = 0;
-    int holding = us_life_count_holding(st, w);
-    if (holding == 0 || holding >= st->workloads[w].min_member) return 0;
-    size_t npods = st->npods;   /* recreated pods are appended past this */
-    for (size_t i = 0; i < npods; i++) {
-        us_pod *p = &st->pods[i];
-        if (p->workload != w || p->gone ||
-            (p->state != US_POD_RUNNING && p->state != US_POD_PIPELINED))
-            continue;
-        if (us_life_evict(st, (int)i, now) == -1) return -1;
-        (*evicted)++;
-    }
-    st->workloads[w].started_at = -1;
-    return 0;
 }
 
 void us_life_expire(us_state *st, double now) {
@@ -314,13 +302,13 @@ int us_life_scale(us_state *st, int w, int replicas, double now) {
     us_state_compact_pods(st);
     if (have < replicas && us_life_submit(st, w, now) < 0) return -1;
     wl->started_at = started;
-    int evicted;
-    return us_life_gang_reset(st, w, now, &evicted);
+    return 0;
 }
 
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
+    (void)now;
     us_pod *p = &st->pods[pod];
-    int w = p->workload, evicted;
+    int w = p->workload;
     if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED ||
         st->workloads[w].state != US_WL_ACTIVE) {
         p->gone = true;
@@ -330,9 +318,6 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
         p->shared_dev = -1;
         if (recreated) p->seq = st->next_seq++;
     }
-    us_state_compact_pods(st);
-    if (st->workloads[w].state == US_WL_ACTIVE && us_life_gang_reset(st, w, now, &evicted) < 0)
-        return -1;
     us_state_compact_pods(st);
     return 0;
 }

@@ -27,7 +27,10 @@ int us_life_complete(us_state *st, int w, double now);
 
 int us_life_add_node(us_state *st, int n, double now);
 /* The node leaves: its daemonset pods go with it; other pods on it are
- * lost and recreated pending; a gang that falls below min_member restarts. */
+ * lost and recreated pending.  A gang left below min_member is not touched
+ * here: the next cycle stops the rest of it, with a decision per pod
+ * (us_commit_broken_gangs), so a control plane that applies decisions
+ * sees every pod the engine stops. */
 int us_life_remove_node(us_state *st, int n, double now);
 void us_life_cordon(us_state *st, int n, bool cordoned);
 
@@ -36,10 +39,6 @@ void us_life_cordon(us_state *st, int n, bool cordoned);
  * recreates it pending under the same name.  Returns the new pod's index,
  * or -2 when none was created, or -1 when memory runs out. */
 int us_life_evict(us_state *st, int pod, double now);
-
-/* A gang below min_member goes back to pending whole: evict every pod of w
- * still running or pipelined.  Sets *evicted to how many it evicted. */
-int us_life_gang_reset(us_state *st, int w, double now, int *evicted);
 
 /* Releasing pods whose grace has ended leave (call before a cycle). */
 void us_life_expire(us_state *st, double now);
@@ -61,11 +60,9 @@ int us_life_scale(us_state *st, int w, int replicas, double now);
  * goes back to pending when its workload is active: as a new incarnation
  * (newest, for victim order) when recreated, as the same one when it
  * merely failed to bind (recreated false); otherwise it leaves.  A gang
- * left below min_member goes back to pending whole.  Pods marked gone are
+ * left below min_member is stopped by the next cycle (see
+ * us_life_remove_node).  Pods marked gone are
  * compacted: pod indices past this one may shift. */
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now);
-
-/* Pods of w that run or are pipelined. */
-int us_life_count_holding(const us_state *st, int w);
 
 #endif

@@ -21,6 +21,7 @@
 
 #include "check.h"
 #include "diff.h"
+#include "figures.h"
 #include "output.h"
 #include "policy.h"
 #include "scenario.h"
@@ -56,16 +57,20 @@ static void usage(FILE *f) {
 
 /* Options every command that runs policies takes. */
 #define POLICY_OPTION_HELP                                                               \
-    "  --plain-ties          break ties between equally scored nodes by node name\n"     \
-    "                        only (plain invisible planning); by default the node\n"     \
-    "                        whose use displaces the least background work wins,\n"      \
-    "                        then the name\n"                                            \
+    "  --plain-ties          plain invisible planning: new AI pods stay where\n"         \
+    "                        placement put them (ties by node name); by default\n"       \
+    "                        they may move to an identical node where they displace\n"   \
+    "                        less background work\n"                                     \
+    "  --check-invariants    check the engine's invariants after every cycle; a\n"       \
+    "                        broken one stops the run with an error naming it\n"         \
     "  --long-grace SECONDS  warn about background pods whose termination grace\n"       \
     "                        exceeds SECONDS, since it delays AI work (default %g)\n"    \
     "  --instructions N      Lua instructions a policy call may run (default\n"          \
     "                        10000000)\n"                                                \
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
-    "                        quantity such as 64Mi (default 64Mi)\n"
+    "                        quantity such as 64Mi (default 64Mi)\n"                    \
+    "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
+    "                        (default 500)\n"
 
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
@@ -82,6 +87,9 @@ static void usage_simulate(FILE *f) {
             "  --json                print the JSON output document instead of text\n"
             "  --timings             print wall-clock figures (load, cycles by phase,\n"
             "                        output) to stderr; stdout is unchanged\n"
+            "  --csv DIR             also write the per-cycle figures (pools.csv,\n"
+            "                        queues.csv, nodes.csv) and the run's (summary.csv)\n"
+            "                        to DIR, created when missing\n"
             "  --policies DIR        load fairshare.lua, placement.lua and background.lua\n"
             "                        from DIR; default: policies/ next to the executable,\n"
             "                        then ../share/understory/policies relative to it,\n"
@@ -160,16 +168,16 @@ static void brief_usage(FILE *f) {
 }
 
 static void brief_usage_simulate(FILE *f) {
-    fputs("usage: understory simulate FILE [--json] [--timings] [--policies DIR] [--plain-ties]\n"
+    fputs("usage: understory simulate FILE [--json] [--timings] [--csv DIR] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                           [--watch [--watch-max-runs N]]\n"
+          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
 
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
-          "                           [--instructions N] [--memory BYTES]\n"
+          "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -177,6 +185,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
+          "                       [--time-limit MS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -267,6 +276,7 @@ typedef struct cli {
     const char *file;           /* simulate, diff: the scenario; check: DIR */
     const char *policies;
     const char *scenario;       /* check --scenario */
+    const char *csv;            /* simulate --csv DIR */
     const char *from, *to;      /* diff */
     bool json, watch, timings;
     uint64_t max_runs;
@@ -274,7 +284,7 @@ typedef struct cli {
 } cli;
 
 /* Which options a command takes. */
-enum { O_JSON = 1, O_POLICIES = 2, O_WATCH = 4, O_SCENARIO = 8, O_FROM_TO = 16, O_TIMINGS = 32 };
+enum { O_JSON = 1, O_POLICIES = 2, O_WATCH = 4, O_SCENARIO = 8, O_FROM_TO = 16, O_TIMINGS = 32, O_OUTPUTS = 64 };
 
 /* Parses argv[2..] for a command taking the options in `allowed` and one
  * positional argument (what: the message when it is missing; one: what
@@ -296,9 +306,14 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
             c->timings = true;
         } else if (!strcmp(a, "--plain-ties")) {
             c->sim.cycle.background_aware_ties = false;
+        } else if (!strcmp(a, "--check-invariants")) {
+            c->sim.cycle.check_invariants = true;
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a directory", "--policies");
             c->policies = v;
+        } else if ((allowed & O_OUTPUTS) && (v = opt_value(argc, argv, &i, "--csv", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a directory", "--csv");
+            c->csv = v;
         } else if ((allowed & O_SCENARIO) && (v = opt_value(argc, argv, &i, "--scenario", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a file", "--scenario");
             c->scenario = v;
@@ -317,6 +332,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
+            uint64_t ms;
+            if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
+                return bad_usage(brief, "--time-limit: \"%s\" is not a positive number of milliseconds", v);
+            c->sim.limits.time_ms = (unsigned long)ms;
         } else if ((v = opt_value(argc, argv, &i, "--memory", &missing))) {
             int64_t bytes;
             if (us_parse_memory(v, &bytes) < 0 || bytes <= 0)
@@ -364,7 +384,7 @@ static int simulate(int argc, char **argv) {
     memset(&sc, 0, sizeof sc);
     memset(&res, 0, sizeof res);
     us_sim_opts_default(&c.sim);
-    int rc = parse(argc, argv, O_JSON | O_POLICIES | O_WATCH | O_TIMINGS, "simulate: missing the scenario FILE",
+    int rc = parse(argc, argv, O_JSON | O_POLICIES | O_WATCH | O_TIMINGS | O_OUTPUTS, "simulate: missing the scenario FILE",
                    "one scenario", usage_simulate, brief_usage_simulate, &c);
     if (rc >= 0) {
         status = rc;
@@ -372,6 +392,10 @@ static int simulate(int argc, char **argv) {
     }
     if (c.max_runs && !c.watch) {
         status = bad_usage(brief_usage_simulate, "%s only goes with --watch", "--watch-max-runs");
+        goto cleanup;
+    }
+    if (c.csv && c.watch) {
+        status = bad_usage(brief_usage_simulate, "%s does not go with --watch", "--csv");
         goto cleanup;
     }
     if (policies_dir(&c, dir, sizeof dir) < 0) goto cleanup;
@@ -422,6 +446,7 @@ static int simulate(int argc, char **argv) {
     t_ran = us_cycle_clock();
     rc = c.json ? us_output_json(stdout, &res, &sc.state, &err)
                 : us_output_text(stdout, &res, &sc.state, &err);
+    if (rc == 0 && c.csv) rc = us_fig_csv(c.csv, &res, &sc.state, &err);
     if (rc < 0) {
         fprintf(stderr, "understory: %s\n", err.msg);
         goto cleanup;

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sort.h"
 
 typedef struct nkey {
     const us_labels *labels;
@@ -22,7 +21,6 @@ typedef struct nkey {
     us_res cap;
     int gpus;
     int cordon;
-    uint64_t bg;       /* background work on the node (ties), 0 when unused */
     us_use ai;
 } nkey;
 
@@ -36,7 +34,6 @@ typedef struct nclass {
 /* What is cached for one (pod class, node class) pair. */
 typedef struct cell {
     double score;      /* NAN: not scored */
-    int displaced;     /* background pods displaced; -1: not known */
 } cell;
 
 typedef struct pclass {
@@ -55,7 +52,6 @@ struct us_classes {
     int *table;        /* class id + 1, or 0 for empty */
     size_t tcap;
     int *node_class;   /* [nnodes] */
-    uint64_t *bgsig;   /* [nnodes] */
     pclass *pcs;
     int npcs, cappcs;
     int *wl_class;     /* [nworkloads]: pod class, or -1 not known yet */
@@ -95,37 +91,9 @@ static bool key_equal(const nkey *a, const nkey *b) {
            memcmp(&a->cap, &b->cap, sizeof *a - offsetof(nkey, cap)) == 0;
 }
 
-/* ---- background signature ----------------------------------------------- */
-
-static int by_name(const void *a, const void *b, void *ctx) {
-    const us_state *st = ctx;
-    return strcmp(st->pods[*(const int *)a].name, st->pods[*(const int *)b].name);
-}
-
-/* What a tie-break looks at on a node besides the AI view: its running
- * background pods in name order and what terminating pods still hold. */
-static uint64_t background_signature(const us_plan *p, int pos, int *scratch) {
-    const us_state *st = p->st;
-    uint64_t h = 0xcbf29ce484222325ULL;
-    int n = 0;
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        int i = p->node_pods[k];
-        const us_pod *pd = &st->pods[i];
-        const us_workload *w = &st->workloads[pd->workload];
-        if (pd->state == US_POD_RUNNING && w->background) scratch[n++] = i;
-        else if (pd->state == US_POD_RELEASING) h = mix(mix(h, &w->request, sizeof w->request), "r", 1);
-    }
-    us_sort(scratch, (size_t)n, sizeof *scratch, by_name, (void *)st);
-    for (int j = 0; j < n; j++) {
-        const us_res *r = &st->workloads[st->pods[scratch[j]].workload].request;
-        h = mix(mix(h, r, sizeof *r), "b", 1);
-    }
-    return h;
-}
-
 /* ---- node classes --------------------------------------------------------- */
 
-static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
+static void make_key(const us_plan *p, int pos, nkey *k) {
     const us_node *n = &p->st->nodes[p->nodes[pos]];
     memset(k, 0, sizeof *k);
     k->labels = &n->labels;
@@ -133,7 +101,6 @@ static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
     k->cap = n->cap;
     k->gpus = n->gpus;
     k->cordon = n->unschedulable;
-    k->bg = c->bgsig[pos];
     k->ai = p->ai[pos];
 }
 
@@ -208,7 +175,7 @@ static void heap_pop(nclass *x) {
 
 static int join(us_classes *c, const us_plan *p, int pos) {
     nkey k;
-    make_key(c, p, pos, &k);
+    make_key(p, pos, &k);
     int id = class_of(c, &k);
     if (id < 0) return -1;
     c->node_class[pos] = id;
@@ -219,21 +186,15 @@ static int join(us_classes *c, const us_plan *p, int pos) {
 us_classes *us_classes_new(const us_plan *p) {
     us_classes *c = calloc(1, sizeof *c);
     size_t nn = p->nnodes ? p->nnodes : 1, nw = p->st->nworkloads ? p->st->nworkloads : 1;
-    int *scratch = malloc((p->npods ? p->npods : 1) * sizeof *scratch);
-    if (!c || !scratch) goto fail;
+    if (!c) return NULL;
     c->node_class = malloc(nn * sizeof *c->node_class);
-    c->bgsig = calloc(nn, sizeof *c->bgsig);
     c->wl_class = malloc(nw * sizeof *c->wl_class);
-    if (!c->node_class || !c->bgsig || !c->wl_class) goto fail;
+    if (!c->node_class || !c->wl_class) goto fail;
     for (size_t w = 0; w < nw; w++) c->wl_class[w] = -1;
-    for (size_t pos = 0; pos < p->nnodes; pos++) {
-        if (p->opts->background_aware_ties) c->bgsig[pos] = background_signature(p, (int)pos, scratch);
+    for (size_t pos = 0; pos < p->nnodes; pos++)
         if (join(c, p, (int)pos) < 0) goto fail;
-    }
-    free(scratch);
     return c;
 fail:
-    free(scratch);
     us_classes_free(c);
     return NULL;
 }
@@ -247,7 +208,6 @@ void us_classes_free(us_classes *c) {
     free(c->cls);
     free(c->table);
     free(c->node_class);
-    free(c->bgsig);
     free(c->pcs);
     free(c->wl_class);
     free(c);
@@ -301,7 +261,7 @@ static cell *cell_at(us_classes *c, int pc, int nc) {
         int n = c->capcls > nc ? c->capcls : nc + 1;
         cell *g = realloc(x->cells, (size_t)n * sizeof *g);
         if (!g) return NULL;
-        for (int i = x->ncells; i < n; i++) g[i] = (cell){NAN, -1};
+        for (int i = x->ncells; i < n; i++) g[i] = (cell){NAN};
         x->cells = g;
         x->ncells = n;
     }
@@ -323,21 +283,6 @@ int us_classes_set_score(us_classes *c, int pc, int nc, double score) {
 }
 
 void us_classes_clear_scores(us_classes *c) {
-    /* displacement does not depend on the policy: it stays */
     for (int i = 0; i < c->npcs; i++)
         for (int j = 0; j < c->pcs[i].ncells; j++) c->pcs[i].cells[j].score = NAN;
-}
-
-bool us_classes_displaced(us_classes *c, int pc, int nc, int *displaced) {
-    const pclass *x = &c->pcs[pc];
-    if (nc >= x->ncells || x->cells[nc].displaced < 0) return false;
-    *displaced = x->cells[nc].displaced;
-    return true;
-}
-
-int us_classes_set_displaced(us_classes *c, int pc, int nc, int displaced) {
-    cell *k = cell_at(c, pc, nc);
-    if (!k) return -1;
-    k->displaced = displaced;
-    return 0;
 }

@@ -2,7 +2,7 @@
  * nodeclass.h — equivalence classes that keep placement near linear.
  *
  * Two nodes whose views are the same but for their names (labels, capacity,
- * use in the AI view, cordon, and the background work on them) are in one
+ * use in the AI view, cordon) are in one
  * node class; two pods whose views are the same but for their names
  * (requests, labels, priority, queue, node selector) are in one pod class.
  * The placement policy scores a (pod class, node class) pair once; the
@@ -41,12 +41,6 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod);
 /* Cached score of (pod class, node class); false when not scored yet. */
 bool us_classes_score(us_classes *c, int pc, int nc, double *score);
 int us_classes_set_score(us_classes *c, int pc, int nc, double score);
-
-/* Cached background displacement of a (pod class, node class) pair: how
- * many background pods a pod of the class would displace there (tie-break);
- * false when not known yet. */
-bool us_classes_displaced(us_classes *c, int pc, int nc, int *displaced);
-int us_classes_set_displaced(us_classes *c, int pc, int nc, int displaced);
 
 /* Forget every cached score (the scoring policy changed mid-cycle). */
 void us_classes_clear_scores(us_classes *c);

@@ -9,6 +9,8 @@
  */
 #include "output.h"
 
+#include "figures.h"
+
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -71,7 +73,7 @@ fail:
  * engine's unit (milli-device, millicore, byte) so figures stay exact. */
 static us_res round_fair(const double fair[US_NRES]) {
     us_res r;
-    for (int i = 0; i < US_NRES; i++) r.v[i] = isfinite(fair[i]) ? llround(fair[i]) : 0;
+    for (int i = 0; i < US_NRES; i++) r.v[i] = us_res_round(fair[i]);
     return r;
 }
 
@@ -117,19 +119,46 @@ fail:
     return NULL;
 }
 
-static cJSON *cycle_json(const us_sim_cycle *c) {
-    cJSON *o = cJSON_CreateObject(), *decisions, *events;
+/* A workload change names its workload, a node change its node. */
+static bool about_node(us_tl_action a) { return a >= US_TL_ADD_NODE && a <= US_TL_UNCORDON; }
+
+static cJSON *change_json(const us_change *ch) {
+    cJSON *o = cJSON_CreateObject(), *pods;
+    if (!o) return NULL;
+    if (us_output_put(o, "action", cJSON_CreateString(us_tl_action_names[ch->action])) < 0 ||
+        us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
+        (ch->action == US_TL_COMPLETE &&
+         us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
+        us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
+        goto fail;
+    for (size_t i = 0; i < ch->npods; i++)
+        if (us_output_push(pods, str_item(ch->pods[i])) < 0) goto fail;
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+static cJSON *cycle_json(const us_sim_result *res, const us_state *st, size_t i) {
+    const us_sim_cycle *c = &res->cycles[i];
+    cJSON *o = cJSON_CreateObject(), *decisions, *events, *changes;
     if (!o) return NULL;
     if (us_output_put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
         us_output_put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
         us_output_put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
+        us_output_put(o, "changes", changes = cJSON_CreateArray()) < 0 ||
         us_output_put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
         us_output_put(o, "events", events = cJSON_CreateArray()) < 0)
         goto fail;
-    for (size_t i = 0; i < c->log.ndecisions; i++)
-        if (us_output_push(decisions, us_output_decision(&c->log.decisions[i])) < 0) goto fail;
-    for (size_t i = 0; i < c->log.nevents; i++)
-        if (us_output_push(events, event_json(&c->log.events[i])) < 0) goto fail;
+    for (size_t k = 0; k < c->nchanges; k++)
+        if (us_output_push(changes, change_json(&c->changes[k])) < 0) goto fail;
+    for (size_t k = 0; k < c->log.ndecisions; k++)
+        if (us_output_push(decisions, us_output_decision(&c->log.decisions[k])) < 0) goto fail;
+    for (size_t k = 0; k < c->log.nevents; k++)
+        if (us_output_push(events, event_json(&c->log.events[k])) < 0) goto fail;
+    if (us_output_put(o, "pools", us_fig_cycle_pools(res, i)) < 0 ||
+        us_output_put(o, "queues", us_fig_cycle_queues(res, st, i)) < 0)
+        goto fail;
     return o;
 fail:
     cJSON_Delete(o);
@@ -211,7 +240,8 @@ static cJSON *summary_json(const us_sim_result *res) {
         us_output_put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
         us_output_put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
         us_output_put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
-        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0)
+        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0 ||
+        us_output_put(o, "harvest", us_fig_summary(res)) < 0)
         goto fail;
     return o;
 fail:
@@ -227,7 +257,7 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
         us_output_put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
         goto fail;
     for (size_t i = 0; i < res->ncycles; i++)
-        if (us_output_push(cycles, cycle_json(&res->cycles[i])) < 0) goto fail;
+        if (us_output_push(cycles, cycle_json(res, final, i)) < 0) goto fail;
     if (us_output_put(doc, "final", final_json(res, final)) < 0 || us_output_put(doc, "summary", summary_json(res)) < 0)
         goto fail;
     return doc;
@@ -326,6 +356,23 @@ static void text_decisions(FILE *f, const us_cycle_log *log) {
     int w = 0;
     for (size_t i = 0; i < log->ndecisions; i++) w = imax(w, slen(log->decisions[i].pod));
     for (size_t i = 0; i < log->ndecisions; i++) us_output_decision_text(f, "  ", &log->decisions[i], w);
+}
+
+/* "submit    train-1  2 pods: train-1-0, train-1-1"; long pod lists are
+ * cut (the JSON document has them whole). */
+static void text_changes(FILE *f, const us_sim_cycle *c) {
+    int w = 0;
+    for (size_t i = 0; i < c->nchanges; i++) w = imax(w, slen(c->changes[i].object));
+    for (size_t i = 0; i < c->nchanges; i++) {
+        const us_change *ch = &c->changes[i];
+        bool more = ch->by_duration || ch->npods;
+        fprintf(f, "  %-11s %-*s", us_tl_action_names[ch->action], more ? w : 0, nz(ch->object));
+        if (ch->by_duration) fputs("  its duration ran out", f);
+        if (ch->npods) fprintf(f, "  %zu pod%s: ", ch->npods, ch->npods == 1 ? "" : "s");
+        for (size_t k = 0; k < ch->npods && k < 4; k++) fprintf(f, "%s%s", k ? ", " : "", ch->pods[k]);
+        if (ch->npods > 4) fputs(", ...", f);
+        fputc('\n', f);
+    }
 }
 
 static void text_events(FILE *f, const us_cycle_log *log) {
@@ -466,15 +513,19 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     }
 
     fprintf(f, "understory simulation: %s\n", res->scenario ? res->scenario : "(unnamed)");
-    size_t active_nodes = 0;
+    size_t active_nodes = 0, workloads = 0;
     for (size_t i = 0; i < final->nnodes; i++) active_nodes += !final->nodes[i].removed;
+    /* submitted and not deleted: what the cluster still holds */
+    for (size_t i = 0; i < final->nworkloads; i++)
+        workloads += final->workloads[i].state == US_WL_ACTIVE ||
+                     final->workloads[i].state == US_WL_COMPLETED;
     fprintf(f, "  %zu cycle%s", res->ncycles, res->ncycles == 1 ? "" : "s");
     if (res->ncycles)
         fprintf(f, ", t=%s to %s", fmt_time(t1, sizeof t1, res->cycles[0].time),
                 fmt_time(t2, sizeof t2, res->cycles[res->ncycles - 1].time));
     fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n", active_nodes,
             active_nodes == 1 ? "" : "s", final->nqueues, final->nqueues == 1 ? "" : "s",
-            final->nworkloads, final->nworkloads == 1 ? "" : "s");
+            workloads, workloads == 1 ? "" : "s");
     fprintf(f, "  policy %s\n\n", res->ncycles ? res->cycles[0].policy : res->policy);
 
     size_t quiet_from = 0;
@@ -482,7 +533,8 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     for (size_t i = 0; i < res->ncycles; i++) {
         const us_sim_cycle *c = &res->cycles[i];
         bool new_policy = i > 0 && strcmp(c->policy, res->cycles[i - 1].policy) != 0;
-        if (!c->log.ndecisions && !c->log.nevents && !new_policy && !figures_changed(c, nq, shown)) {
+        if (!c->nchanges && !c->log.ndecisions && !c->log.nevents && !new_policy &&
+            !figures_changed(c, nq, shown)) {
             if (!quiet) quiet_from = i;
             quiet = true;
             continue;
@@ -491,6 +543,7 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
         quiet = false;
         fprintf(f, "cycle %d  t=%s\n", c->index, fmt_time(t1, sizeof t1, c->time));
         if (new_policy) fprintf(f, "  policy now %s\n", c->policy);
+        text_changes(f, c);
         text_decisions(f, &c->log);
         text_events(f, &c->log);
         if (text_queue_table(f, final, c, nq, shown) < 0) {
@@ -512,6 +565,7 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     fprintf(f, "  preemptions           %d\n", res->totals.preemptions);
     fprintf(f, "  reclaims              %d\n", res->totals.reclaims);
     fprintf(f, "  AI pods pending       %d\n", res->ai_pods_pending);
+    us_fig_text(f, res);
     if (fflush(f) == EOF || ferror(f)) {
         us_err_set(err, US_EIO, "cannot write the output");
         goto cleanup;

@@ -2,9 +2,10 @@
  * placement.c — where an AI pod goes.  Feasibility is decided here in C
  * (node present and not cordoned, node selector, taints tolerated, daemonset pin, resources
  * and GPU devices in the AI view); the placement policy only scores the
- * feasible nodes.  Highest score wins; ties go to the node whose use
- * displaces the least background work (when enabled), then to the node
- * name, so the same input always gives the same choice.
+ * feasible nodes.  Highest score wins, ties go to the node name, so the
+ * same input always gives the same choice.  Scores are cached per (pod
+ * class, node class) for the cycle (nodeclass.h); us_cycle_opts.score_cache
+ * false scores every feasible node afresh, to check the cache against.
  *
  * A failing placement policy is reported once per cycle and replaced, for
  * the rest of that cycle, by its previous version or the built-in score.
@@ -27,68 +28,17 @@ bool us_place_allowed(const us_plan *p, int pod, int node) {
     return us_labels_match(&n->labels, &w->node_selector) && us_tolerates(&w->tolerations, &n->taints, false);
 }
 
-/* Resources physically held on a node by pods that are terminating. */
-static us_use releasing_use(const us_plan *p, int pos) {
-    us_use u;
-    memset(&u, 0, sizeof u);
-    const us_state *st = p->st;
-    int node = p->nodes[pos];
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        const us_pod *pd = &st->pods[p->node_pods[k]];
-        if (pd->state == US_POD_RELEASING)
-            us_use_add(&u, &st->nodes[node], st->workloads[pd->workload].request, pd->shared_dev);
-    }
-    return u;
-}
-
-int us_place_displaced(const us_plan *p, int node, us_res extra) {
-    const us_state *st = p->st;
-    int pos = p->pos[node];
-    const us_node *n = &st->nodes[node];
-    us_use u = releasing_use(p, pos);
-    u.used = us_res_add(us_res_add(u.used, p->ai[pos].used), extra);
-    u.whole += p->ai[pos].whole + (int)(extra.v[US_GPU] / US_GPU_UNIT);
-    for (int i = 0; i < US_MAX_GPUS; i++) u.shared[i] = (uint16_t)(u.shared[i] + p->ai[pos].shared[i]);
-    /* background pods on the node, in name order (node_pods is in pod order) */
-    int displaced = 0;
-    int cnt = p->node_first[pos + 1] - p->node_first[pos];
-    const int *list = p->node_pods + p->node_first[pos];
-    bool *seen = calloc((size_t)cnt + 1, sizeof *seen);
-    if (!seen) return 0;
-    for (;;) {
-        int best = -1;
-        for (int k = 0; k < cnt; k++) {
-            const us_pod *pd = &st->pods[list[k]];
-            if (seen[k] || pd->state != US_POD_RUNNING || !st->workloads[pd->workload].background)
-                continue;
-            if (best < 0 || strcmp(pd->name, st->pods[list[best]].name) < 0) best = k;
-        }
-        if (best < 0) break;
-        seen[best] = true;
-        us_res req = st->workloads[st->pods[list[best]].workload].request;
-        if (us_use_fits(&u, n, req, -1)) us_use_add(&u, n, req, -1);
-        else displaced++;
-    }
-    free(seen);
-    return displaced;
-}
-
-/* Score the node classes in need[0..n) (represented by their first
- * member) for pod class pc with the placement version in force, falling
- * back version by version to the built-in score; store in the cache. */
-static int score_classes(us_plan *p, int pod, int pc, const int *need, const int *rep, size_t n,
-                         us_err *err) {
+/* Score the nodes at positions rep[0..n) for pod with the placement
+ * version in force, falling back version by version to the built-in
+ * score. */
+static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *scores, us_err *err) {
     us_state *st = p->st;
     const us_pod *pd = &st->pods[pod];
     const us_workload *w = &st->workloads[pd->workload];
     us_pod_view pv = {pd, w, st->queues[w->queue].name};
-    us_node_view *views = malloc(n * sizeof *views);
-    double *scores = malloc(n * sizeof *scores);
+    us_node_view *views = malloc((n ? n : 1) * sizeof *views);
     int rc = 0;
-    if (!views || !scores) {
-        rc = us_err_nomem(err);
-        goto done;
-    }
+    if (!views) return us_err_nomem(err);
     for (size_t i = 0; i < n; i++) {
         const us_node *node = &st->nodes[p->nodes[rep[i]]];
         views[i] = (us_node_view){node, p->ai[rep[i]].used, us_use_free_gpus(&p->ai[rep[i]], node)};
@@ -110,28 +60,53 @@ static int score_classes(us_plan *p, int pod, int pc, const int *need, const int
         }
         p->score_pol = us_policy_previous(p->score_pol);
         /* scores cached from the failed version go with it */
-        us_classes_clear_scores(p->classes);
+        if (p->classes) us_classes_clear_scores(p->classes);
     }
     if (!scored)
         for (size_t i = 0; i < n; i++) scores[i] = us_builtin_score(&pv, &views[i]);
-    for (size_t i = 0; i < n && rc == 0; i++)
-        if (us_classes_set_score(p->classes, pc, need[i], scores[i]) < 0) rc = us_err_nomem(err);
 done:
     free(views);
-    free(scores);
     return rc;
 }
 
-/* Background work a pod of class pc (requesting req) would displace on node
- * class nc, first member at position first, beyond what is displaced there
- * already.  Cached: every member of a class has the same background work. */
-static int class_displaced(us_plan *p, int pc, int nc, int first, us_res req, int *out,
-                           us_err *err) {
-    if (us_classes_displaced(p->classes, pc, nc, out)) return 0;
-    us_res none = {{0}};
-    int node = p->nodes[first];
-    *out = us_place_displaced(p, node, req) - us_place_displaced(p, node, none);
-    return us_classes_set_displaced(p->classes, pc, nc, *out) < 0 ? us_err_nomem(err) : 0;
+/* Scores of the node classes cls[0..n) (represented by rep) for pod class
+ * pc, from the cache, scoring the ones not cached yet in one call. */
+static int class_scores(us_plan *p, int pod, int pc, const int *cls, const int *rep, size_t n,
+                        double *score, us_err *err) {
+    us_classes *c = p->classes;
+    int *need = malloc((n ? n : 1) * sizeof *need), *need_rep = malloc((n ? n : 1) * sizeof *need_rep);
+    double *fresh = malloc((n ? n : 1) * sizeof *fresh);
+    size_t nneed = 0;
+    int rc = 0;
+    if (!need || !need_rep || !fresh) {
+        rc = us_err_nomem(err);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!us_classes_score(c, pc, cls[i], &score[i])) {
+            need[nneed] = cls[i];
+            need_rep[nneed++] = rep[i];
+        }
+    if (nneed && (rc = score_nodes(p, pod, need_rep, nneed, fresh, err)) < 0) goto done;
+    for (size_t i = 0; i < nneed; i++)
+        if (us_classes_set_score(c, pc, need[i], fresh[i]) < 0) {
+            rc = us_err_nomem(err);
+            goto done;
+        }
+    for (size_t i = 0; i < n; i++)
+        if (!us_classes_score(c, pc, cls[i], &score[i])) {
+            /* the policy changed mid-way and dropped the cache: score again */
+            if ((rc = score_nodes(p, pod, &rep[i], 1, &score[i], err)) < 0) goto done;
+            if (us_classes_set_score(c, pc, cls[i], score[i]) < 0) {
+                rc = us_err_nomem(err);
+                goto done;
+            }
+        }
+done:
+    free(need);
+    free(need_rep);
+    free(fresh);
+    return rc;
 }
 
 int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
@@ -145,71 +120,45 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
             *out = pd->pin;
         return 0;
     }
-    if (!p->classes && !(p->classes = us_classes_new(p))) return us_err_nomem(err);
+    bool cached = p->opts->score_cache;
+    if (cached && !p->classes && !(p->classes = us_classes_new(p))) return us_err_nomem(err);
     us_classes *c = p->classes;
-    int pc = us_classes_pod_class(c, p, pod);
+    int pc = cached ? us_classes_pod_class(c, p, pod) : 0;
     if (pc < 0) return us_err_nomem(err);
 
-    /* feasible node classes, each represented by its first member by name */
-    size_t ncls = (size_t)us_classes_count(c), nf = 0, nneed = 0;
-    int *cls = malloc((ncls + 1) * sizeof *cls), *rep = malloc((ncls + 1) * sizeof *rep);
-    int *need = malloc((ncls + 1) * sizeof *need), *need_rep = malloc((ncls + 1) * sizeof *need_rep);
-    double *score = malloc((ncls + 1) * sizeof *score);
+    /* candidates: feasible node classes, each represented by its first
+     * member by name; or, without the cache, every feasible node */
+    size_t ncand = cached ? (size_t)us_classes_count(c) : p->nnodes, nf = 0;
+    int *cls = malloc((ncand + 1) * sizeof *cls), *rep = malloc((ncand + 1) * sizeof *rep);
+    double *score = malloc((ncand + 1) * sizeof *score);
     int rc = 0;
-    if (!cls || !rep || !need || !need_rep || !score) {
+    if (!cls || !rep || !score) {
         rc = us_err_nomem(err);
         goto done;
     }
-    for (size_t id = 0; id < ncls; id++) {
-        int first = us_classes_first(c, (int)id);
+    for (size_t id = 0; id < ncand; id++) {
+        int first = cached ? us_classes_first(c, (int)id) : (int)id;
         if (first < 0) continue;
         int node = p->nodes[first];
         if (!us_place_allowed(p, pod, node) || !us_use_fits(&p->ai[first], &st->nodes[node], w->request, -1))
             continue;
         cls[nf] = (int)id;
         rep[nf++] = first;
-        double s;
-        if (!us_classes_score(c, pc, (int)id, &s)) {
-            need[nneed] = (int)id;
-            need_rep[nneed++] = first;
-        }
     }
     if (nf == 0) goto done;
-    if (nneed && (rc = score_classes(p, pod, pc, need, need_rep, nneed, err)) < 0) goto done;
-    for (size_t i = 0; i < nf; i++)
-        if (!us_classes_score(c, pc, cls[i], &score[i])) {
-            /* the policy changed mid-way and dropped the cache: score again */
-            if ((rc = score_classes(p, pod, pc, &cls[i], &rep[i], 1, err)) < 0) goto done;
-            us_classes_score(c, pc, cls[i], &score[i]);
-        }
+    rc = cached ? class_scores(p, pod, pc, cls, rep, nf, score, err)
+                : score_nodes(p, pod, rep, nf, score, err);
+    if (rc < 0) goto done;
 
-    /* highest score; among equals the least background displaced (when
-     * enabled: it counts only what this pod would add), then the name */
+    /* highest score, then the node name (background work does not count
+     * here: ties.c spares it afterwards without changing the AI plan) */
     size_t best = 0;
-    int best_disp = -1;
-    bool aware = p->opts->background_aware_ties;
-    for (size_t i = 1; i < nf; i++) {
-        bool better = score[i] > score[best];
-        if (score[i] == score[best]) {
-            int d = 0;
-            if (aware) {
-                if (best_disp < 0 && (rc = class_displaced(p, pc, cls[best], rep[best], w->request, &best_disp, err)) < 0)
-                    goto done;
-                if ((rc = class_displaced(p, pc, cls[i], rep[i], w->request, &d, err)) < 0) goto done;
-            }
-            better = (aware && d < best_disp) || ((!aware || d == best_disp) && rep[i] < rep[best]);
-            if (better && aware) best_disp = d;
-        } else if (better) {
-            best_disp = -1;
-        }
-        if (better) best = i;
-    }
+    for (size_t i = 1; i < nf; i++)
+        if (score[i] > score[best] || (score[i] == score[best] && rep[i] < rep[best])) best = i;
     *out = p->nodes[rep[best]];
 done:
     free(cls);
     free(rep);
-    free(need);
-    free(need_rep);
     free(score);
     return rc;
 }

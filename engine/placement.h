@@ -15,9 +15,5 @@ bool us_place_allowed(const us_plan *p, int pod, int node);
  * or -1 when memory runs out. */
 int us_place_choose(us_plan *p, int pod, int *node, us_err *err);
 
-/* How many background pods on node would lose their room if the AI view
- * gained extra there (keep-if-fits in name order, as background.lua
- * does by default).  Used to break ties between equally scored nodes. */
-int us_place_displaced(const us_plan *p, int node, us_res extra);
 
 #endif

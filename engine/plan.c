@@ -27,8 +27,8 @@ bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod]
 static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     for (; q >= 0; q = p->st->queues[q].parent) {
         for (int r = 0; r < US_NRES; r++) {
-            p->alloc[q].v[r] += sign * req.v[r];
-            if (np) p->alloc_np[q].v[r] += sign * req.v[r];
+            p->alloc[q].v[r] = us_sat_add(p->alloc[q].v[r], sign * req.v[r]);
+            if (np) p->alloc_np[q].v[r] = us_sat_add(p->alloc_np[q].v[r], sign * req.v[r]);
         }
     }
 }
@@ -64,6 +64,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->node_pods = calloc(np, sizeof *p->node_pods);
     p->held = calloc(nw, sizeof *p->held);
     p->wl_ai = calloc(nw, sizeof *p->wl_ai);
+    p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
     p->wl_pending = calloc(np, sizeof *p->wl_pending);
     p->alloc = calloc(nq, sizeof *p->alloc);
@@ -72,7 +73,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->wl_ai ||
+        !p->wl_first || !p->wl_pending || !p->wl_ai || !p->wl_terminating ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
@@ -89,6 +90,10 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     }
     us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
+
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING)
+            p->wl_terminating[st->pods[i].workload]++;
 
     /* pods by node (counting sort keeps pod order inside a node) */
     for (size_t i = 0; i < st->npods; i++) {
@@ -173,6 +178,7 @@ void us_plan_free(us_plan *p) {
     free(p->node_pods);
     free(p->held);
     free(p->wl_ai);
+    free(p->wl_terminating);
     free(p->wl_first);
     free(p->wl_pending);
     free(p->alloc);
@@ -202,6 +208,11 @@ static int push_undo(us_plan *p, int pod, int flag) {
 
 static const us_workload *wl_of(const us_plan *p, int pod) {
     return &p->st->workloads[p->st->pods[pod].workload];
+}
+
+/* Does evicting the pod leave it terminating (running, with a grace)? */
+static bool terminates(const us_plan *p, int pod) {
+    return p->st->pods[pod].state == US_POD_RUNNING && wl_of(p, pod)->termination_grace > 0;
 }
 
 /* Put a pod's resources into, or out of, the AI view and its queue. */
@@ -234,6 +245,7 @@ int us_plan_evict(us_plan *p, int pod, us_action act, int evictor) {
     const us_pod *sp = &p->st->pods[pod];
     account(p, pod, sp->node, sp->shared_dev, -1, NULL);
     p->flags[pod] |= US_PF_VICTIM;
+    if (terminates(p, pod)) p->wl_terminating[sp->workload]++;
     p->pact[pod] = (uint8_t)act;
     p->evictor[pod] = evictor;
     return p->oom ? -1 : 0;
@@ -254,6 +266,7 @@ void us_plan_rollback(us_plan *p, size_t mark) {
             const us_pod *sp = &p->st->pods[u.pod];
             account(p, u.pod, sp->node, sp->shared_dev, 1, NULL);
             p->flags[u.pod] &= (uint8_t)~US_PF_VICTIM;
+            if (terminates(p, u.pod)) p->wl_terminating[sp->workload]--;
             p->evictor[u.pod] = -1;
         }
     }
@@ -265,8 +278,8 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
             if (req.v[r] <= 0) continue;
             us_qres x = us_queue_res(&p->st->queues[q], p->pool, r);
             us_why why = US_WHY_NONE;
-            if (x.limit != US_UNLIMITED && p->alloc[q].v[r] + req.v[r] > x.limit) why = US_WHY_LIMIT;
-            else if (nonpreemptible && x.quota != US_UNLIMITED && p->alloc_np[q].v[r] + req.v[r] > x.quota)
+            if (x.limit != US_UNLIMITED && us_sat_add(p->alloc[q].v[r], req.v[r]) > x.limit) why = US_WHY_LIMIT;
+            else if (nonpreemptible && x.quota != US_UNLIMITED && us_sat_add(p->alloc_np[q].v[r], req.v[r]) > x.quota)
                 why = US_WHY_QUOTA;
             if (why != US_WHY_NONE) {
                 if (blocker) *blocker = q;
@@ -275,17 +288,6 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
         }
     }
     return US_WHY_NONE;
-}
-
-double us_plan_queue_ratio(const us_plan *p, int q) {
-    double worst = 0;
-    for (int r = 0; r < US_NRES; r++) {
-        double a = (double)p->alloc[q].v[r], f = p->fair[q * US_NRES + r];
-        if (a <= 0) continue;
-        double ratio = f > 0 ? a / f : 1e300;
-        if (ratio > worst) worst = ratio;
-    }
-    return worst;
 }
 
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,

@@ -59,6 +59,8 @@ typedef struct us_plan {
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
     bool *wl_ai;         /* the workload is an AI job of this pool (us_gang_is_job) */
+    int *wl_terminating; /* its pods still terminating: releasing at snapshot, or
+                            victims of this plan that will be (grace > 0) */
     int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
     int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
 
@@ -108,8 +110,6 @@ void us_plan_rollback(us_plan *p, size_t mark);
  * non-preemptible workload within its quota, after adding req?  US_WHY_NONE
  * when it would; else why not, and *blocker (if non-NULL) the queue. */
 us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreemptible, int *blocker);
-/* Dominant allocated / fair share ratio of a queue (0 when nothing allocated). */
-double us_plan_queue_ratio(const us_plan *p, int q);
 
 /* Version pol of a policy failed (reason "PolicyFailed": an error or a
  * budget) or its result was rejected ("PolicyRejected": it broke an

@@ -30,6 +30,7 @@
  * with raw accesses only, so no metamethod runs while converting.
  */
 #include "policy.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -41,11 +42,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/stat.h>
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
-#define HOOK_EVERY 1000                 /* VM instructions between budget checks */
-#define MAX_FILE ((long)16 << 20)       /* a policy file larger than this is refused */
+#define DEFAULT_TIME_MS 500UL
+/* VM instructions between budget checks.  Small, because the clock is read
+ * there too, and some single instructions cost milliseconds (== of two
+ * distinct 30 MB strings, a vararg call of a million values). */
+#define HOOK_EVERY 100
+#define MAX_FILE ((size_t)16 << 20)     /* a policy file larger than this is refused */
 
 enum { FS = US_POLICY_COMPUTE, PL = US_POLICY_SCORE, BG = US_POLICY_REOFFER, NMOD = US_POLICY_NFN };
 const char *const us_policy_files[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
@@ -64,10 +71,14 @@ struct us_policy {
     size_t mem_used, mem_limit;
     bool mem_hit;           /* an allocation was refused since the call began */
 
-    /* instruction budget, kept by hook() */
+    /* instruction and time budget, kept by hook() and charge() */
     uint64_t steps, step_limit;
-    bool cut;               /* the budget ran out during this call */
+    unsigned long time_ms;  /* wall-clock milliseconds a call may take */
+    double deadline;        /* of the current call, on the monotonic clock */
+    bool cut;               /* a budget ran out during this call */
+    bool cut_by_time;       /* ... the time budget */
     char cut_at[LUA_IDSIZE + 24];  /* "file:line" where it ran out */
+    char cut_in[48];        /* the library function charged last, or "" */
 
     us_policy *previous;    /* the last good version this one replaced; owned */
     unsigned long calls[NMOD];  /* calls of each function since load (protect) */
@@ -104,24 +115,80 @@ static us_policy *owner(lua_State *L) {
     return ud;
 }
 
-/* Count hook: charges the instructions run since the last call.  Once the
- * budget is spent it fires at every instruction and raises every time, so a
- * policy that catches the error with pcall cannot run on: the next
- * instruction of the catching function raises again, until the error leaves
- * the policy. */
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The message of a spent budget, pushed on L. */
+static void push_cut_message(lua_State *L, const us_policy *p) {
+    if (p->cut_by_time)
+        lua_pushfstring(L, "%s: time budget exceeded (%I ms)%s", p->cut_at, (lua_Integer)p->time_ms,
+                        p->cut_in);
+    else
+        lua_pushfstring(L, "%s: instruction budget exceeded (%I instructions)%s", p->cut_at,
+                        (lua_Integer)p->step_limit, p->cut_in);
+}
+
+static void hook(lua_State *L, lua_Debug *ar);
+
+/* Raise the spent budget's error on thread L, and make L's hook fire at
+ * every instruction.  Once a budget is spent, every thread the policy runs
+ * on fails at its next instruction: this one by its hook; any other by the
+ * count it reaches first, or at once when control comes back to it through
+ * pcall, xpcall or coroutine.resume (which re-raise, see sb_rethrow). */
+static int raise_cut(lua_State *L, const us_policy *p) {
+    lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+    push_cut_message(L, p);
+    return lua_error(L);
+}
+
+/* Record that a budget ran out, at the innermost Lua function of L at or
+ * above stack level lv. */
+static void cut(us_policy *p, lua_State *L, int lv, bool by_time) {
+    lua_Debug ar;
+    p->cut = true;
+    p->cut_by_time = by_time;
+    snprintf(p->cut_at, sizeof p->cut_at, "?");
+    for (; lua_getstack(L, lv, &ar); lv++)
+        if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+            snprintf(p->cut_at, sizeof p->cut_at, "%s:%d", ar.short_src, ar.currentline);
+            break;
+        }
+}
+
+/* Count hook: charges the instructions run since the last call and reads
+ * the clock.  Once a budget is spent it fires at every instruction and
+ * raises every time, so a policy that catches the error with pcall cannot
+ * run on: the next instruction of the catching function raises again, until
+ * the error leaves the policy. */
 static void hook(lua_State *L, lua_Debug *ar) {
     us_policy *p = owner(L);
+    (void)ar;
     if (!p->cut) {
         p->steps += (uint64_t)lua_gethookcount(L);
-        if (p->steps < p->step_limit) return;
-        p->cut = true;
-        if (lua_getinfo(L, "Sl", ar))
-            snprintf(p->cut_at, sizeof p->cut_at, "%s:%d", ar->short_src, ar->currentline);
-        lua_sethook(L, hook, LUA_MASKCOUNT, 1);
+        if (p->steps < p->step_limit && now_seconds() < p->deadline) return;
+        cut(p, L, 0, p->steps < p->step_limit);
     }
-    lua_pushfstring(L, "%s: instruction budget exceeded (%I instructions)", p->cut_at,
-                    (lua_Integer)p->step_limit);
-    lua_error(L);
+    raise_cut(L, p);
+}
+
+/* Charge the work of a library function (in instructions' worth, see
+ * "C library work" below) to the running call's budget; raises when it
+ * does not fit.  what names the function for the message. */
+static void charge(lua_State *L, double units, const char *what) {
+    us_policy *p = owner(L);
+    if (!p->cut) {
+        double left = p->steps < p->step_limit ? (double)(p->step_limit - p->steps) : 0;
+        if (units < left) {
+            p->steps += (uint64_t)units;
+            if (now_seconds() < p->deadline) return;
+        }
+        cut(p, L, 1, units < left);
+        snprintf(p->cut_in, sizeof p->cut_in, " in %s", what);
+    }
+    raise_cut(L, p);
 }
 
 /* ---- one protected task ----------------------------------------------- */
@@ -165,9 +232,13 @@ static int fault(task *t, lua_State *co, int st, const char *what) {
     if (line > 0) snprintf(pos, sizeof pos, "%s:%d", src, line);
     else snprintf(pos, sizeof pos, "%s", t->file);
 
-    if (p->cut)
-        return us_err_set(t->err, US_EPOLICY, "%s: instruction budget exceeded (%llu instructions)",
-                          p->cut_at, (unsigned long long)p->step_limit);
+    if (p->cut) {
+        if (p->cut_by_time)
+            return us_err_set(t->err, US_EPOLICY, "%s: time budget exceeded (%lu ms)%s", p->cut_at,
+                              p->time_ms, p->cut_in);
+        return us_err_set(t->err, US_EPOLICY, "%s: instruction budget exceeded (%llu instructions)%s",
+                          p->cut_at, (unsigned long long)p->step_limit, p->cut_in);
+    }
     if (st == LUA_ERRMEM) {
         if (p->mem_hit)
             return us_err_set(t->err, US_EPOLICY, "%s: memory budget exceeded (%zu bytes)", pos,
@@ -216,7 +287,9 @@ static int invoke(task *t, lua_State *L, lua_State *co, int nargs, const char *w
     lua_xmove(L, co, nargs + 1);
     p->steps = 0;
     p->cut = false;
+    p->cut_in[0] = '\0';
     p->mem_hit = false;
+    p->deadline = now_seconds() + (double)p->time_ms / 1000.0;
     lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
     st = lua_resume(co, L, nargs, &nres);
     if (st != LUA_OK || p->cut) return fault(t, co, st, what);
@@ -327,95 +400,38 @@ static int sb_setmetatable(lua_State *L) {
     return 1;
 }
 
-/* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
- * mode says; the environment defaults to the calling file's globals
- * (upvalue 1), like the standard load's global table. */
-static int sb_load(lua_State *L) {
-    size_t len;
-    const char *s = luaL_checklstring(L, 1, &len);
-    const char *name = luaL_optstring(L, 2, s);
-    int env = lua_isnone(L, 4) ? lua_upvalueindex(1) : 4;
-    if (luaL_loadbufferx(L, s, len, name, "t") != LUA_OK) {
-        luaL_pushfail(L);
-        lua_insert(L, -2);
-        return 2;
-    }
-    lua_pushvalue(L, env);
-    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
-    return 1;
-}
+/* ---- C library work ------------------------------------------------------
+ * The count hook fires only between VM instructions, never inside a C
+ * function, and the memory budget bounds what a call may keep, not the work
+ * it does: s:find(p, 1, true) with an 8 MB pattern, a backtracking pattern,
+ * table.sort of millions of numbers, load of megabytes of source, each run
+ * for seconds to hours, and a loop repeats them.  So every library function
+ * whose work grows with its input is wrapped: before it runs, an upper
+ * bound of its work, computed from the sizes of its arguments, is charged
+ * to the call's instruction budget (charge), and a call that does not fit
+ * cuts the budget like the hook does.  Units: one instruction's worth is
+ * BYTES_PER_UNIT bytes copied or compared, MATCH_STEPS_PER_UNIT steps of
+ * the pattern matcher, one comparison of table.sort, or LOAD_BYTES_PER_UNIT
+ * bytes of source compiled.
+ *
+ * What no wrapper can see is a single VM instruction over a long string
+ * (==, <, ..) or a call with a huge number of arguments; the wall-clock
+ * deadline, read by the hook every HOOK_EVERY instructions, bounds those. */
+#define BYTES_PER_UNIT 64.0
+#define MATCH_STEPS_PER_UNIT 10.0
+#define LOAD_BYTES_PER_UNIT 1.0
 
-/* ---- C library loops the count hook cannot see --------------------------
- * The hook fires only between VM instructions, never inside a C function.
- * Most library loops are still bounded by the memory budget: they cannot
- * touch more than the heap holds.  These are not, and are guarded. */
-
-/* Call the original library function (upvalue 1) with the same arguments. */
-static int call_original(lua_State *L) {
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
-/* More elements than any table within the memory budget can hold (a table
- * slot takes at least 16 bytes). */
-static lua_Integer max_elems(lua_State *L) {
-    size_t m = owner(L)->mem_limit / 16;
-    return m < ((size_t)1 << 20) ? ((lua_Integer)1 << 20) : (lua_Integer)m;
-}
-
-/* string.rep: with nothing to copy the original still loops n times. */
-static int sb_rep(lua_State *L) {
-    size_t l, lsep = 0;
-    luaL_checklstring(L, 1, &l);
-    lua_Integer n = luaL_checkinteger(L, 2);
-    if (!lua_isnoneornil(L, 3)) luaL_checklstring(L, 3, &lsep);
-    if (n > 0 && l + lsep == 0) {
-        lua_pushliteral(L, "");
-        return 1;
-    }
-    return call_original(L);
-}
-
-/* table.move: moving nils allocates nothing, so the count must be bounded. */
-static int sb_move(lua_State *L) {
-    lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
-    /* the second test is the original's own overflow check */
-    if (e >= f && (f > 0 || e < LUA_MAXINTEGER + f) && e - f >= max_elems(L))
-        return luaL_error(L, "table.move of %I elements: more than a policy's heap can hold",
-                          e - f + 1);
-    return call_original(L);
-}
-
-/* table.insert, table.remove: they shift #t elements, and __len may lie. */
-static int sb_shift(lua_State *L) {
-    if (lua_type(L, 1) == LUA_TTABLE && luaL_getmetafield(L, 1, "__len") != LUA_TNIL) {
-        lua_pop(L, 1);
-        lua_Integer n = luaL_len(L, 1);
-        if (n > max_elems(L))
-            return luaL_error(L, "table of length %I (from __len): more than a policy's heap "
-                              "can hold", n);
-    }
-    return call_original(L);
-}
-
-/* Replace field name of the table on top of L by fn, with the original as
- * its upvalue. */
-static void wrap(lua_State *L, const char *name, lua_CFunction fn) {
-    lua_getfield(L, -1, name);
-    lua_pushcclosure(L, fn, 1);
-    lua_setfield(L, -2, name);
-}
-
-/* Lua's pattern matcher is C: the count hook never fires inside it, and it
- * backtracks.  s:find(".-.-.-x") on a few kilobytes runs for hours.  So the
- * pattern functions first bound the matcher's work: each repetition
- * (*, +, -, %b, a back reference) may try every position of the subject,
- * an optional item (?) doubles the tries, and an unanchored search starts
- * at every position.  Calls whose bound passes 10^PATTERN_LOG10_MAX steps
- * are refused.  Short subjects (names, labels) pass whatever the pattern. */
-#define PATTERN_LOG10_MAX 8.0
+typedef enum cost_kind {
+    COST_LINEAR,    /* the bytes of its string arguments, and their number */
+    COST_REP,       /* string.rep: the bytes it writes */
+    COST_FIND,      /* string.find: the matcher, or a plain search */
+    COST_MATCH,     /* string.match, string.gsub: the matcher ('^' anchors) */
+    COST_GMATCH,    /* string.gmatch: the matcher, never anchored */
+    COST_SORT,      /* table.sort: n log n comparisons, of strings by length */
+    COST_CONCAT,    /* table.concat: the elements it joins */
+    COST_RANGE,     /* table.move, table.unpack: the elements from i to j */
+    COST_SHIFT      /* table.insert, table.remove: the elements they shift */
+} cost_kind;
 
 /* Index just past the set [...] that starts at i, as lstrlib reads it. */
 static size_t skip_set(const char *p, size_t len, size_t i) {
@@ -429,9 +445,13 @@ static size_t skip_set(const char *p, size_t len, size_t i) {
 }
 
 /* log10 of an upper bound of the matcher's steps for pattern p on a
- * subject of n bytes. */
+ * subject of n bytes: each start position (one when anchored) walks the
+ * pattern, each single-character item costing up to its own length (a
+ * set is scanned), each repetition (*, +, -, %b, a back reference) may try
+ * every position of the subject, and an optional item (?) doubles the
+ * tries. */
 static double pattern_cost(const char *p, size_t len, size_t n, bool anchorable) {
-    double lg = log10((double)n + 1), cost = 0;
+    double lg = log10((double)n + 1), cost = log10((double)len + 1);
     size_t i = 0;
     if (anchorable && len > 0 && p[0] == '^') i = 1;
     else cost += lg;
@@ -473,35 +493,235 @@ static double pattern_cost(const char *p, size_t len, size_t n, bool anchorable)
     return cost;
 }
 
-/* string.find/match/gmatch/gsub.  Upvalues: the original function, whether
- * '^' anchors, and the index of find's `plain` argument (0: none). */
-static int sb_pattern(lua_State *L) {
-    size_t n, len;
-    const char *pat;
-    int plain = (int)lua_tointeger(L, lua_upvalueindex(3));
-    luaL_checklstring(L, 1, &n);
-    pat = luaL_checklstring(L, 2, &len);
-    if (!(plain && lua_toboolean(L, plain)) &&
-        pattern_cost(pat, len, n, lua_toboolean(L, lua_upvalueindex(2))) > PATTERN_LOG10_MAX)
-        return luaL_error(L, "pattern too costly for a policy on a %d-byte string (it could "
-                          "backtrack for hours): use fewer repetitions, anchor it with '^', or "
-                          "search a shorter string", (int)(n > INT_MAX ? INT_MAX : n));
-    return call_original(L);
+/* Units of a search for p (len bytes) in a subject of n bytes.  A plain
+ * search (find with `plain`, or a pattern without special characters, as
+ * lstrlib decides) compares up to len bytes at each position. */
+static double search_units(lua_State *L, const char *p, size_t len, size_t n, bool anchorable,
+                           bool plain) {
+    if (plain || (anchorable && !strpbrk(p, "^$*+?.([%-") && strlen(p) == len))
+        return len > n ? 1 : ((double)(n - len) + 1) * ((double)len + 1) / BYTES_PER_UNIT;
+    (void)L;
+    return pow(10.0, pattern_cost(p, len, n, anchorable)) / MATCH_STEPS_PER_UNIT;
 }
 
-/* Wrap the pattern functions of the string table on top of L. */
-static void guard_patterns(lua_State *L) {
-    static const struct {
-        const char *name;
-        bool anchorable;
-        int plain;
-    } fns[] = {{"find", true, 4}, {"match", true, 0}, {"gmatch", false, 0}, {"gsub", true, 0}};
-    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-        lua_getfield(L, -1, fns[i].name);
-        lua_pushboolean(L, fns[i].anchorable);
-        lua_pushinteger(L, fns[i].plain);
-        lua_pushcclosure(L, sb_pattern, 3);
-        lua_setfield(L, -2, fns[i].name);
+/* The bytes of the string arguments from first on, and their number. */
+static double linear_units(lua_State *L, int first) {
+    double bytes = 0;
+    int top = lua_gettop(L);
+    for (int i = first; i <= top; i++)
+        if (lua_type(L, i) == LUA_TSTRING) {
+            size_t l;
+            lua_tolstring(L, i, &l);
+            bytes += (double)l;
+        }
+    return 1 + (double)(top - first + 1) + bytes / BYTES_PER_UNIT;
+}
+
+/* #t as the library function reads it (__len may run: Lua code, counted). */
+static double length_of(lua_State *L, int idx) {
+    lua_Integer n = lua_type(L, idx) == LUA_TTABLE ? luaL_len(L, idx) : 0;
+    return n > 0 ? (double)n : 0;
+}
+
+/* Instructions left in the running call's budget. */
+static double budget_left(lua_State *L) {
+    const us_policy *p = owner(L);
+    return p->steps < p->step_limit ? (double)(p->step_limit - p->steps) : 0;
+}
+
+/* Raw string lengths of t[1..n], the elements a sort or concat reads. */
+static double element_bytes(lua_State *L, int idx, lua_Integer from, lua_Integer to) {
+    double bytes = 0;
+    for (lua_Integer i = from; i <= to; i++) {
+        size_t l = 0;
+        if (lua_rawgeti(L, idx, i) == LUA_TSTRING) lua_tolstring(L, -1, &l);
+        bytes += (double)l;
+        lua_pop(L, 1);
+    }
+    return bytes;
+}
+
+/* Upper bound of the work the wrapped function will do on these arguments. */
+static double cost_of(lua_State *L, cost_kind kind, const char *name) {
+    size_t n = 0, len = 0, lsep = 0;
+    double units = 1, count;
+    switch (kind) {
+    case COST_LINEAR:
+        return linear_units(L, 1);
+    case COST_REP: {
+        luaL_checklstring(L, 1, &n);
+        lua_Integer times = luaL_checkinteger(L, 2);
+        if (!lua_isnoneornil(L, 3)) luaL_checklstring(L, 3, &lsep);
+        /* a result larger than the heap fails at its allocation, at once */
+        double bytes = (double)times * (double)(n + lsep);
+        if (times <= 0 || bytes > (double)owner(L)->mem_limit) return 1;
+        return 1 + (bytes + (double)times) / BYTES_PER_UNIT;
+    }
+    case COST_FIND:
+    case COST_MATCH:
+    case COST_GMATCH: {
+        luaL_checklstring(L, 1, &n);
+        const char *p = luaL_checklstring(L, 2, &len);
+        bool plain = kind == COST_FIND && lua_toboolean(L, 4);
+        units = search_units(L, p, len, n, kind != COST_GMATCH, plain);
+        /* gsub's replacement string may be copied once per match */
+        if (strcmp(name, "string.gsub") == 0 && lua_type(L, 3) == LUA_TSTRING) {
+            lua_tolstring(L, 3, &lsep);
+            units += ((double)n + 1) * (double)lsep / BYTES_PER_UNIT;
+        }
+        return units + (double)n / BYTES_PER_UNIT;
+    }
+    case COST_SORT: {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        count = length_of(L, 1);
+        units = 1 + count * log2(count + 2);
+        if (units < budget_left(L))  /* else it is cut without a scan */
+            units += units * element_bytes(L, 1, 1, (lua_Integer)count) / (count + 1) / BYTES_PER_UNIT;
+        return units;
+    }
+    case COST_CONCAT: {
+        luaL_checktype(L, 1, LUA_TTABLE);
+        if (!lua_isnoneornil(L, 2)) luaL_checklstring(L, 2, &lsep);
+        lua_Integer i = luaL_optinteger(L, 3, 1);
+        lua_Integer j = lua_isnoneornil(L, 4) ? (lua_Integer)length_of(L, 1) : luaL_checkinteger(L, 4);
+        count = i > j ? 0 : (double)j - (double)i + 1;
+        units = 1 + count * (1 + (double)lsep / BYTES_PER_UNIT);
+        if (count > 0 && units < budget_left(L))
+            units += element_bytes(L, 1, i, j) / BYTES_PER_UNIT;
+        return units;
+    }
+    case COST_RANGE: {
+        /* table.move(a1, f, e, t): f..e; table.unpack(t, i, j): i..j (j: #t) */
+        bool move = strcmp(name, "table.move") == 0;
+        lua_Integer i = move ? luaL_checkinteger(L, 2) : luaL_optinteger(L, 2, 1);
+        lua_Integer j = move ? luaL_checkinteger(L, 3)
+                        : lua_isnoneornil(L, 3) ? (lua_Integer)length_of(L, 1) : luaL_checkinteger(L, 3);
+        return i > j ? 1 : 1 + ((double)j - (double)i + 1);
+    }
+    case COST_SHIFT: {
+        /* insert(t, pos, v) and remove(t, pos) move #t - pos elements;
+         * insert(t, v) and remove(t) none */
+        int shifting = strcmp(name, "table.insert") == 0 ? lua_gettop(L) >= 3 : lua_gettop(L) >= 2;
+        if (!shifting) return 1;
+        count = length_of(L, 1);
+        double pos = lua_isinteger(L, 2) ? (double)lua_tointeger(L, 2) : 1;
+        return 1 + (count - pos > 0 ? count - pos : 0);
+    }
+    }
+    return units;
+}
+
+/* A library function, wrapped: charge its work, then run it.  Upvalues:
+ * the original (a C function without upvalues, called in this frame, so
+ * its argument errors read as before), its cost kind, its name. */
+static int sb_charged(lua_State *L) {
+    cost_kind kind = (cost_kind)lua_tointeger(L, lua_upvalueindex(2));
+    const char *name = lua_tostring(L, lua_upvalueindex(3));
+    int top = lua_gettop(L);
+    size_t l = 0, lsep = 0;
+    /* string.rep with nothing to copy: the original would loop n times */
+    int isint = 0;
+    if (kind == COST_REP && lua_type(L, 1) == LUA_TSTRING &&
+        (lua_tointegerx(L, 2, &isint), isint) && lua_tointeger(L, 2) > 0 &&
+        (lua_tolstring(L, 1, &l), l == 0) &&
+        (lua_isnoneornil(L, 3) || (lua_type(L, 3) == LUA_TSTRING && (lua_tolstring(L, 3, &lsep), lsep == 0)))) {
+        lua_pushliteral(L, "");
+        return 1;
+    }
+    charge(L, cost_of(L, kind, name), name);
+    lua_settop(L, top);
+    return lua_tocfunction(L, lua_upvalueindex(1))(L);
+}
+
+/* pcall, xpcall, coroutine.resume: the ways to catch an error.  Once a
+ * budget is spent, the error they caught is raised again at once, so not
+ * one more instruction of the catching code runs.  Upvalue: the original. */
+static int rethrow_k(lua_State *L, int status, lua_KContext ctx) {
+    (void)status, (void)ctx;
+    if (owner(L)->cut) return raise_cut(L, owner(L));
+    return lua_gettop(L);
+}
+
+static int sb_rethrow(lua_State *L) {
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    /* with a continuation, so a coroutine may still yield across pcall */
+    lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, rethrow_k);
+    return rethrow_k(L, LUA_OK, 0);
+}
+
+/* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
+ * mode says; the environment defaults to the calling file's globals
+ * (upvalue 1), like the standard load's global table.  Compiling is
+ * charged by the size of the source. */
+static int sb_load(lua_State *L) {
+    size_t len;
+    const char *s = luaL_checklstring(L, 1, &len);
+    const char *name = luaL_optstring(L, 2, s);
+    int env = lua_isnone(L, 4) ? lua_upvalueindex(1) : 4;
+    charge(L, 1 + (double)len / LOAD_BYTES_PER_UNIT, "load");
+    if (luaL_loadbufferx(L, s, len, name, "t") != LUA_OK) {
+        luaL_pushfail(L);
+        lua_insert(L, -2);
+        return 2;
+    }
+    lua_pushvalue(L, env);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+    return 1;
+}
+
+/* The wrapped functions of the shared libraries.  Left as they are: those
+ * whose work does not grow with their input (math, type, next, rawget,
+ * coroutine.create, ...), and string.len. */
+static const struct charged {
+    const char *lib, *name;
+    cost_kind kind;
+} charged_fns[] = {
+    {LUA_STRLIBNAME, "rep", COST_REP},       {LUA_STRLIBNAME, "find", COST_FIND},
+    {LUA_STRLIBNAME, "match", COST_MATCH},   {LUA_STRLIBNAME, "gsub", COST_MATCH},
+    {LUA_STRLIBNAME, "gmatch", COST_GMATCH}, {LUA_STRLIBNAME, "byte", COST_LINEAR},
+    {LUA_STRLIBNAME, "char", COST_LINEAR},   {LUA_STRLIBNAME, "format", COST_LINEAR},
+    {LUA_STRLIBNAME, "lower", COST_LINEAR},  {LUA_STRLIBNAME, "upper", COST_LINEAR},
+    {LUA_STRLIBNAME, "reverse", COST_LINEAR}, {LUA_STRLIBNAME, "sub", COST_LINEAR},
+    {LUA_STRLIBNAME, "pack", COST_LINEAR},   {LUA_STRLIBNAME, "unpack", COST_LINEAR},
+    {LUA_STRLIBNAME, "packsize", COST_LINEAR},
+    {LUA_TABLIBNAME, "sort", COST_SORT},     {LUA_TABLIBNAME, "concat", COST_CONCAT},
+    {LUA_TABLIBNAME, "move", COST_RANGE},    {LUA_TABLIBNAME, "unpack", COST_RANGE},
+    {LUA_TABLIBNAME, "insert", COST_SHIFT},  {LUA_TABLIBNAME, "remove", COST_SHIFT},
+    {LUA_TABLIBNAME, "pack", COST_LINEAR},
+    {LUA_UTF8LIBNAME, "char", COST_LINEAR},  {LUA_UTF8LIBNAME, "codepoint", COST_LINEAR},
+    {LUA_UTF8LIBNAME, "len", COST_LINEAR},   {LUA_UTF8LIBNAME, "offset", COST_LINEAR},
+    {LUA_GNAME, "tonumber", COST_LINEAR},    {LUA_GNAME, "tostring", COST_LINEAR},
+    {LUA_GNAME, "select", COST_LINEAR},      {LUA_GNAME, "rawequal", COST_LINEAR},
+};
+
+/* Wrap, in the real library tables (s:find() reads the string table through
+ * the string metatable), every function of charged_fns and the catching
+ * functions.  g is the real global table. */
+static void charge_libraries(lua_State *L, int g) {
+    for (size_t i = 0; i < sizeof charged_fns / sizeof *charged_fns; i++) {
+        const struct charged *c = &charged_fns[i];
+        char full[48];
+        if (strcmp(c->lib, LUA_GNAME) == 0) lua_pushvalue(L, g);
+        else lua_getfield(L, g, c->lib);
+        snprintf(full, sizeof full, "%s%s%s", strcmp(c->lib, LUA_GNAME) ? c->lib : "",
+                 strcmp(c->lib, LUA_GNAME) ? "." : "", c->name);
+        lua_getfield(L, -1, c->name);
+        lua_pushinteger(L, c->kind);
+        lua_pushstring(L, full);
+        lua_pushcclosure(L, sb_charged, 3);
+        lua_setfield(L, -2, c->name);
+        lua_pop(L, 1);
+    }
+    static const char *const catching[][2] = {
+        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"}};
+    for (size_t i = 0; i < sizeof catching / sizeof *catching; i++) {
+        if (strcmp(catching[i][0], LUA_GNAME) == 0) lua_pushvalue(L, g);
+        else lua_getfield(L, g, catching[i][0]);
+        lua_getfield(L, -1, catching[i][1]);
+        lua_pushcclosure(L, sb_rethrow, 1);
+        lua_setfield(L, -2, catching[i][1]);
+        lua_pop(L, 1);
     }
 }
 
@@ -559,14 +779,8 @@ static void push_sandbox(us_policy *p, lua_State *L) {
     lua_getfield(L, g, LUA_STRLIBNAME);
     lua_pushnil(L);
     lua_setfield(L, -2, "dump");
-    guard_patterns(L);  /* in the real table: s:find() reads it too */
-    wrap(L, "rep", sb_rep);
     lua_pop(L, 1);
-    lua_getfield(L, g, LUA_TABLIBNAME);
-    wrap(L, "move", sb_move);
-    wrap(L, "insert", sb_shift);
-    wrap(L, "remove", sb_shift);
-    lua_pop(L, 1);
+    charge_libraries(L, g);
     lua_getfield(L, g, LUA_MATHLIBNAME);
     lua_getfield(L, -1, "randomseed");
     p->seed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
@@ -670,43 +884,27 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
     return 0;
 }
 
-/* Read dir/name whole into a malloc'd buffer. */
+/* Read dir/name whole into a malloc'd buffer; only a regular file is read
+ * (readfile.c), so a FIFO or a device named like a policy cannot block. */
 static int read_file(const char *dir, const char *name, char **buf, size_t *len, us_err *err) {
-    char path[4096];
-    FILE *f = NULL;
-    long size = 0;
-    int rc = -1;
+    char path[4096], why[256];
+    /* messages name the file only: the caller names the directory once */
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return us_err_set(err, US_EIO, "%s: path too long", name);
+    if (us_read_regular(path, MAX_FILE, buf, len, why, sizeof why) < 0)
+        return us_err_set(err, US_EIO, "%s: cannot read it: %s", name, why);
+    return 0;
+}
 
-    *buf = NULL;
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        us_err_set(err, US_EIO, "%s/%s: path too long", dir, name);
-        goto done;
-    }
-    f = fopen(path, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        us_err_set(err, US_EIO, "cannot read %s: %s", path, strerror(errno));
-        goto done;
-    }
-    if (size > MAX_FILE) {
-        us_err_set(err, US_EIO, "cannot read %s: larger than %ld bytes", path, MAX_FILE);
-        goto done;
-    }
-    *buf = malloc((size_t)size + 1);
-    if (!*buf) {
-        us_err_nomem(err);
-        goto done;
-    }
-    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
-        us_err_set(err, US_EIO, "cannot read %s: %s", path, ferror(f) ? strerror(errno) : "file changed");
-        free(*buf);
-        *buf = NULL;
-        goto done;
-    }
-    *len = (size_t)size;
-    rc = 0;
-done:
-    if (f) fclose(f);
-    return rc;
+/* The policy directory itself: missing, or not a directory, says so rather
+ * than failing on its first file. */
+static int check_dir(const char *dir, us_err *err) {
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        return us_err_set(err, US_EIO, "cannot open the directory: %s", strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return us_err_set(err, US_EIO, "not a directory");
+    return 0;
 }
 
 /* FNV-1a 64 over each file's name, a NUL, and its bytes. */
@@ -735,9 +933,11 @@ us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *
     for (int m = 0; m < NMOD; m++) p->mod[m] = LUA_NOREF;
     p->seed_ref = LUA_NOREF;
     p->step_limit = lim && lim->instructions ? lim->instructions : DEFAULT_INSTRUCTIONS;
+    p->time_ms = lim && lim->time_ms ? lim->time_ms : DEFAULT_TIME_MS;
     p->mem_limit = lim && lim->memory ? lim->memory : DEFAULT_MEMORY;
     snprintf(p->cut_at, sizeof p->cut_at, "?");
 
+    if (check_dir(dir, err) < 0) goto fail;
     for (int m = 0; m < NMOD; m++)
         if (read_file(dir, mod_file[m], &buf[m], &len[m], err) < 0) goto fail;
     make_id(p, buf, len);
@@ -872,10 +1072,12 @@ static int by_queue_name(const void *a, const void *b) {
 
 static void push_fs_queue(lua_State *L, const us_fs_input *in, const us_fs_queue *q) {
     double w;
-    lua_createtable(L, 0, 10);
+    lua_createtable(L, 0, 11);
     set_str(L, "name", q->name);
     if (q->parent >= 0) set_str(L, "parent", in->queues[q->parent].name);
     set_int(L, "priority", q->priority);
+    lua_pushnumber(L, q->created_at);
+    lua_setfield(L, -2, "created_at");
     push_bounds(L, q->res, false);
     lua_setfield(L, -2, "quota");
     push_bounds(L, q->res, true);
@@ -1164,7 +1366,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     byname = lua_gettop(L);
     for (size_t k = 0; k < in->nnodes; k++) {
         const us_bg_node *bn = &in->nodes[k];
-        lua_createtable(L, 0, 5);
+        lua_createtable(L, 0, 9);
         set_str(L, "name", bn->node->name);
         push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
@@ -1181,6 +1383,12 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         push_res(L, bn->free);
         lua_setfield(L, -2, "free");
         set_int(L, "free_gpus", bn->free_gpus);
+        push_res(L, bn->free_at_end);
+        lua_setfield(L, -2, "free_at_end");
+        set_int(L, "free_gpus_at_end", bn->free_gpus_at_end);
+        push_res(L, bn->idle);
+        lua_setfield(L, -2, "idle");
+        set_int(L, "idle_gpus", bn->idle_gpus);
         lua_pushvalue(L, -1);
         lua_setfield(L, byname, bn->node->name);
         lua_rawseti(L, list, (lua_Integer)k + 1);

@@ -26,6 +26,7 @@ typedef struct us_policy us_policy;
 typedef struct us_policy_limits {
     uint64_t instructions;  /* VM instructions per call; 0: default (10,000,000) */
     size_t memory;          /* bytes of Lua heap; 0: default (64 MiB) */
+    unsigned long time_ms;  /* wall-clock milliseconds per call; 0: default (500) */
 } us_policy_limits;
 
 /* Load and compile dir/fairshare.lua, dir/placement.lua, dir/background.lua.
@@ -72,6 +73,7 @@ typedef struct us_fs_queue {
     us_qres res[US_NRES];       /* quota, limit, weight effective on this pool */
     us_res demand;              /* AI requests of pending+placed pods; parents: sum of children */
     us_res allocated;           /* AI pods holding resources; parents: sum of children */
+    double created_at;          /* seconds; orders queues that tie for a unit left over */
 } us_fs_queue;
 
 typedef struct us_fs_input {
@@ -113,6 +115,16 @@ typedef struct us_bg_node {
                                    the background pods not offered; offered
                                    running pods NOT subtracted */
     int free_gpus;              /* whole devices, same accounting */
+    us_res free_at_end;         /* room once the AI plan ends: pipelined and new
+                                   AI pods counted, every terminating pod gone,
+                                   background pods not offered counted; what a
+                                   running pod may keep */
+    int free_gpus_at_end;       /* whole devices, same accounting */
+    us_res idle;                /* room nobody holds now: free minus every
+                                   offered running pod (kept or evicted, an
+                                   evicted pod terminates); what a pending
+                                   pod may take */
+    int idle_gpus;              /* whole devices, same accounting */
 } us_bg_node;
 
 typedef struct us_bg_pod {

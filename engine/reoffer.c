@@ -7,8 +7,15 @@
  * on its own node, a placed pod only where it may go) and falls back to the
  * built-in policy when the answer breaks one.
  *
- * Idle room excludes resources that terminating pods still hold: a
- * background pod never waits in line (it is never pipelined).
+ * Two rooms per node, because keeping and placing are different questions.
+ * A running pod is kept when it fits beside where the AI plan ends
+ * (pipelined and new AI pods on their nodes, every pod they wait for gone):
+ * a transition, a releasing pod and its pipelined replacement, is never
+ * counted twice.  A pending pod is placed only in idle room, room nobody
+ * holds now: not the AI plan's, not what terminating pods still hold, and
+ * not what an offered running pod holds, kept or evicted (an evicted pod
+ * terminates for its grace period), so commit never refuses a placement and
+ * a background pod never waits in line (it is never pipelined).
  *
  * The view is incremental, so a quiet 10,000-node cycle costs little: only
  * running pods on nodes the AI plan changed are offered (elsewhere nothing
@@ -62,20 +69,32 @@ static int cmp_int(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* NULL when keep/place respect capacity, else what broke. */
-static const char *check(const us_plan *p, const us_bg_input *in, const bool *keep,
-                         const int *place, us_use *held, char *buf, size_t len) {
-    (void)p;
+/* NULL when keep/place respect the rules, else what broke: a kept pod
+ * must fit beside the AI end state (end), an evicted one must not (a pod
+ * is evicted only when an AI workload needs its room), a placed one goes
+ * in idle room (idle). */
+static const char *check(const us_bg_input *in, const bool *keep, const int *place, us_use *end,
+                         us_use *idle, char *buf, size_t len) {
     for (size_t i = 0; i < in->nrunning; i++) {
         if (!keep[i]) continue;
         int pos = in->running[i].node;
         us_res req = in->running[i].wl->request;
-        if (!us_use_fits(&held[pos], in->nodes[pos].node, req, -1)) {
-            snprintf(buf, len, "keeping pod \"%s\" would put node \"%s\" over capacity",
-                     in->running[i].pod->name, in->nodes[pos].node->name);
+        if (!us_use_fits(&end[pos], in->nodes[pos].node, req, -1)) {
+            snprintf(buf, len, "keeping pod \"%s\" would put node \"%s\" over capacity once the "
+                     "AI plan ends", in->running[i].pod->name, in->nodes[pos].node->name);
             return buf;
         }
-        us_use_add(&held[pos], in->nodes[pos].node, req, -1);
+        us_use_add(&end[pos], in->nodes[pos].node, req, -1);
+    }
+    for (size_t i = 0; i < in->nrunning; i++) {
+        int pos = in->running[i].node;
+        if (!keep[i] && us_use_fits(&end[pos], in->nodes[pos].node, in->running[i].wl->request, -1)) {
+            snprintf(buf, len, "evicting pod \"%s\", which fits on node \"%s\" beside the AI "
+                     "plan's end state and the pods kept: a background pod is evicted only when "
+                     "an AI workload needs its room", in->running[i].pod->name,
+                     in->nodes[pos].node->name);
+            return buf;
+        }
     }
     for (size_t i = 0; i < in->npending; i++) {
         if (place[i] < 0) continue;
@@ -89,12 +108,13 @@ static const char *check(const us_plan *p, const us_bg_input *in, const bool *ke
                      in->nodes[place[i]].node->name);
             return buf;
         }
-        if (!us_use_fits(&held[place[i]], in->nodes[place[i]].node, bp->wl->request, -1)) {
-            snprintf(buf, len, "placing pod \"%s\" would put node \"%s\" over capacity",
+        if (!us_use_fits(&idle[place[i]], in->nodes[place[i]].node, bp->wl->request, -1)) {
+            snprintf(buf, len, "placing pod \"%s\" would put node \"%s\" over capacity: a pending "
+                     "pod takes idle room only (what no pod holds now, evicted pods included)",
                      bp->pod->name, in->nodes[place[i]].node->name);
             return buf;
         }
-        us_use_add(&held[place[i]], in->nodes[place[i]].node, bp->wl->request, -1);
+        us_use_add(&idle[place[i]], in->nodes[place[i]].node, bp->wl->request, -1);
     }
     return NULL;
 }
@@ -104,13 +124,16 @@ static const char *check(const us_plan *p, const us_bg_input *in, const bool *ke
 typedef struct work {
     us_plan *p;
     us_reoffer *out;
-    us_use *held;          /* [pos] what is taken, whatever the policy says */
+    us_use *held;          /* [pos] what is taken now, whatever the policy says */
+    us_use *end;           /* [pos] what is taken once the AI plan ends */
+    us_use *idle;          /* [pos] held plus every offered running pod */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
     int *pos_of;           /* [v] its position */
     us_bg_node *nodes;     /* [v] */
-    us_use *vheld;         /* [v] held, by view index */
+    us_use *vend;          /* [v] end, by view index */
+    us_use *vidle;         /* [v] idle, by view index */
     size_t nview;
     us_bg_pod *running;    /* offered running pods */
     size_t *offered;       /* their index in out->running */
@@ -120,8 +143,9 @@ typedef struct work {
 } work;
 
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
- * background pods no longer fit for another reason (a lowered capacity,
- * say): their running background pods are offered; elsewhere they stay. */
+ * background pods no longer fit beside the AI end state for another reason
+ * (a lowered capacity, say): their running background pods are offered;
+ * elsewhere they stay. */
 static int mark_touched(work *w) {
     us_plan *p = w->p;
     const us_state *st = p->st;
@@ -130,7 +154,7 @@ static int mark_touched(work *w) {
     for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
     for (size_t i = 0; i < p->npods; i++)
         if (p->flags[i] & US_PF_VICTIM) w->touched[p->pos[st->pods[i].node]] = true;
-    memcpy(scratch, w->held, p->nnodes * sizeof *scratch);
+    memcpy(scratch, w->end, p->nnodes * sizeof *scratch);
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
         const us_workload *wl = &st->workloads[pd->workload];
@@ -170,9 +194,12 @@ static void gather(work *w) {
             w->running[w->noffered] = (us_bg_pod){&st->pods[pod], wl, pos, NULL, 0};
             w->offered[w->noffered++] = i;
             w->shown[pos] = true;
+            us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
         } else {
             out->keep[i] = true;
             us_use_add(&w->held[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
+            us_use_add(&w->end[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
+            us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
         }
     }
 }
@@ -216,7 +243,7 @@ static int candidates(work *w) {
         list[g] = w->cands + ncand;
         for (size_t k = 0; k < p->nnodes; k++)
             if (us_place_allowed(p, lead[g], p->nodes[k]) &&
-                us_use_fits(&w->held[k], &st->nodes[p->nodes[k]], req, -1)) {
+                us_use_fits(&w->idle[k], &st->nodes[p->nodes[k]], req, -1)) {
                 w->cands[ncand++] = (int)k;
                 w->shown[k] = true;
             }
@@ -231,7 +258,7 @@ static int candidates(work *w) {
         if (pd->pin >= 0) {
             int k = p->pos[pd->pin];
             if (k >= 0 && us_place_allowed(p, pod, pd->pin) &&
-                us_use_fits(&w->held[k], &st->nodes[pd->pin], wl->request, -1)) {
+                us_use_fits(&w->idle[k], &st->nodes[pd->pin], wl->request, -1)) {
                 w->cands[ncand] = k;
                 mine = w->cands + ncand++;
                 n = 1;
@@ -264,9 +291,15 @@ static void build_view(work *w) {
         const us_node *n = &st->nodes[p->nodes[k]];
         w->view_of[k] = (int)w->nview;
         w->pos_of[w->nview] = (int)k;
-        w->vheld[w->nview] = w->held[k];
-        w->nodes[w->nview++] =
-            (us_bg_node){n, us_res_sub(n->cap, w->held[k].used), us_use_free_gpus(&w->held[k], n)};
+        w->vend[w->nview] = w->end[k];
+        w->vidle[w->nview] = w->idle[k];
+        w->nodes[w->nview++] = (us_bg_node){n,
+                                            us_res_sub(n->cap, w->held[k].used),
+                                            us_use_free_gpus(&w->held[k], n),
+                                            us_res_sub(n->cap, w->end[k].used),
+                                            us_use_free_gpus(&w->end[k], n),
+                                            us_res_sub(n->cap, w->idle[k].used),
+                                            us_use_free_gpus(&w->idle[k], n)};
     }
     for (size_t i = 0; i < w->noffered; i++) w->running[i].node = w->view_of[w->running[i].node];
     /* lists may be shared: remap each once (positions are >= 0, views
@@ -291,7 +324,7 @@ static void build_view(work *w) {
 static int decide(work *w, bool *keep, int *place, us_err *err) {
     us_plan *p = w->p;
     us_bg_input in = {w->nodes, w->nview, w->running, w->noffered, w->pending, w->out->npending};
-    us_use *scratch = malloc((w->nview + 1) * sizeof *scratch);
+    us_use *scratch = malloc(2 * (w->nview + 1) * sizeof *scratch), *iscratch = scratch + w->nview + 1;
     size_t nkeep = w->noffered + 1;
     if (!scratch) return us_err_nomem(err);
     int rc = 0;
@@ -308,8 +341,9 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
                 break;
             continue;
         }
-        memcpy(scratch, w->vheld, w->nview * sizeof *scratch);
-        const char *bad = check(p, &in, keep, place, scratch, why, sizeof why);
+        memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+        memcpy(iscratch, w->vidle, w->nview * sizeof *iscratch);
+        const char *bad = check(&in, keep, place, scratch, iscratch, why, sizeof why);
         if (!bad) {
             decided = true;
             continue;
@@ -322,6 +356,32 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     } else if (!decided) {
         memset(keep, 0, nkeep * sizeof *keep);
         rc = us_builtin_reoffer(&in, keep, place, err);
+        /* checked like any policy; keeping, in view order, every offered
+         * pod that still fits beside the end state and placing nothing
+         * obeys every rule, so that is what a rejected built-in result
+         * becomes */
+        char why[512];
+        const char *bad = NULL;
+        if (rc == 0) {
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            memcpy(iscratch, w->vidle, w->nview * sizeof *iscratch);
+            bad = check(&in, keep, place, scratch, iscratch, why, sizeof why);
+        }
+        if (bad) {
+            const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            for (size_t i = 0; i < in.nrunning; i++) {
+                const us_bg_pod *bp = &in.running[i];
+                const us_node *n = in.nodes[bp->node].node;
+                keep[i] = us_use_fits(&scratch[bp->node], n, bp->wl->request, -1);
+                if (keep[i]) us_use_add(&scratch[bp->node], n, bp->wl->request, -1);
+            }
+            for (size_t i = 0; i < w->out->npending; i++) place[i] = -1;
+            if (us_log_event(p->log, "Warning", "PolicyRejected", "background (built-in)", ann,
+                             "built-in re-offer: result rejected: %s; this cycle keeps what "
+                             "fits and places no background pod on pool \"%s\"", bad, p->pool) < 0)
+                rc = us_err_nomem(err);
+        }
     }
     free(scratch);
     return rc;
@@ -334,12 +394,15 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     bool *keep = calloc(np, sizeof *keep);
     int *place = calloc(np, sizeof *place);
     w.held = calloc(nn, sizeof *w.held);
+    w.end = calloc(nn, sizeof *w.end);
+    w.idle = calloc(nn, sizeof *w.idle);
     w.touched = calloc(nn, sizeof *w.touched);
     w.shown = calloc(nn, sizeof *w.shown);
     w.view_of = calloc(nn, sizeof *w.view_of);
     w.pos_of = calloc(nn, sizeof *w.pos_of);
     w.nodes = calloc(nn, sizeof *w.nodes);
-    w.vheld = calloc(nn, sizeof *w.vheld);
+    w.vend = calloc(nn, sizeof *w.vend);
+    w.vidle = calloc(nn, sizeof *w.vidle);
     w.running = calloc(np, sizeof *w.running);
     w.offered = calloc(np, sizeof *w.offered);
     w.pending = calloc(np, sizeof *w.pending);
@@ -348,13 +411,16 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     out->pending = calloc(np, sizeof *out->pending);
     out->place = calloc(np, sizeof *out->place);
     int rc = -1;
-    if (!keep || !place || !w.held || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
-        !w.nodes || !w.vheld || !w.running || !w.offered || !w.pending || !out->running ||
+    if (!keep || !place || !w.held || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of ||
+        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.running || !w.offered || !w.pending || !out->running ||
         !out->keep || !out->pending || !out->place) {
         us_err_nomem(err);
         goto done;
     }
-    for (size_t k = 0; k < p->nnodes; k++) w.held[k] = us_reoffer_held(p, (int)k);
+    for (size_t k = 0; k < p->nnodes; k++) {
+        w.held[k] = w.idle[k] = us_reoffer_held(p, (int)k);
+        w.end[k] = p->ai[k];  /* the AI end state: the plan's own view */
+    }
     if (mark_touched(&w) < 0) {
         us_err_nomem(err);
         goto done;
@@ -375,12 +441,15 @@ done:
     free(keep);
     free(place);
     free(w.held);
+    free(w.end);
+    free(w.idle);
     free(w.touched);
     free(w.shown);
     free(w.view_of);
     free(w.pos_of);
     free(w.nodes);
-    free(w.vheld);
+    free(w.vend);
+    free(w.vidle);
     free(w.running);
     free(w.offered);
     free(w.pending);

@@ -33,6 +33,9 @@ const char *const us_tl_action_names[] = {"submit",      "delete", "complete",
 #define QLEN 400      /* a quoted value in a message (at most 60 source chars) */
 #define MAX_PRIORITY 1000000000
 #define MAX_REPLICAS 1000000
+#define MAX_WEIGHT 1000000  /* over_quota_weight */
+#define MAX_NAME 253        /* Kubernetes' longest object name */
+#define MAX_TIME 1e12       /* seconds (31,700 years) before t=0 a creation time may lie */
 
 /* Largest value of any quantity field, per resource.  Far below INT64_MAX so
  * that sums over many pods, nodes or queues cannot overflow, and exact as a
@@ -236,7 +239,9 @@ typedef struct ctx {
     us_err *err;
     const char *origin;
     names nodes, queues, wls, pods;
-    us_use *used;        /* pre-existing pods, per initial node: resources and devices */
+    us_use *used;        /* pre-existing pods, per initial node: resources and devices
+                          * now (running and releasing pods) */
+    us_use *planned;     /* the same where the plan ends (running and pipelined pods) */
     int *pinned;         /* per initial node: 1 + the daemonset that last put a pod there */
     size_t nused;
     int *submitted;      /* per workload: the timeline entry submitting it, or -1 */
@@ -423,6 +428,16 @@ static int get_str(ctx *c, const cJSON *o, const char *path, const char *key,
     return *out ? 0 : nomem(c);
 }
 
+/* An object's name: a string of 1 to MAX_NAME bytes, like a Kubernetes
+ * name, so that names built from it (pods <workload>-<i>) stay distinct. */
+static int check_name(ctx *c, const char *path, const char *key, const char *name) {
+    size_t n = strlen(name);
+    if (n > MAX_NAME)
+        return failk(c, path, key, "is %zu characters long, more than the %d a Kubernetes name may have",
+                     n, MAX_NAME);
+    return 0;
+}
+
 /* A number of seconds (or a weight): def when absent; must be >= lo, or
  * > lo when strict. */
 static int get_num(ctx *c, const cJSON *o, const char *path, const char *key, bool required,
@@ -571,7 +586,7 @@ static int node_fields_parse(ctx *c, const cJSON *o, const char *path, us_node *
     memset(out, 0, sizeof *out);
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, node_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &n.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &n.name) < 0 || check_name(c, path, "name", n.name) < 0) goto fail;
     if (c->st && names_get(&c->nodes, n.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate node name", quote(q, n.name));
         goto fail;
@@ -620,7 +635,8 @@ static int parse_node(ctx *c, const cJSON *o, const char *path, bool removed, in
 
 /* ---- queues -------------------------------------------------------------- */
 
-static const char *const queue_fields[] = {"name", "parent", "priority", "resources", "pools", NULL};
+static const char *const queue_fields[] = {"name", "parent", "priority", "resources", "pools",
+                                           "created_at", NULL};
 static const char *const qres_fields[] = {"quota", "limit", "over_quota_weight", NULL};
 static const char *const res_fields[] = {"gpu", "cpu", "memory", NULL};
 
@@ -628,7 +644,7 @@ static const char *const res_fields[] = {"gpu", "cpu", "memory", NULL};
  * res holds the values fields not given keep; set marks resources named. */
 static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res[US_NRES],
                            bool set[US_NRES]) {
-    char p[PATHLEN];
+    char p[PATHLEN], num[32];
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, res_fields) < 0)
         return -1;
     for (int r = 0; r < US_NRES; r++) {
@@ -644,6 +660,11 @@ static int parse_resources(ctx *c, const cJSON *o, const char *path, us_qres res
         if (get_num(c, x, p, "over_quota_weight", false, res[r].over_quota_weight, 0, false,
                     &res[r].over_quota_weight) < 0)
             return -1;
+        /* weights are summed and divided by their sum: bounded, the shares
+         * of any number of siblings stay finite */
+        if (res[r].over_quota_weight > MAX_WEIGHT)
+            return failk(c, p, "over_quota_weight", "%s is more than %d",
+                         numstr(num, res[r].over_quota_weight), MAX_WEIGHT);
         set[r] = true;
     }
     return 0;
@@ -668,7 +689,7 @@ static int queue_fields_parse(ctx *c, const cJSON *o, const char *path, us_queue
     }
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, queue_fields) < 0)
         goto fail;
-    if (get_str(c, o, path, "name", NULL, &q.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &q.name) < 0 || check_name(c, path, "name", q.name) < 0) goto fail;
     if (c->st && names_get(&c->queues, q.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate queue name", quote(qb, q.name));
         goto fail;
@@ -679,6 +700,7 @@ static int queue_fields_parse(ctx *c, const cJSON *o, const char *path, us_queue
         goto fail;
     }
     if (get_int(c, o, path, "priority", 0, -MAX_PRIORITY, MAX_PRIORITY, &q.priority) < 0) goto fail;
+    if (get_num(c, o, path, "created_at", false, 0, -MAX_TIME, false, &q.created_at) < 0) goto fail;
     if ((v = get(o, "resources")) && parse_resources(c, v, subkey(p, path, "resources"), q.res, set) < 0)
         goto fail;
     if ((v = get(o, "pools"))) {
@@ -777,9 +799,12 @@ fail:
 static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibility",
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
-                                        "duration", "labels", "requests", "pods", "tolerations",
+                                        "duration", "labels", "requests", "pods", "created_at",
+                                        "tolerations",
                                         NULL};
-static const char *const pod_fields[] = {"name", "node", "state", NULL};
+static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
+static const char *const pod_states[] = {"running", "pipelined", "releasing"};
+static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
 static const struct {
@@ -847,19 +872,54 @@ static int get_requests(ctx *c, const cJSON *o, const char *path, bool backgroun
     return 0;
 }
 
-/* One pre-existing pod, running on its node at t=0. */
+/* Take room for w's pod on node ni in view u (what is held now, or where
+ * the plan ends); *slot as us_use_add takes it and gets the slot used.  0,
+ * or -1 with the error set when it does not fit. */
+static int take_room(ctx *c, us_use *u, int ni, const us_workload *w, int *slot, const char *path,
+                     const char *view) {
+    const us_node *n = &c->st->nodes[ni];
+    char q[QLEN];
+    us_res after = us_res_add(u->used, w->request);
+    for (int r = 0; r < US_NRES; r++)
+        if (after.v[r] > n->cap.v[r])
+            return failk(c, path, "node", "%s has not enough %s for its pre-existing pods%s",
+                         quote(q, n->name), us_res_names[r], view);
+    if (!us_use_fits(u, n, w->request, *slot))
+        return failk(c, path, "node", "%s has no GPU device left for this pod (a device in fractional "
+                     "use is not free for a whole-GPU pod)%s", quote(q, n->name), view);
+    *slot = us_use_add(u, n, w->request, *slot);
+    return 0;
+}
+
+/* One pre-existing pod on its node at t=0: running; releasing (terminating
+ * until release_at, holding its room meanwhile; not one of the workload's
+ * replicas: its controller has already replaced it); or pipelined (placed,
+ * waiting for room that releasing pods still hold). */
 static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     us_state *st = c->st;
     us_workload *w = &st->workloads[wi];
     const cJSON *v;
-    const char *node, *state, *name;
+    const char *node, *name;
     char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN], q3[QLEN];
-    int slot;
+    int slot = -1, si = -1;
+    us_pod_state state;
     int ni, pi;
+    double release_at = w->termination_grace;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
-    if (get_strref(c, o, path, "node", NULL, &node) < 0 || get_strref(c, o, path, "state", NULL, &state) < 0)
+    if (get_strref(c, o, path, "node", NULL, &node) < 0 ||
+        get_enum(c, o, path, "state", pod_states, 3, -1, "a pre-existing pod state", &si) < 0)
         goto fail;
+    if (si < 0) {
+        failk(c, path, "state", "required field is missing");
+        goto fail;
+    }
+    state = pod_state_of[si];
+    if (get(o, "release_at") && state != US_POD_RELEASING) {
+        failk(c, path, "release_at", "only a releasing pod has one");
+        goto fail;
+    }
+    if (get_num(c, o, path, "release_at", false, release_at, 0, false, &release_at) < 0) goto fail;
     ni = names_get(&c->nodes, node);
     if (ni < 0) {
         failk(c, path, "node", "%s is not a node", quote(q, node));
@@ -868,10 +928,6 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     if (st->nodes[ni].removed || (size_t)ni >= c->nused) {
         failk(c, path, "node", "%s is not a node at t=0 (a timeline add_node adds it later)",
               quote(q, node));
-        goto fail;
-    }
-    if (strcmp(state, "running") != 0) {
-        failk(c, path, "state", "%s is not a pre-existing pod state (only \"running\")", quote(q, state));
         goto fail;
     }
     if (strcmp(st->nodes[ni].pool, w->pool) != 0) {
@@ -885,14 +941,15 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             goto fail;
         }
         /* a workload's pods are parsed together, so the last daemonset to
-         * pin a node tells whether this one already did */
-        if (c->pinned[ni] == wi + 1) {
+         * pin a node tells whether this one already did (a releasing pod
+         * is a former incarnation: it pins nothing) */
+        if (state != US_POD_RELEASING && c->pinned[ni] == wi + 1) {
             failk(c, path, "node", "%s already has a pod of this daemonset", quote(q, node));
             goto fail;
         }
     }
     if ((v = get(o, "name"))) {
-        if (get_strref(c, o, path, "name", NULL, &name) < 0) goto fail;
+        if (get_strref(c, o, path, "name", NULL, &name) < 0 || check_name(c, path, "name", name) < 0) goto fail;
     } else {
         /* <workload>-<i>, daemonset pods <workload>-<node>; the usual
          * short name needs no allocation (a large scenario has 100,000) */
@@ -913,32 +970,24 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
-    /* no node over capacity, from the first cycle on: resources, then GPU
-     * devices (fractions share a device up to one; a shared device is not
-     * free for a whole-GPU pod) */
-    us_res after = us_res_add(c->used[ni].used, w->request);
-    for (int r = 0; r < US_NRES; r++) {
-        if (after.v[r] > st->nodes[ni].cap.v[r]) {
-            failk(c, path, "node", "%s has not enough %s for its pre-existing pods", quote(q, node),
-                  us_res_names[r]);
-            goto fail;
-        }
-    }
-    if (!us_use_fits(&c->used[ni], &st->nodes[ni], w->request, -1)) {
-        failk(c, path, "node", "%s has no GPU device left for this pod (a device in fractional "
-              "use is not free for a whole-GPU pod)", quote(q, node));
+    /* no node over capacity, from the first cycle on, neither now nor
+     * where the plan ends: resources, then GPU devices (fractions share a
+     * device up to one; a shared device is not free for a whole-GPU pod).
+     * A running pod keeps one device slot in both views. */
+    if (state != US_POD_PIPELINED && take_room(c, &c->used[ni], ni, w, &slot, path, "") < 0) goto fail;
+    if (state != US_POD_RELEASING &&
+        take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
-    }
-    slot = us_use_add(&c->used[ni], &st->nodes[ni], w->request, -1);
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
     if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
         nomem(c);
         goto fail;
     }
-    st->pods[pi].state = US_POD_RUNNING;
+    st->pods[pi].state = state;
     st->pods[pi].node = ni;
     st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */
-    if (w->controller == US_CTRL_DAEMONSET) c->pinned[ni] = wi + 1;
+    if (state == US_POD_RELEASING) st->pods[pi].release_at = release_at;
+    if (w->controller == US_CTRL_DAEMONSET && state != US_POD_RELEASING) c->pinned[ni] = wi + 1;
     if (gen != genbuf) free(gen);
     return 0;
 fail:
@@ -954,8 +1003,15 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     subkey(p, path, "pods");
     if (want(c, arr, p, isarr, "an array") < 0) return -1;
     n = cJSON_GetArraySize(arr);
-    if (w->controller != US_CTRL_DAEMONSET && n > w->replicas)
-        return failk(c, p, NULL, "%d pre-existing pods, but only %d replicas", n, w->replicas);
+    /* releasing pods are former incarnations, not replicas */
+    int live = 0;
+    cJSON_ArrayForEach(o, arr) {
+        const cJSON *state = cJSON_IsObject(o) ? get(o, "state") : NULL;
+        live += !(cJSON_IsString(state) && strcmp(state->valuestring, "releasing") == 0);
+    }
+    if (w->controller != US_CTRL_DAEMONSET && live > w->replicas)
+        return failk(c, p, NULL, "%d pre-existing pods that are not releasing, but only %d replicas",
+                     live, w->replicas);
     /* the simulator submits such a workload at t=0 and creates only the
      * pods that are missing */
     if (n > 0 && w->submit_at != 0)
@@ -990,7 +1046,7 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "submit_at", "not allowed in a timeline submit (its \"at\" is the submit time)");
         goto fail;
     }
-    if (get_str(c, o, path, "name", NULL, &w.name) < 0) goto fail;
+    if (get_str(c, o, path, "name", NULL, &w.name) < 0 || check_name(c, path, "name", w.name) < 0) goto fail;
     if (c->st && names_get(&c->wls, w.name) >= 0) {
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
@@ -1034,6 +1090,8 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
     if (tl) w.submit_at = at;
     else if (get_num(c, o, path, "submit_at", false, 0, 0, false, &w.submit_at) < 0) goto fail;
     if (get_num(c, o, path, "duration", false, -1, 0, true, &w.duration) < 0) goto fail;
+    /* NAN: not given, the submit time once it is known (us_life_submit) */
+    if (get_num(c, o, path, "created_at", false, NAN, -MAX_TIME, false, &w.created_at) < 0) goto fail;
     if (get_requests(c, o, path, w.background, &w.request) < 0) goto fail;
     *out = w;
     return 0;
@@ -1254,6 +1312,7 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     }
     c.nused = c.st->nnodes;
     if (c.nused && (!(c.used = calloc(c.nused, sizeof *c.used)) ||
+                    !(c.planned = calloc(c.nused, sizeof *c.planned)) ||
                     !(c.pinned = calloc(c.nused, sizeof *c.pinned)))) {
         nomem(&c);
         goto fail;
@@ -1305,6 +1364,7 @@ fail:
     names_free(&c.wls);
     names_free(&c.pods);
     free(c.used);
+    free(c.planned);
     free(c.pinned);
     free(c.submitted);
     free(c.haspods);

@@ -19,13 +19,26 @@ void us_sim_opts_default(us_sim_opts *o) {
     us_cycle_opts_default(&o->cycle);
 }
 
+static void free_changes(us_sim_cycle *c) {
+    for (size_t i = 0; i < c->nchanges; i++) {
+        for (size_t k = 0; k < c->changes[i].npods; k++) free(c->changes[i].pods[k]);
+        free(c->changes[i].pods);
+        free(c->changes[i].object);
+    }
+    free(c->changes);
+    c->changes = NULL;
+    c->nchanges = c->cap_changes = 0;
+}
+
 void us_sim_result_free(us_sim_result *res) {
     for (size_t i = 0; i < res->ncycles; i++) {
         us_cycle_log_free(&res->cycles[i].log);
         free(res->cycles[i].queues);
+        free_changes(&res->cycles[i]);
     }
     free(res->cycles);
     free(res->scenario);
+    us_hv_free(&res->harvest);
     memset(res, 0, sizeof *res);
 }
 
@@ -79,49 +92,147 @@ static int reload(sim *s, const us_tl_entry *e, double t, us_cycle_log *log) {
                         old_id);
 }
 
+/* ---- changes ------------------------------------------------------------- */
+
+/* Append a change of object (copied) with no pods yet; NULL when out of
+ * memory. */
+static us_change *change(us_sim_cycle *c, us_tl_action a, const char *object) {
+    if (us_grow((void **)&c->changes, &c->cap_changes, c->nchanges, sizeof *c->changes) < 0)
+        return NULL;
+    us_change *ch = &c->changes[c->nchanges];
+    memset(ch, 0, sizeof *ch);
+    ch->action = a;
+    if (!(ch->object = strdup(object))) return NULL;
+    c->nchanges++;
+    return ch;
+}
+
+/* Add every pod of st that pick selects to ch's list (names copied).  The
+ * pods are counted first so the list is allocated once. */
+static int add_pods(us_change *ch, const us_state *st, bool (*pick)(const us_pod *, const void *),
+                    const void *arg) {
+    size_t n = 0;
+    for (size_t i = 0; i < st->npods; i++) n += pick(&st->pods[i], arg);
+    if (!n) return 0;
+    char **pods = realloc(ch->pods, (ch->npods + n) * sizeof *pods);
+    if (!pods) return -1;
+    ch->pods = pods;
+    for (size_t i = 0; i < st->npods; i++) {
+        if (!pick(&st->pods[i], arg)) continue;
+        if (!(ch->pods[ch->npods] = strdup(st->pods[i].name))) return -1;
+        ch->npods++;
+    }
+    return 0;
+}
+
+static bool live(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
+                        p->state == US_POD_RUNNING);
+}
+
+typedef struct since {
+    uint64_t seq;  /* pods created at or after this creation number */
+    int workload;  /* of this workload, or any when -1 */
+} since;
+
+static bool created(const us_pod *p, const void *arg) {
+    const since *s = arg;
+    return !p->gone && p->seq >= s->seq && (s->workload < 0 || p->workload == s->workload);
+}
+
+static bool live_of_workload(const us_pod *p, const void *arg) {
+    return live(p) && p->workload == *(const int *)arg;
+}
+
+static bool on_node(const us_pod *p, const void *arg) {
+    int n = *(const int *)arg;
+    return live(p) && (p->node == n || p->pin == n);
+}
+
+/* Submit what is due, with a change per workload submitted naming its pods:
+ * the ones its controller created, and the pre-existing ones a workload at
+ * t=0 may come with. */
+static int submit_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
+    size_t nw = st->nworkloads, ndue = 0;
+    int *due = malloc((nw + 1) * sizeof *due);
+    if (!due) return -1;
+    for (size_t w = 0; w < nw; w++)
+        if (st->workloads[w].state == US_WL_WAITING && st->workloads[w].submit_at <= t)
+            due[ndue++] = (int)w;
+    int rc = us_life_submit_due(st, t, changed);
+    for (size_t k = 0; k < ndue && rc == 0; k++) {
+        us_change *ch = change(c, US_TL_SUBMIT, st->workloads[due[k]].name);
+        if (!ch || add_pods(ch, st, live_of_workload, &due[k]) < 0) rc = -1;
+    }
+    free(due);
+    return rc;
+}
+
 /* Apply what is due at time t; *changed tells whether anything was.
  * Reloads come last, so that their dry run sees the state the cycle at t
  * will start from (submissions and node changes of the same time
  * included). */
-static int apply_due(sim *s, double t, us_cycle_log *log, bool *changed) {
+static int apply_due(sim *s, double t, us_sim_cycle *c, bool *changed) {
     us_state *st = &s->sc->state;
     size_t first = s->next_tl;
     int rc = 0;
     for (; s->next_tl < s->sc->ntimeline && s->sc->timeline[s->next_tl].at <= t && rc == 0;
          s->next_tl++) {
         const us_tl_entry *e = &s->sc->timeline[s->next_tl];
+        us_change *ch = NULL;
+        since new_pods = {st->next_seq, -1};
         *changed = true;
+        /* the change names the pods it stops before they stop, and the pods
+         * it creates after they exist; one that does nothing (deleting a
+         * deleted workload) is not a change */
+        if (e->action == US_TL_DELETE || e->action == US_TL_COMPLETE) {
+            us_wl_state ws = st->workloads[e->workload].state;
+            if (ws == US_WL_ACTIVE || (ws == US_WL_WAITING && e->action == US_TL_DELETE)) {
+                if (!(ch = change(c, e->action, st->workloads[e->workload].name)) ||
+                    add_pods(ch, st, live_of_workload, &e->workload) < 0)
+                    return -1;
+            }
+        } else if (e->action == US_TL_ADD_NODE || e->action == US_TL_REMOVE_NODE ||
+                   e->action == US_TL_CORDON || e->action == US_TL_UNCORDON) {
+            if (!(ch = change(c, e->action, st->nodes[e->node].name))) return -1;
+            if (e->action == US_TL_REMOVE_NODE && add_pods(ch, st, on_node, &e->node) < 0) return -1;
+        }
         switch (e->action) {
         case US_TL_SUBMIT:
             /* the loader set submit_at; submission below handles it */
             break;
         case US_TL_DELETE:
-            if (st->workloads[e->workload].state == US_WL_ACTIVE ||
-                st->workloads[e->workload].state == US_WL_WAITING)
-                rc = us_life_delete(st, e->workload, t);
+            if (ch) rc = us_life_delete(st, e->workload, t);
             break;
         case US_TL_COMPLETE:
-            if (st->workloads[e->workload].state == US_WL_ACTIVE)
-                rc = us_life_complete(st, e->workload, t);
+            if (ch) rc = us_life_complete(st, e->workload, t);
             break;
-        case US_TL_ADD_NODE: rc = us_life_add_node(st, e->node, t); break;
+        case US_TL_ADD_NODE:
+            rc = us_life_add_node(st, e->node, t);
+            if (rc == 0 && add_pods(ch, st, created, &new_pods) < 0) return -1;
+            break;
         case US_TL_REMOVE_NODE: rc = us_life_remove_node(st, e->node, t); break;
         case US_TL_CORDON: us_life_cordon(st, e->node, true); break;
         case US_TL_UNCORDON: us_life_cordon(st, e->node, false); break;
         case US_TL_RELOAD_POLICIES: break; /* below */
         }
     }
-    if (rc == 0) rc = us_life_submit_due(st, t, changed);
+    if (rc == 0) rc = submit_due(st, t, c, changed);
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
             wl->started_at + wl->duration <= t) {
-            rc = us_life_complete(st, (int)w, t);
+            int wi = (int)w;
+            us_change *ch = change(c, US_TL_COMPLETE, wl->name);
+            if (!ch || add_pods(ch, st, live_of_workload, &wi) < 0) return -1;
+            ch->by_duration = true;
+            rc = us_life_complete(st, wi, t);
             *changed = true;
         }
     }
     for (size_t i = first; i < s->next_tl && rc == 0; i++)
-        if (s->sc->timeline[i].action == US_TL_RELOAD_POLICIES) rc = reload(s, &s->sc->timeline[i], t, log);
+        if (s->sc->timeline[i].action == US_TL_RELOAD_POLICIES)
+            rc = reload(s, &s->sc->timeline[i], t, &c->log);
     return rc;
 }
 
@@ -159,6 +270,10 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     us_state *st = &sc->state;
     res->nqueues = st->nqueues;
     if (!(res->scenario = strdup(sc->name ? sc->name : ""))) return us_err_nomem(err);
+    if (us_hv_init(&res->harvest, st, sc->cycle_interval) < 0) {
+        us_sim_result_free(res);
+        return us_err_nomem(err);
+    }
 
     int quiet = 0;
     for (int i = 0; i < US_SIM_MAX_CYCLES; i++) {
@@ -169,13 +284,21 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         c.queues = calloc(st->nqueues ? st->nqueues : 1, sizeof *c.queues);
         bool changed = false;
         if (!c.queues) goto nomem_cycle;
-        if (apply_due(&s, t, &c.log, &changed) < 0) goto nomem_cycle;
+        if (apply_due(&s, t, &c, &changed) < 0) goto nomem_cycle;
         snprintf(c.policy, sizeof c.policy, "%s", policy_id(s.pol));
         /* every version the cycle may ask starts from the cycle's seed, so
          * a cycle's randomness never depends on what earlier cycles drew */
         for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
-        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0)
+        if (o->before_cycle) {
+            o->before_cycle(o->hook_ctx, st, s.pol, t, i + 1);
+            for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
+        }
+        if (us_hv_before(&res->harvest, st) < 0) goto nomem_cycle;
+        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0) {
+            if (err && err->code == US_EINVARIANT) us_err_prefix(err, "cycle %d: ", i + 1);
             goto fail_cycle;
+        }
+        if (us_hv_after(&res->harvest, st, t, &c.log) < 0) goto nomem_cycle;
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
         res->final_time = t;
         changed = changed || c.log.ndecisions > 0;
@@ -187,6 +310,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     fail_cycle:
         us_cycle_log_free(&c.log);
         free(c.queues);
+        free_changes(&c);
         release_policies(&s);
         us_sim_result_free(res);
         return -1;

@@ -22,16 +22,37 @@
 #define US_SIM_H
 
 #include "cycle.h"
+#include "harvest.h"
 #include "scenario.h"
+
+/* Called before each cycle with the state the cycle will start from (the
+ * timeline applied, the policies seeded), the policy in force, the time
+ * and the 1-based cycle number: for tests that compare what variants of
+ * one cycle decide from the same state (on copies; the hook must leave st
+ * and pol as they were). */
+typedef void (*us_sim_hook)(void *ctx, us_state *st, us_policy *pol, double now, int cycle);
 
 typedef struct us_sim_opts {
     us_cycle_opts cycle;
     const char *policy_dir;     /* NULL: built-in default policies dir */
     us_policy_limits limits;
+    us_sim_hook before_cycle;   /* NULL: none */
+    void *hook_ctx;
 } us_sim_opts;
 
 /* Room for a policy id (policy.h: 16 hex digits) or "builtin". */
 #define US_SIM_POLICY_ID 24
+
+/* One change to the cluster that no scheduling decision made: a workload
+ * submitted, deleted or completed, a node added, removed, cordoned or
+ * uncordoned.  Recorded in the cycle where it takes effect. */
+typedef struct us_change {
+    us_tl_action action;   /* submit, delete, complete, add_node, remove_node, cordon, uncordon */
+    char *object;          /* the workload or node */
+    bool by_duration;      /* complete: its duration ran out (else the timeline said so) */
+    char **pods;           /* pods it created (submit, add_node) or stopped (the others) */
+    size_t npods;
+} us_change;
 
 typedef struct us_sim_cycle {
     int index;                  /* 1-based */
@@ -39,6 +60,8 @@ typedef struct us_sim_cycle {
     char policy[US_SIM_POLICY_ID]; /* id of the policy in force, or "builtin" */
     us_cycle_log log;
     us_queue_figures *queues;   /* [nqueues] after the cycle */
+    us_change *changes;         /* applied before the cycle ran, in order */
+    size_t nchanges, cap_changes;
 } us_sim_cycle;
 
 typedef struct us_sim_result {
@@ -50,6 +73,7 @@ typedef struct us_sim_result {
     us_cycle_counts totals;
     int ai_pods_pending;        /* AI pods pending at the end */
     char policy[US_SIM_POLICY_ID]; /* the policy in force at the end, or "builtin" */
+    us_harvest harvest;         /* GPU use, evictions and waits, cycle by cycle */
 } us_sim_result;
 
 void us_sim_opts_default(us_sim_opts *o);

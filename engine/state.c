@@ -7,12 +7,24 @@
  */
 #include "state.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *const us_res_names[US_NRES] = {"gpu", "cpu", "memory"};
+const char us_background_label_blocked[] =
+    "the label " US_BACKGROUND_LABEL " must be \"true\" (background work) or \"false\" (AI work); "
+    "with any other value the workload is never scheduled";
 const char *const us_pod_state_names[] = {"pending", "pipelined", "running",
                                           "releasing", "completed"};
+
+int64_t us_res_round(double x) {
+    if (!(x == x)) return 0;
+    /* 2^63 is the first double past INT64_MAX */
+    if (x >= 9223372036854775808.0) return INT64_MAX;
+    if (x <= -9223372036854775808.0) return INT64_MIN;
+    return llround(x);
+}
 
 const char *us_labels_get(const us_labels *l, const char *key) {
     for (size_t i = 0; i < l->n; i++)
@@ -295,7 +307,15 @@ static bool queue_entitled(const us_queue *q, const char *pool) {
 void us_state_check_rules(us_state *st) {
     for (size_t i = 0; i < st->nworkloads; i++) {
         us_workload *w = &st->workloads[i];
+        const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
         w->blocked = NULL;
+        /* only "true" marks background work and only "false" AI work: a
+         * typo ("True", "yes") must not turn burn-in into AI work that
+         * reclaims from real teams, so it is never scheduled */
+        if (label && strcmp(label, "true") != 0 && strcmp(label, "false") != 0) {
+            w->blocked = us_background_label_blocked;
+            continue;
+        }
         if (!w->background) continue;
         if (w->preemptibility == US_NON_PREEMPTIBLE)
             w->blocked = "background workloads must be preemptible; this one is "

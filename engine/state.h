@@ -33,14 +33,33 @@ extern const char *const us_res_names[US_NRES]; /* "gpu", "cpu", "memory" */
 #define US_MAX_GPUS 64    /* devices a node may have */
 #define US_UNLIMITED (-1) /* quota -1: unlimited; limit -1: no limit */
 
+/* Sums saturate at INT64_MAX / INT64_MIN instead of overflowing.  Each
+ * quantity is bounded at load (scenario.c), but sums over many pods, nodes or
+ * queues are not: 1,100 pods of 8Pi add up to more than int64 holds.  A
+ * saturated sum means "more than anything this cluster has", which is what
+ * every comparison against a capacity, quota or limit needs. */
+static inline int64_t us_sat_add(int64_t a, int64_t b) {
+    int64_t s;
+    if (__builtin_add_overflow(a, b, &s)) return b > 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
+static inline int64_t us_sat_sub(int64_t a, int64_t b) {
+    int64_t s;
+    if (__builtin_sub_overflow(a, b, &s)) return b < 0 ? INT64_MAX : INT64_MIN;
+    return s;
+}
 static inline us_res us_res_add(us_res a, us_res b) {
-    for (int i = 0; i < US_NRES; i++) a.v[i] += b.v[i];
+    for (int i = 0; i < US_NRES; i++) a.v[i] = us_sat_add(a.v[i], b.v[i]);
     return a;
 }
 static inline us_res us_res_sub(us_res a, us_res b) {
-    for (int i = 0; i < US_NRES; i++) a.v[i] -= b.v[i];
+    for (int i = 0; i < US_NRES; i++) a.v[i] = us_sat_sub(a.v[i], b.v[i]);
     return a;
 }
+/* A share computed in doubles (fair share) back in engine units: rounded to
+ * the nearest unit, NaN as 0, clamped to what int64 holds. */
+int64_t us_res_round(double x);
+
 /* true when every component of a is <= the one of b */
 static inline bool us_res_le(us_res a, us_res b) {
     for (int i = 0; i < US_NRES; i++)
@@ -104,6 +123,7 @@ typedef struct us_queue {
     us_qres res[US_NRES];
     us_qpool *pools;
     size_t npools;
+    double created_at;        /* seconds; orders queues that tie on every other criterion */
     bool leaf;                /* derived: no queue names it as parent */
     int depth;                /* derived: 0 for a root */
 } us_queue;
@@ -130,13 +150,17 @@ typedef enum us_wl_state {
 
 #define US_BACKGROUND_LABEL "kai.scheduler/background"
 #define US_PREEMPTIBILITY_LABEL "kai.scheduler/preemptibility"
+/* The blocked reason of a workload whose background label is neither
+ * "true" nor "false" (its Warning names the value). */
+extern const char us_background_label_blocked[];
 
 /* Why a workload's pods stayed pending in the last cycle that tried them. */
 typedef enum us_why {
     US_WHY_NONE,     /* nothing kept it, or nothing tried */
     US_WHY_ROOM,     /* no node had room (for the whole gang) */
     US_WHY_LIMIT,    /* its queue, or an ancestor, is at its limit */
-    US_WHY_QUOTA     /* non-preemptible: its queue's quota is used up */
+    US_WHY_QUOTA,    /* non-preemptible: its queue's quota is used up */
+    US_WHY_OWN_PODS  /* pods of its own still terminate: it waits for them */
 } us_why;
 
 typedef struct us_workload {
@@ -153,6 +177,7 @@ typedef struct us_workload {
     us_tolerations tolerations;
     double termination_grace;  /* seconds */
     double submit_at;          /* seconds */
+    double created_at;         /* seconds; default submit_at: job order, victim order */
     double duration;           /* seconds of running; < 0: until deleted */
     bool background;           /* label kai.scheduler/background: "true" */
     us_res request;            /* per pod */

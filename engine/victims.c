@@ -3,7 +3,8 @@
  * be a victim.
  *
  * The search evicts candidate units (an elastic pod, or a whole gang when
- * taking a pod would leave it below min_member) in order until the job's
+ * taking a pod would leave it below min_member, counting the pods the
+ * cycle placed so far) in order until the job's
  * gang fits, then drops every unit it did not need, so no pod is evicted
  * in vain.  All of it happens in the plan and is rolled back on failure.
  */
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "gang.h"
+#include "queueorder.h"
 #include "sort.h"
 
 static double slack(double x) { return 1e-9 * fabs(x) + 1e-6; }
@@ -27,28 +29,59 @@ static bool over_fair(const us_plan *p, int q, us_res req) {
     return false;
 }
 
-/* May a reclaimer in queue `to` take from queue `from`?  Every queue from
- * `from` up to, not including, the first ancestor they share must be over
- * its fair share: taking from a queue whose parent is under its own share
- * would only move the unfairness up the tree. */
-static bool reclaimable(const us_plan *p, int from, int to, us_res req) {
-    for (int q = from; q >= 0; q = p->st->queues[q].parent) {
-        bool shared = false;
-        for (int a = to; a >= 0 && !shared; a = p->st->queues[a].parent) shared = a == q;
-        if (shared) return true;
-        if (!over_fair(p, q, req)) return false;
+/* Is queue q over its quota on a resource that req asks for? */
+static bool over_quota(const us_plan *p, int q, us_res req) {
+    for (int r = 0; r < US_NRES; r++) {
+        int64_t quota = us_queue_res(&p->st->queues[q], p->pool, r).quota;
+        if (req.v[r] > 0 && quota != US_UNLIMITED && p->alloc[q].v[r] > quota) return true;
     }
-    return true;  /* different roots: the whole path was over its share */
+    return false;
 }
 
-/* Would queue q (and its ancestors) stay within fair share after adding
- * req? A reclaimer may only take what it is entitled to. */
+/* Is queue q, and every ancestor up to (not including) stop, over(q)? */
+static bool path_over(const us_plan *p, int q, int stop, us_res req,
+                      bool (*over)(const us_plan *, int, us_res)) {
+    for (; q >= 0 && q != stop; q = p->st->queues[q].parent)
+        if (!over(p, q, req)) return false;
+    return true;
+}
+
+/* May a reclaimer in queue `to` whose job needs `need` take from queue
+ * `from`?  Two rules, as KAI's reclaim strategies:
+ *  - fair share: every queue from `from` up to, not including, the first
+ *    ancestor they share is over its fair share (taking from a queue whose
+ *    parent is under its own share would only move the unfairness up the
+ *    tree);
+ *  - deserved quota: the reclaimer's queue just below that ancestor stays
+ *    within its quota with the job, and every queue on the victim's side is
+ *    over its quota, even if within its fair share (a queue under quota is
+ *    never left starved because the fair share is all handed out). */
+static bool reclaimable(const us_plan *p, int from, int to, us_res need) {
+    int lfrom, lto;
+    us_qorder_level(p, from, to, &lfrom, &lto);
+    int stop = p->st->queues[lfrom].parent;  /* -1 when they share no ancestor */
+    if (path_over(p, from, stop, need, over_fair)) return true;
+    return us_qorder_within_quota(p, lto, need) && path_over(p, from, stop, need, over_quota);
+}
+
+/* Would queue q alone stay within its fair share after adding req?  A
+ * reclaimer may only take what it is entitled to; its ancestors are judged
+ * once the victims are chosen (reclaimer_within_fair). */
 static bool within_fair(const us_plan *p, int q, us_res req) {
+    for (int r = 0; r < US_NRES; r++) {
+        double f = p->fair[q * US_NRES + r];
+        if (req.v[r] > 0 && (double)us_sat_add(p->alloc[q].v[r], req.v[r]) > f + slack(f)) return false;
+    }
+    return true;
+}
+
+/* With the job placed and its victims gone, is the reclaimer's queue and
+ * every ancestor within its fair share on the resources the job asks for?
+ * Victims inside an ancestor count against it: two siblings under a parent
+ * at its fair share may reclaim from each other. */
+static bool reclaimer_within_fair(const us_plan *p, int q, us_res req) {
     for (; q >= 0; q = p->st->queues[q].parent)
-        for (int r = 0; r < US_NRES; r++) {
-            double f = p->fair[q * US_NRES + r];
-            if (req.v[r] > 0 && (double)(p->alloc[q].v[r] + req.v[r]) > f + slack(f)) return false;
-        }
+        if (over_fair(p, q, req)) return false;
     return true;
 }
 
@@ -56,7 +89,8 @@ typedef struct search {
     us_plan *p;
     int job;
     us_action act;
-    int need;
+    int need;        /* pods to place */
+    us_res total;    /* what they request together */
 } search;
 
 /* May pod be taken for the job?  (Before the unit rule.) */
@@ -68,7 +102,7 @@ static bool candidate(const search *s, int pod) {
     const us_workload *j = &p->st->workloads[s->job];
     if (v->preemptibility == US_NON_PREEMPTIBLE) return false;
     if (s->act == US_ACT_RECLAIM)
-        return v->queue != j->queue && reclaimable(p, v->queue, j->queue, j->request);
+        return v->queue != j->queue && reclaimable(p, v->queue, j->queue, s->total);
     return v->queue == j->queue && v->priority < j->priority;
 }
 
@@ -78,13 +112,13 @@ static int victim_order(const void *a, const void *b, void *ctx) {
     const us_state *st = cmp_plan->st;
     const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
     const us_workload *wx = &st->workloads[x->workload], *wy = &st->workloads[y->workload];
-    if (s->act == US_ACT_RECLAIM && wx->queue != wy->queue) {
-        /* the queue furthest over its fair share gives first */
-        double rx = us_plan_queue_ratio(cmp_plan, wx->queue);
-        double ry = us_plan_queue_ratio(cmp_plan, wy->queue);
-        if (rx != ry) return rx > ry ? -1 : 1;
+    if (wx->queue != wy->queue) {
+        /* the queue that queue order would serve last gives first */
+        us_res none = {{0}};
+        return -us_qorder_compare(cmp_plan, wx->queue, none, wy->queue, none);
     }
     if (wx->priority != wy->priority) return wx->priority < wy->priority ? -1 : 1;
+    if (wx->created_at != wy->created_at) return wx->created_at > wy->created_at ? -1 : 1;
     if (x->seq != y->seq) return x->seq > y->seq ? -1 : 1;  /* newest first */
     return strcmp(x->name, y->name);
 }
@@ -99,18 +133,38 @@ static int evict_unit(search *s, int pod, bool *taken) {
     const us_workload *v = &p->st->workloads[vw];
     *taken = false;
     const us_workload *j = &p->st->workloads[s->job];
-    if (s->act == US_ACT_RECLAIM && !reclaimable(p, v->queue, j->queue, j->request))
+    if (s->act == US_ACT_RECLAIM && !reclaimable(p, v->queue, j->queue, s->total))
         return 0;
     if (p->held[vw] - 1 >= v->min_member) {
         *taken = true;
         return us_plan_evict(p, pod, s->act, s->job);
     }
     if (v->preemptibility == US_SEMI_PREEMPTIBLE) return 0;
+    /* The whole gang would go, but pods of it placed earlier in this cycle
+     * are not victims (only pods held at the snapshot are): they would be
+     * left running below min_member.  Such a gang is not broken. */
+    for (size_t k = 0; k < p->nplaced; k++)
+        if (p->st->pods[p->placed[k]].workload == vw) return 0;
     *taken = true;
     for (size_t i = 0; i < p->npods; i++)
         if (p->st->pods[i].workload == vw && (p->flags[i] & US_PF_HELD) &&
             !(p->flags[i] & US_PF_VICTIM) && us_plan_evict(p, (int)i, s->act, s->job) < 0)
             return -1;
+    return 0;
+}
+
+/* Place the job's gang with the victims taken so far.  For reclaim, the
+ * reclaimer's queue and its ancestors must then be within their fair share;
+ * when they are not, the placement is undone (the victims stay) and *ok is
+ * false. */
+static int try_fit(search *s, bool *ok, us_err *err) {
+    size_t mark = us_plan_mark(s->p);
+    if (us_gang_try(s->p, s->job, s->need, s->act, ok, err) < 0) return -1;
+    if (*ok && s->act == US_ACT_RECLAIM &&
+        !reclaimer_within_fair(s->p, s->p->st->workloads[s->job].queue, s->total)) {
+        us_plan_rollback(s->p, mark);
+        *ok = false;
+    }
     return 0;
 }
 
@@ -121,7 +175,7 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
         if (!drop[i] && !(s->p->flags[units[i]] & US_PF_VICTIM) &&
             evict_unit(s, units[i], &taken) < 0)
             return us_err_nomem(err);
-    return us_gang_try(s->p, s->job, s->need, s->act, ok, err);
+    return try_fit(s, ok, err);
 }
 
 /* Index the pods that may ever be victims (AI pods held at the snapshot
@@ -154,6 +208,29 @@ static int build_index(us_plan *p) {
     return 0;
 }
 
+/* A quick no before a reclaim search: *may = false when some ancestor of
+ * the reclaimer's queue would stay over its fair share with the job even
+ * if every candidate inside it went.  0, or -1 when memory runs out. */
+static int ancestors_may_fit(const search *s, const int *cands, size_t nc, bool *may) {
+    const us_plan *p = s->p;
+    const us_state *st = p->st;
+    us_res *freed = calloc(st->nqueues + 1, sizeof *freed);
+    if (!freed) return -1;
+    for (size_t i = 0; i < nc; i++) {
+        const us_workload *v = &st->workloads[st->pods[cands[i]].workload];
+        for (int x = v->queue; x >= 0; x = st->queues[x].parent) freed[x] = us_res_add(freed[x], v->request);
+    }
+    *may = true;
+    for (int a = st->queues[st->workloads[s->job].queue].parent; a >= 0 && *may; a = st->queues[a].parent)
+        for (int r = 0; r < US_NRES; r++) {
+            double f = p->fair[a * US_NRES + r];
+            int64_t least = p->alloc[a].v[r] + s->total.v[r] - freed[a].v[r];
+            if (s->total.v[r] > 0 && (double)least > f + slack(f)) *may = false;
+        }
+    free(freed);
+    return 0;
+}
+
 /* Find victims for need pods of the job; on success the plan holds the
  * evictions and placements.  *ok tells. */
 static int search_victims(search *s, bool *ok, us_err *err) {
@@ -178,12 +255,20 @@ static int search_victims(search *s, bool *ok, us_err *err) {
     for (size_t q = 0; q < p->st->nqueues; q++) {
         if (p->victim_first[q] == p->victim_first[q + 1]) continue;
         if (s->act == US_ACT_PREEMPT ? (int)q != j->queue
-                                     : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, j->request)))
+                                     : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
         for (int k = p->victim_first[q]; k < p->victim_first[q + 1]; k++)
             if (candidate(s, p->victim_pods[k])) cands[nc++] = p->victim_pods[k];
     }
     if (nc == 0) goto out;
+    if (s->act == US_ACT_RECLAIM) {
+        bool may;
+        if (ancestors_may_fit(s, cands, nc, &may) < 0) {
+            rc = us_err_nomem(err);
+            goto out;
+        }
+        if (!may) goto out;
+    }
     us_sort(cands, nc, sizeof *cands, victim_order, s);
 
     size_t mark = us_plan_mark(p);
@@ -196,7 +281,7 @@ static int search_victims(search *s, bool *ok, us_err *err) {
         }
         if (!taken) continue;
         units[nu++] = cands[i];
-        if ((rc = us_gang_try(p, s->job, s->need, s->act, ok, err)) < 0) goto out;
+        if ((rc = try_fit(s, ok, err)) < 0) goto out;
     }
     us_plan_rollback(p, mark);
     if (!*ok) goto out;
@@ -253,15 +338,13 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
     const us_workload *wl = &p->st->workloads[w];
     for (;;) {
         int missing = us_gang_missing(p, w);
-        search s = {p, w, act, missing > 0 ? missing : 1};
+        search s = {p, w, act, missing > 0 ? missing : 1, us_gang_need(p, w)};
         int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
         if (!pods) return us_err_nomem(err);
         size_t pending = us_gang_pending(p, w, pods);
         free(pods);
         if (pending < (size_t)s.need) return 0;
-        us_res total = wl->request;
-        for (int r = 0; r < US_NRES; r++) total.v[r] *= s.need;
-        if (act == US_ACT_RECLAIM && !within_fair(p, wl->queue, total)) return 0;
+        if (act == US_ACT_RECLAIM && !within_fair(p, wl->queue, s.total)) return 0;
         if (failed_before(p, w, s.need)) return 0;
         bool ok;
         if (search_victims(&s, &ok, err) < 0) return -1;

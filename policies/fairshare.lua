@@ -3,11 +3,11 @@ fairshare.lua — how much of a node pool each queue deserves.
 
 WHAT IT DECIDES
   A fair share for every queue and every resource (gpu, cpu, memory) of one
-  node pool.  The scheduler orders queues by allocated / fair share (the
-  queue furthest below its share goes first) and reclaims resources for a
-  queue that is below its share from queues that are above theirs.  A fair
-  share is a target, not a reservation: nothing is held for a queue that
-  asks for nothing.
+  node pool.  The scheduler serves queues not over their fair share first
+  (docs/scheduling.md has the whole queue order) and reclaims resources for
+  a queue that stays within its share from queues that are above theirs.  A
+  fair share is a target, not a reservation: nothing is held for a queue
+  that asks for nothing.
 
 THE ALGORITHM (KAI scheduler semantics)
   Each resource is divided on its own.  The pool's capacity is divided among
@@ -15,13 +15,19 @@ THE ALGORITHM (KAI scheduler semantics)
   children the same way, down to the leaves.  Dividing an amount among
   sibling queues:
     1. Quota first.  Each sibling gets min(quota, demand), never above its
-       limit (quota -1 means unlimited: it gets its demand).  If those do
-       not all fit, each gets the same fraction of its amount.
+       limit (quota -1 means unlimited: it gets its demand, up to the amount
+       being divided).  Quotas are given in full even when they add up to
+       more than the amount, as KAI does: a quota is a promise the pool may
+       not keep for everyone at once, never a smaller share for all.
     2. The rest by priority.  What is left goes to the highest queue
        priority first.  Inside one priority, it is shared by over-quota
-       weight ("water-filling"): each sibling gets remaining * weight / total
-       weight, but never more than its demand or its limit; what a capped
-       sibling cannot take is shared again among the others.  Siblings of
+       weight ("water-filling"), in whole units as KAI does: each sibling is
+       offered remaining * weight / total weight; one that needs no more
+       takes what it needs (up to its demand and limit) and what it leaves
+       is offered again; the others take the whole units of their offer.
+       The units those floors leave go one at a time to the siblings with
+       the largest part of a unit not given (then the queue created first,
+       then name).  A unit is one GPU, one millicore, one byte.  Siblings of
        weight 0 get nothing beyond their quota.  What a priority level
        cannot use goes to the next lower one.
   Siblings are always taken in name order, so the result is the same on
@@ -38,6 +44,7 @@ CALLED AS
     .name                 string
     .parent               name of the parent queue; nil for a top-level queue
     .priority             integer: higher priorities get leftovers first
+    .created_at           number, seconds: breaks ties for a unit left over
     .quota                {gpu=, cpu=, memory=}: guaranteed amount; -1 = unlimited
     .limit                {gpu=, cpu=, memory=}: hard cap; -1 = no limit
     .over_quota_weight    {gpu=, cpu=, memory=}: relative claim on leftovers (numbers >= 0)
@@ -70,20 +77,21 @@ local NO_LIMIT = -1    -- limit -1: no hard cap
 
 -- What a queue is guaranteed before anything is shared: its quota, but no
 -- more than it asks for (quota it does not use would be wasted) and never
--- above its limit.
-local function deserved(queue, r)
+-- above its limit.  An unlimited quota guarantees what it asks for, up to
+-- the amount being divided.
+local function deserved(queue, r, amount)
   local demand = queue.demand[r]
-  local amount = demand
+  local want = math.min(amount, demand)
   if queue.quota[r] ~= UNLIMITED then
-    amount = math.min(queue.quota[r], demand)
+    want = math.min(queue.quota[r], demand)
   end
   if queue.limit[r] ~= NO_LIMIT then
-    amount = math.min(amount, queue.limit[r])
+    want = math.min(want, queue.limit[r])
   end
-  if amount < 0 then
-    amount = 0
+  if want < 0 then
+    want = 0
   end
-  return amount
+  return want
 end
 
 -- The most a queue can usefully receive: its demand, capped by its limit.
@@ -119,12 +127,29 @@ local function with_priority(siblings, priority)
   return members
 end
 
--- Water-filling inside one priority level.  Each round, every member that
--- still wants more and has a positive weight gets its weighted part of what
--- remains; a member that would pass its ceiling stops at it, and the part it
--- could not take is shared again in the next round.  Returns what is left
--- for the lower priorities.
+-- Does queue a come before b for a unit left over?  The larger part of a
+-- unit it was offered and not given, then the queue created first, then
+-- the name.
+local function rest_before(a, b, rest)
+  if rest[a.name] ~= rest[b.name] then
+    return rest[a.name] > rest[b.name]
+  end
+  if a.created_at ~= b.created_at then
+    return a.created_at < b.created_at
+  end
+  return a.name < b.name
+end
+
+-- Water-filling inside one priority level, in whole units as KAI does.
+-- Each round, every member that still wants more and has a positive weight
+-- is offered its weighted part of what remains: a member that needs no more
+-- than its offer takes what it needs (and what it leaves is offered again
+-- in the next round); the others take the whole units of their offer
+-- (math.floor).  The units the floors leave go one at a time to the
+-- members with the largest part of a unit not given, never past a ceiling.
+-- Returns what is left for the lower priorities.
 local function share_by_weight(members, share, r, remaining)
+  local rest = {}
   while true do
     local hungry, total_weight = {}, 0
     for _, queue in ipairs(members) do
@@ -138,25 +163,48 @@ local function share_by_weight(members, share, r, remaining)
       break
     end
 
-    local given, someone_capped = 0, false
+    local given, again = 0, false
     for _, queue in ipairs(hungry) do
       local room = ceiling(queue, r) - share[queue.name]
       local portion = remaining * queue.over_quota_weight[r] / total_weight
-      if portion >= room then
+      if room <= portion then
         -- land exactly on the ceiling (adding could miss it by a rounding)
         share[queue.name] = ceiling(queue, r)
         given = given + room
-        someone_capped = true
+        rest[queue.name] = nil
+        if room < portion then
+          again = true
+        end
       else
-        share[queue.name] = share[queue.name] + portion
-        given = given + portion
+        local whole = math.floor(portion)
+        share[queue.name] = share[queue.name] + whole
+        given = given + whole
+        if portion - whole > 0 then
+          rest[queue.name] = portion - whole
+        end
       end
     end
     remaining = remaining - given
-    -- nobody hit a ceiling: everything that remained was handed out
-    if not someone_capped then
+    -- nobody needed less than offered: another round would give nothing
+    if not again then
       break
     end
+  end
+
+  while remaining > 0 do
+    local best
+    for _, queue in ipairs(members) do
+      if rest[queue.name] and (best == nil or rest_before(queue, best, rest)) then
+        best = queue
+      end
+    end
+    if best == nil then
+      break
+    end
+    local unit = math.min(math.min(1, remaining), ceiling(best, r) - share[best.name])
+    share[best.name] = share[best.name] + unit
+    remaining = remaining - unit
+    rest[best.name] = nil
   end
   return remaining
 end
@@ -172,25 +220,15 @@ end
 -- Divide `amount` of resource r among sibling queues (sorted by name), then
 -- each sibling's share among its own children.
 local function divide(siblings, amount, r, share, queues_by_name)
-  -- 1. quotas first
-  local wants, total = {}, 0
+  -- 1. quotas first, in full even when they add up to more than the amount
+  --    (KAI does not scale a quota down: the pool cannot keep every promise
+  --    at once, and the engine accepts such shares)
+  local total = 0
   for _, queue in ipairs(siblings) do
-    wants[queue.name] = deserved(queue, r)
-    total = total + wants[queue.name]
+    share[queue.name] = deserved(queue, r, amount)
+    total = total + share[queue.name]
   end
-  local remaining
-  if total > amount and total > 0 then
-    -- not enough for every quota: everyone gets the same fraction of theirs
-    for _, queue in ipairs(siblings) do
-      share[queue.name] = amount * (wants[queue.name] / total)
-    end
-    remaining = 0
-  else
-    for _, queue in ipairs(siblings) do
-      share[queue.name] = wants[queue.name]
-    end
-    remaining = amount - total
-  end
+  local remaining = amount - total
 
   -- 2. the rest, one priority level at a time
   for _, priority in ipairs(priorities_high_to_low(siblings)) do

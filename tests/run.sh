@@ -103,12 +103,16 @@ for fl in release asan; do
         continue
     fi
     preload=""
-    [ "$fl" = asan ] && preload=$asan_preload
+    asan_opts=""
+    # LeakSanitizer's tracer can crash at exit on the DTLS block of a module
+    # that lua5.4 dlopen()s (seen about one run in three on glibc 2.36); not
+    # intercepting __tls_get_addr avoids it, and leak checking stays on.
+    [ "$fl" = asan ] && preload=$asan_preload && asan_opts="detect_leaks=1:intercept_tls_get_addr=0"
     log=$(newlog)
     cpath="$ROOT/build/$fl/lua/?.so;;"
     lpath="$ROOT/?.lua;$ROOT/tests/spec/?.lua;;"
     # busted runs under lua5.4 explicitly: the module is built for 5.4.
-    LD_PRELOAD=$preload LUA_CPATH=$cpath LUA_CPATH_5_4=$cpath LUA_PATH=$lpath LUA_PATH_5_4=$lpath \
+    ASAN_OPTIONS=$asan_opts LD_PRELOAD=$preload LUA_CPATH=$cpath LUA_CPATH_5_4=$cpath LUA_PATH=$lpath LUA_PATH_5_4=$lpath \
         UNDERSTORY="$ROOT/build/$fl/understory" \
         "${TIMEOUT[@]}" lua5.4 "$(command -v busted)" --output=plainTerminal tests/spec \
         >"$log" 2>&1

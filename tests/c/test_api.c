@@ -127,6 +127,17 @@ static size_t count_phase(const us_engine *e, us_pod_phase ph) {
     return n;
 }
 
+/* Decisions of the last cycle with this op and action (NULL: none). */
+static size_t count_decisions(const us_engine *e, us_decision_op op, const char *action) {
+    size_t n = 0;
+    us_decision_info d;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++)
+        if (us_engine_decision(e, i, &d) == US_OK && d.op == op &&
+            (action ? d.action && strcmp(d.action, action) == 0 : !d.action))
+            n++;
+    return n;
+}
+
 /* Run f; it must fail with code and a message containing msg, and leave
  * the engine as it was. */
 #define REFUSED(e, call, want_code, msg)                                                          \
@@ -467,11 +478,15 @@ TEST(workload_resend_scale_and_finish) {
     CHECK(us_engine_complete_workload(e, "w", 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     /* a job's gang is its replicas unless min_member says otherwise:
-     * growing it re-forms the gang, which starts again whole */
+     * growing it re-forms the gang, which the next cycle stops, a
+     * decision per pod, so it starts again whole */
     CHECK(workload(e, "g", "q", 2, 1, 20) == US_OK);
     CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(workload(e, "g", "q", 3, 1, 20) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2); /* nothing stopped behind the caller's back */
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 2);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
     CHECK(count_phase(e, US_PHASE_PENDING) == 3);
     CHECK(us_engine_remove_workload(e, "g", 20, &err) == US_OK);
@@ -541,10 +556,18 @@ TEST(pod_reports) {
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"node\": \"n2\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     CHECK_STR(p.node, "n2");
-    /* gone: its controller recreates it pending */
+    /* gone: its controller recreates it pending; the gang (2 of 2) broke,
+     * so the next cycle stops train-abc with a decision of its own, and
+     * the gang waits for it to terminate rather than pipeline behind it */
     CHECK(us_engine_remove_pod(e, "train-def", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(pod_named(e, "train-abc", &p) && p.phase == US_PHASE_RUNNING);
     CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 1);
+    CHECK(count_decisions(e, US_DECISION_PIPELINE, NULL) + count_decisions(e, US_DECISION_PIPELINE, "allocate") == 0);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 2);
+    CHECK(us_engine_run_cycle(e, 30, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_RUNNING);
     us_engine_destroy(e);
 }
@@ -659,6 +682,178 @@ TEST(cycle_events_and_callback) {
     CHECK(us_engine_time(e) == 5);
     us_engine_on_event(e, NULL, NULL);
     CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    us_engine_destroy(e);
+}
+
+/* check_invariants: the engine checks every cycle and decides exactly what
+ * an unchecked engine decides (the check reads, never changes). */
+TEST(invariant_checks_on_request) {
+    us_engine *e[2] = {NULL, NULL};
+    us_error err;
+    char *seen[2] = {NULL, NULL};
+    CHECK_STR(us_strerror(US_EINVARIANT), "invariant broken");
+    for (int k = 0; k < 2; k++) {
+        us_engine_options o;
+        us_engine_options_init(&o);
+        CHECK(o.check_invariants == 0);
+        o.check_invariants = k;
+        CHECK(us_engine_create(&o, &e[k], &err) == US_OK);
+        if (!e[k]) return;
+        CHECK(node(e[k], "n1", 4) == US_OK && node(e[k], "n2", 4) == US_OK);
+        CHECK(queue(e[k], "q", NULL, 8) == US_OK && bg_queue(e[k], "bg") == US_OK);
+        CHECK(bg_workload(e[k], "burn", US_CONTROLLER_DEPLOYMENT, 4, 1, 0) == US_OK);
+        CHECK(us_engine_run_cycle(e[k], 0, &err) == US_OK);
+        CHECK(workload(e[k], "w", "q", 2, 2, 10) == US_OK);
+        for (int t = 10; t <= 30; t += 10) CHECK(us_engine_run_cycle(e[k], t, &err) == US_OK);
+        seen[k] = dump(e[k]);
+        us_engine_destroy(e[k]);
+    }
+    CHECK(seen[0] && seen[1] && strcmp(seen[0], seen[1]) == 0);
+    CHECK_HAS(seen[1], "w-1");
+    free(seen[0]);
+    free(seen[1]);
+}
+
+/* Every API function, called from inside the event callback: the readers
+ * work, the changers return US_EBUSY and change nothing, on_event works
+ * (from the next event on), destroy is ignored.  None of them may crash. */
+typedef struct every {
+    int events, calls, busy, wrong;
+    us_engine *other;            /* made by us_engine_create from inside */
+    char *before;                /* the engine as the first event found it */
+} every;
+
+#define BUSY(call)                                                 \
+    do {                                                           \
+        us_error err_ = {0};                                       \
+        (void)err_;                                                \
+        ev_->calls++;                                              \
+        if ((call) == US_EBUSY) ev_->busy++;                       \
+        else {                                                     \
+            ev_->wrong++;                                          \
+            fprintf(stderr, "  not refused inside the callback: %s\n", #call); \
+        }                                                          \
+    } while (0)
+
+static void every_call(us_engine *e, const us_event_info *ev, void *data) {
+    every *ev_ = data;
+    us_engine_options o;
+    us_queue_spec q;
+    us_workload_spec w;
+    us_node_spec n = {0};
+    us_pod_spec pod = {"a-0", "a", "n1"};
+    us_pod_info pi;
+    us_node_info ni;
+    us_queue_info qi;
+    us_workload_info wi;
+    us_decision_info di;
+    us_event_info ei;
+    us_error cerr;
+    (void)ev;
+    ev_->events++;
+    if (ev_->events > 1) return;
+    ev_->before = dump(e);
+    us_engine_options_init(&o);
+    us_queue_spec_init(&q);
+    us_workload_spec_init(&w);
+    q.name = "new";
+    w.name = "new";
+    w.queue = "q";
+    n.name = "new";
+    n.capacity = (us_resources){1, 1000, 1 << 30};
+    if (!us_version()[0] || strcmp(us_strerror(US_EBUSY), "busy") != 0) ev_->wrong++;
+    if (us_engine_create(&o, &ev_->other, &cerr) != US_OK) ev_->wrong++;
+    us_engine_destroy(e); /* ignored */
+    BUSY(us_engine_load_policies(e, NULL, &err_));
+    BUSY(us_engine_reload_policies(e, NULL, &err_));
+    BUSY(us_engine_upsert_node(e, &n, &err_));
+    BUSY(us_engine_upsert_node_json(e, "{\"name\":\"j\",\"capacity\":{\"gpu\":1}}", &err_));
+    BUSY(us_engine_remove_node(e, "n1", &err_));
+    BUSY(us_engine_upsert_queue(e, &q, &err_));
+    BUSY(us_engine_upsert_queue_json(e, "{\"name\":\"j\"}", &err_));
+    BUSY(us_engine_remove_queue(e, "q", &err_));
+    BUSY(us_engine_upsert_workload(e, &w, 1, &err_));
+    BUSY(us_engine_upsert_workload_json(e, "{\"name\":\"j\",\"queue\":\"q\"}", 1, &err_));
+    BUSY(us_engine_remove_workload(e, "a", 1, &err_));
+    BUSY(us_engine_complete_workload(e, "a", 1, &err_));
+    BUSY(us_engine_upsert_pod(e, &pod, &err_));
+    BUSY(us_engine_upsert_pod_json(e, "{\"name\":\"a-0\",\"node\":\"n1\"}", &err_));
+    BUSY(us_engine_remove_pod(e, "a-0", &err_));
+    BUSY(us_engine_run_cycle(e, 100, &err_));
+    /* the readers */
+    if (strcmp(us_engine_policy_id(e), "builtin") != 0) ev_->wrong++;
+    if (us_engine_time(e) != 1 || us_engine_cycle_count(e) != 1) ev_->wrong++;
+    if (us_engine_event_count(e) < 2 || us_engine_event(e, 1, &ei) != US_OK) ev_->wrong++;
+    if (us_engine_decision_count(e) != 0 || us_engine_decision(e, 0, &di) != US_ENOENT) ev_->wrong++;
+    if (us_engine_pod_count(e) != 8 || us_engine_pod(e, 0, &pi) != US_OK) ev_->wrong++;
+    if (us_engine_node_count(e) != 1 || us_engine_node(e, 0, &ni) != US_OK) ev_->wrong++;
+    if (us_engine_queue_count(e) != 1 || us_engine_queue(e, 0, &qi) != US_OK) ev_->wrong++;
+    if (us_engine_workload_count(e) != 2 || us_engine_workload(e, 0, &wi) != US_OK) ev_->wrong++;
+    us_engine_on_event(e, every_call, data); /* re-registering itself works */
+}
+
+static us_engine *two_unschedulable(void) {
+    us_engine *e = engine();
+    if (!e) return NULL;
+    CHECK(node(e, "n1", 1) == US_OK);
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    CHECK(workload(e, "a", "q", 4, 1, 0) == US_OK);
+    CHECK(workload(e, "b", "q", 4, 1, 0) == US_OK);
+    return e;
+}
+
+TEST(every_call_from_the_callback_works_or_is_busy) {
+    us_engine *e = two_unschedulable();
+    us_error err;
+    every ev = {0};
+    char *after;
+    if (!e) return;
+    us_engine_on_event(e, every_call, &ev);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(us_engine_event_count(e) == 2);
+    CHECK(ev.events == 2);
+    CHECK(ev.calls == 16 && ev.busy == 16 && ev.wrong == 0);
+    CHECK(ev.other != NULL);
+    us_engine_destroy(ev.other);
+    /* nothing refused changed anything */
+    after = dump(e);
+    CHECK_HAS(ev.before, "workload a q 0 0 - -1");
+    CHECK(ev.before && after && strcmp(ev.before, after) == 0);
+    free(ev.before);
+    free(after);
+    us_engine_destroy(e);
+}
+
+/* A callback that removes itself, or puts another in its place, during a
+ * cycle of several events: the change applies from the next event. */
+static int removed_calls, other_calls;
+static void other_cb(us_engine *e, const us_event_info *ev, void *data) {
+    (void)e, (void)ev, (void)data;
+    other_calls++;
+}
+static void remove_self(us_engine *e, const us_event_info *ev, void *data) {
+    (void)ev;
+    removed_calls++;
+    if (data) us_engine_on_event(e, other_cb, NULL);
+    else us_engine_on_event(e, NULL, NULL);
+}
+
+TEST(callback_may_remove_or_replace_itself) {
+    us_engine *e = two_unschedulable();
+    us_error err;
+    if (!e) return;
+    removed_calls = other_calls = 0;
+    us_engine_on_event(e, remove_self, NULL);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(us_engine_event_count(e) == 2);
+    CHECK(removed_calls == 1 && other_calls == 0);
+    removed_calls = 0;
+    us_engine_on_event(e, remove_self, &err); /* non-NULL data: replace */
+    CHECK(workload(e, "c", "q", 4, 1, 2) == US_OK); /* two new events */
+    CHECK(workload(e, "d", "q", 4, 1, 2) == US_OK);
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
+    CHECK(us_engine_event_count(e) == 2);
+    CHECK(removed_calls == 1 && other_calls == 1);
     us_engine_destroy(e);
 }
 
@@ -819,6 +1014,9 @@ int main(void) {
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
+    RUN(invariant_checks_on_request);
+    RUN(every_call_from_the_callback_works_or_is_busy);
+    RUN(callback_may_remove_or_replace_itself);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);

@@ -73,7 +73,9 @@ TEST(fs_quota_then_weight) {
 
 TEST(fs_waterfill_redistributes) {
     /* 12 GPUs, no quota, weights 1:1:2 -> 3, 3, 6; a wants only 1, so 2
-     * go round again to b and c 1:2 -> b 3 + 2/3, c 6 + 4/3. */
+     * go round again to b and c 1:2: offers of 2/3 and 4/3 give whole GPUs
+     * only, 0 and 1; the GPU left goes to the larger part not given, b's
+     * 2/3 -> a 1, b 4, c 7 (whole GPUs, as KAI hands them out). */
     reset();
     int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
     gpu(a, 0, 1, 1);
@@ -81,13 +83,15 @@ TEST(fs_waterfill_redistributes) {
     gpu(c, 0, 2, 20);
     CHECK(run_fs(12, 0, 0) == 0);
     FAIR_GPU(a, 1);
-    FAIR_GPU(b, 11.0 / 3);
-    FAIR_GPU(c, 22.0 / 3);
+    FAIR_GPU(b, 4);
+    FAIR_GPU(c, 7);
 }
 
 TEST(fs_priority_buckets) {
     /* 10 GPUs: quotas 2 + 1 + 1 leave 6.  Priority 1 first: h takes 4 more
-     * (its demand is 6).  The 2 left go to priority 0 by weight 1:3. */
+     * (its demand is 6).  The 2 left go to priority 0 by weight 1:3, offers
+     * of 0.5 and 1.5: l2 takes 1, and the GPU left goes to the larger part
+     * not given (0.5 each: the queue created first, then by name, l1). */
     reset();
     int h = queue("h", -1, 1), l1 = queue("l1", -1, 0), l2 = queue("l2", -1, 0);
     gpu(h, 2, 1, 6);
@@ -95,8 +99,8 @@ TEST(fs_priority_buckets) {
     gpu(l2, 1, 3, 10);
     CHECK(run_fs(10, 0, 0) == 0);
     FAIR_GPU(h, 6);
-    FAIR_GPU(l1, 1.5);
-    FAIR_GPU(l2, 2.5);
+    FAIR_GPU(l1, 2);
+    FAIR_GPU(l2, 2);
 
     /* a higher priority takes everything it can, whatever the weights */
     reset();
@@ -148,14 +152,90 @@ TEST(fs_zero_weights) {
 }
 
 TEST(fs_oversubscribed_quota) {
-    /* quotas 6 + 3 do not fit in 6: each gets 2/3 of its quota */
+    /* quotas 6 + 3 do not fit in 6: each still gets its quota, as in KAI
+     * (a quota is never scaled down), and nothing is left to share */
     reset();
-    int a = queue("a", -1, 0), b = queue("b", -1, 0);
+    int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
     gpu(a, 6, 1, 6);
     gpu(b, 3, 1, 3);
+    gpu(c, 0, 1, 5);
     CHECK(run_fs(6, 0, 0) == 0);
-    FAIR_GPU(a, 4);
-    FAIR_GPU(b, 2);
+    FAIR_GPU(a, 6);
+    FAIR_GPU(b, 3);
+    FAIR_GPU(c, 0);
+}
+
+TEST(fs_whole_units_left_over) {
+    /* 10 GPUs, three queues of weight 1 asking 10: 3 each, and the GPU
+     * left goes to the queue created first (c), whatever the names */
+    reset();
+    int a = queue("a", -1, 0), b = queue("b", -1, 0), c = queue("c", -1, 0);
+    gpu(a, 0, 1, 10);
+    gpu(b, 0, 1, 10);
+    gpu(c, 0, 1, 10);
+    qs[c].created_at = -5;
+    CHECK(run_fs(10, 0, 0) == 0);
+    FAIR_GPU(a, 3);
+    FAIR_GPU(b, 3);
+    FAIR_GPU(c, 4);
+
+    /* a unit left over never takes a queue past its demand: 2.6 GPUs for
+     * two queues asking 1.5 -> 1 each, then a gets 0.5 (to 1.5), b 0.1 */
+    reset();
+    a = queue("a", -1, 0);
+    b = queue("b", -1, 0);
+    gpu(a, 0, 1, 1.5);
+    gpu(b, 0, 1, 1.5);
+    CHECK(run_fs(2.6, 0, 0) == 0);
+    FAIR_GPU(a, 1.5);
+    FAIR_GPU(b, 1.1);
+}
+
+/* A small deterministic generator, so a failure names its round. */
+static unsigned seed_state = 12345;
+static unsigned rnd(unsigned n) {
+    seed_state = seed_state * 1103515245u + 12345u;
+    return (seed_state >> 8) % n;
+}
+
+TEST(fs_whole_and_work_conserving) {
+    /* The class: with whole-GPU capacity, quotas and demands, every share
+     * is a whole number of GPUs, no queue gets less than its quota (capped
+     * by its demand) nor more than its demand, and nothing is left over
+     * while a queue of positive weight still asks: the group shares out
+     * max(sum of quotas, min(capacity, sum of demands)). */
+    for (int round = 0; round < 500; round++) {
+        reset();
+        size_t n = 2 + rnd(6);
+        double cap = rnd(40), owed = 0, asked = 0;
+        static const char *const names[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7"};
+        for (size_t i = 0; i < n; i++) {
+            int x = queue(names[i], -1, (int)rnd(3));
+            double quota = rnd(5) == 0 ? -1.0 : (double)rnd(9), demand = rnd(13);
+            gpu(x, quota, 1 + rnd(3), demand);
+            qs[x].created_at = rnd(3);
+            owed += quota < 0 ? fmin(demand, cap) : fmin(quota, demand);
+            asked += demand;
+        }
+        CHECK(run_fs(cap, 0, 0) == 0);
+        double total = 0;
+        for (size_t i = 0; i < n; i++) {
+            double share = fair[i * US_NRES + US_GPU] / 1000.0, demand = qs[i].demand.v[US_GPU] / 1000.0;
+            double quota = qs[i].res[US_GPU].quota == US_UNLIMITED ? fmin(demand, cap)
+                                                                   : qs[i].res[US_GPU].quota / 1000.0;
+            if (share != floor(share) || share < fmin(quota, demand) || share > demand) {
+                fprintf(stderr, "  round %d: queue %zu gets %g (quota %g, demand %g)\n", round, i, share,
+                        quota, demand);
+                CHECK(false);
+            }
+            total += share;
+        }
+        double want = fmax(owed, fmin(cap, asked));
+        if (total != want) {
+            fprintf(stderr, "  round %d: %g shared out, %g expected\n", round, total, want);
+            CHECK(false);
+        }
+    }
 }
 
 TEST(fs_unlimited_quota_and_no_demand) {
@@ -288,6 +368,23 @@ TEST(score_bin_packing) {
     CHECK(us_builtin_score(&pf, &b) == 1000 * (0.5 / 8));
 }
 
+/* The re-offer's two other rooms, as the engine derives them: once the AI
+ * plan ends (here: no transition, the same as free) and idle (free less
+ * every offered running pod on the node, kept or not). */
+static void bg_rooms(us_bg_node *nodes, size_t n, const us_bg_pod *running, size_t nr) {
+    for (size_t k = 0; k < n; k++) {
+        nodes[k].free_at_end = nodes[k].free;
+        nodes[k].free_gpus_at_end = nodes[k].free_gpus;
+        nodes[k].idle = nodes[k].free;
+        nodes[k].idle_gpus = nodes[k].free_gpus;
+    }
+    for (size_t i = 0; i < nr; i++) {
+        us_bg_node *bn = &nodes[running[i].node];
+        bn->idle = us_res_sub(bn->idle, running[i].wl->request);
+        bn->idle_gpus -= (int)((running[i].wl->request.v[US_GPU] + US_GPU_UNIT - 1) / US_GPU_UNIT);
+    }
+}
+
 /* ---- background re-offer ---------------------------------------------- */
 
 TEST(reoffer_keep_then_place) {
@@ -295,9 +392,9 @@ TEST(reoffer_keep_then_place) {
     us_node n2 = mknode("n2", 8, 64000, (int64_t)64 << 30);
     us_node n3 = mknode("n3", 8, 64000, (int64_t)64 << 30);
     /* n1: 2 GPUs idle; n2: 6 idle; n3: all idle but not a candidate of p2 */
-    us_bg_node nodes[3] = {{&n1, {{2000, 8000, (int64_t)8 << 30}}, 2},
-                           {&n2, {{6000, 32000, (int64_t)32 << 30}}, 6},
-                           {&n3, {{8000, 64000, (int64_t)64 << 30}}, 8}};
+    us_bg_node nodes[3] = {{.node = &n1, .free = {{2000, 8000, (int64_t)8 << 30}}, .free_gpus = 2},
+                           {.node = &n2, .free = {{6000, 32000, (int64_t)32 << 30}}, .free_gpus = 6},
+                           {.node = &n3, .free = {{8000, 64000, (int64_t)64 << 30}}, .free_gpus = 8}};
     us_workload g1 = mkwl("g1", 1000, 100, 1 << 20), g2 = mkwl("g2", 2000, 100, 1 << 20);
     us_workload big = mkwl("big", 16000, 100, 0), c = mkwl("c", 0, 9000, 0);
     us_pod ra = mkpod("ra"), rb = mkpod("rb"), rc = mkpod("rc");
@@ -306,26 +403,40 @@ TEST(reoffer_keep_then_place) {
     /* ra (1 GPU on n1) fits: n1 has 1 left; rb (2 GPUs on n1) no longer
      * does; rc (9 cores on n1) does not either (8 idle). */
     us_bg_pod running[3] = {{&ra, &g1, 0, NULL, 0}, {&rb, &g2, 0, NULL, 0}, {&rc, &c, 0, NULL, 0}};
-    /* p1 (1 GPU): n1 is fullest (7/8 used -> 8/8).  p2 (1 GPU, n1 or n2):
-     * n1 is now full, n2 it is.  p3 (16 GPUs): nowhere.  p4 (2 GPUs, any
-     * node): n2 (3 used -> 5/8) beats n3 (0 -> 2/8). */
+    /* Pending pods take idle room only: n1's is held by ra, rb and rc
+     * (kept or evicted, they hold it now).  p1 (1 GPU): n2 is fullest
+     * (2/8 used -> 3/8).  p2 (1 GPU, n1 or n2): n2.  p3 (16 GPUs):
+     * nowhere.  p4 (2 GPUs, any node): n2 (4 used -> 6/8) beats n3. */
     us_bg_pod pending[4] = {{&p1, &g1, -1, all, 3}, {&p2, &g1, -1, first2, 2},
                             {&p3, &big, -1, all, 3}, {&p4, &g2, -1, all, 3}};
+    bg_rooms(nodes, 3, running, 3);
     us_bg_input in = {nodes, 3, running, 3, pending, 4};
     bool keep[3];
     int place[4];
     us_err err = {0};
     CHECK(us_builtin_reoffer(&in, keep, place, &err) == 0);
     CHECK(keep[0] && !keep[1] && !keep[2]);
-    CHECK(place[0] == 0);
+    CHECK(place[0] == 1);
     CHECK(place[1] == 1);
     CHECK(place[2] == -1);
     CHECK(place[3] == 1);
+
+    /* Keeping is judged against the AI end state, placing against idle
+     * room: with 3 GPUs free once the plan ends, rb stays too; p1 still
+     * may not take n1's room, which the running pods hold now. */
+    nodes[0].free_at_end.v[US_GPU] = 3000;
+    nodes[0].free_gpus_at_end = 3;
+    nodes[0].free_at_end.v[US_CPU] = 9200;
+    CHECK(us_builtin_reoffer(&in, keep, place, &err) == 0);
+    CHECK(keep[0] && keep[1] && keep[2]);
+    CHECK(place[0] == 1);
 }
 
 TEST(reoffer_ties_and_bad_input) {
     us_node a = mknode("a", 4, 16000, 1 << 30), b = mknode("b", 4, 16000, 1 << 30);
-    us_bg_node nodes[2] = {{&a, {{4000, 16000, 1 << 30}}, 4}, {&b, {{4000, 16000, 1 << 30}}, 4}};
+    us_bg_node nodes[2] = {{.node = &a, .free = {{4000, 16000, 1 << 30}}, .free_gpus = 4},
+                           {.node = &b, .free = {{4000, 16000, 1 << 30}}, .free_gpus = 4}};
+    bg_rooms(nodes, 2, NULL, 0);
     us_workload w = mkwl("w", 1000, 1000, 0);
     us_pod p = mkpod("p"), q = mkpod("q");
     int both[] = {0, 1}, bad[] = {0, 7};
@@ -350,6 +461,8 @@ int main(void) {
     RUN(fs_limits);
     RUN(fs_zero_weights);
     RUN(fs_oversubscribed_quota);
+    RUN(fs_whole_units_left_over);
+    RUN(fs_whole_and_work_conserving);
     RUN(fs_unlimited_quota_and_no_demand);
     RUN(fs_hierarchy);
     RUN(fs_resources_independent);

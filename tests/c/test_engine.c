@@ -3,6 +3,7 @@
  * device accounting (plan.c), controller lifecycle (lifecycle.c), the cycle
  * run directly on a loaded state with the built-in policies (cycle.c).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,60 @@ TEST(cycle_evicts_background_for_ai_and_pipelines) {
     us_scenario_free(&sc);
 }
 
+/* Whatever reaches the built-in fair share (weights the loader refuses,
+ * through a state built by hand), its result is checked like a policy's:
+ * every share finite and >= 0, or rejected with an event that names the
+ * built-in policy and the rule.  Weights from tiny to the largest double. */
+TEST(builtin_fair_share_is_checked_like_a_policy) {
+    static const double weights[] = {0, 5e-324, 1e-300, 1, 1e6, 1e200, 1e308, INFINITY};
+    static const char *json =
+        "{\"nodes\":[{\"name\":\"n1\",\"gpu\":8}],"
+        "\"queues\":[{\"name\":\"a\"},{\"name\":\"b\"}],"
+        "\"workloads\":[{\"name\":\"wa\",\"queue\":\"a\",\"replicas\":8,\"min_member\":1,"
+        "\"requests\":{\"gpu\":1}},{\"name\":\"wb\",\"queue\":\"b\",\"replicas\":8,"
+        "\"min_member\":1,\"requests\":{\"gpu\":1}}]}";
+    size_t nw = sizeof weights / sizeof weights[0];
+    for (size_t i = 0; i < nw; i++)
+        for (size_t j = 0; j < nw; j++) {
+            us_scenario sc;
+            if (load(&sc, json) < 0) {
+                CHECK(0);
+                return;
+            }
+            us_state *st = &sc.state;
+            st->queues[0].res[US_GPU].over_quota_weight = weights[i];
+            st->queues[1].res[US_GPU].over_quota_weight = weights[j];
+            us_life_submit(st, 0, 0);
+            us_life_submit(st, 1, 0);
+            us_cycle_opts o;
+            us_cycle_opts_default(&o);
+            us_cycle_log log;
+            us_cycle_counts counts = {0};
+            us_queue_figures figs[2];
+            us_err err = {0};
+            us_cycle_log_init(&log);
+            CHECK(us_cycle_run(st, NULL, 0, &o, &log, figs, &counts, &err) == 0);
+            bool rejected = false;
+            for (size_t e = 0; e < log.nevents; e++)
+                if (strcmp(log.events[e].reason, "PolicyRejected") == 0) {
+                    rejected = true;
+                    CHECK_STR(log.events[e].object, "fairshare (built-in)");
+                    CHECK_HAS(log.events[e].message, "must be a finite number");
+                }
+            double fa = figs[0].fair[US_GPU], fb = figs[1].fair[US_GPU];
+            CHECK(isfinite(fa) && fa >= 0 && isfinite(fb) && fb >= 0);
+            CHECK(fa + fb <= 8 * US_GPU_UNIT + 1e-6);
+            /* a finite, positive pair of weights is never rejected, and
+             * equal ones split the node evenly */
+            bool ordinary = weights[i] > 0 && weights[j] > 0 && isfinite(weights[i] + weights[j]);
+            if (ordinary) CHECK(!rejected);
+            if (ordinary && weights[i] == weights[j]) CHECK(fabs(fa - fb) < 1e-6);
+            if (!rejected && weights[i] + weights[j] > 0) CHECK(fabs(fa + fb - 8 * US_GPU_UNIT) < 1e-6);
+            us_cycle_log_free(&log);
+            us_scenario_free(&sc);
+        }
+}
+
 static int by_key_then_index(const void *a, const void *b, void *ctx) {
     const int *keys = ctx;
     int x = *(const int *)a, y = *(const int *)b;
@@ -185,5 +240,6 @@ int main(void) {
     RUN(a_device_in_fractional_use_is_not_free_for_whole_pods);
     RUN(daemonset_pods_one_per_node_and_recreated_pinned);
     RUN(cycle_evicts_background_for_ai_and_pipelines);
+    RUN(builtin_fair_share_is_checked_like_a_policy);
     return check_report();
 }

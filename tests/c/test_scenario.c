@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -64,6 +65,7 @@ static bool loads(us_scenario *sc, const char *s) {
     us_err err;
     if (load(sc, s, &err) == 0) return true;
     fprintf(stderr, "  unexpected error: %s\n", err.msg);
+    check_cur_failed = 1;  /* a document that should load and does not fails the test */
     return false;
 }
 
@@ -507,12 +509,27 @@ TEST(error_preexisting_pods) {
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n7','state':'running'}]}"))),
               "workloads[0].pods[0].node: \"n7\" is not a node");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'pending'}]}"))),
-              "workloads[0].pods[0].state: \"pending\" is not a pre-existing pod state (only \"running\")");
+              "workloads[0].pods[0].state: \"pending\" is not a pre-existing pod state (running, pipelined, releasing)");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1'}]}"))),
               "workloads[0].pods[0].state: required field is missing");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':1,"
                           " 'pods':[{'node':'n1','state':'running'},{'node':'n1','state':'running'}]}"))),
-              "workloads[0].pods: 2 pre-existing pods, but only 1 replicas");
+              "workloads[0].pods: 2 pre-existing pods that are not releasing, but only 1 replicas");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'running','release_at':5}]}"))),
+              "workloads[0].pods[0].release_at: only a releasing pod has one");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'releasing','release_at':-1}]}"))),
+              "workloads[0].pods[0].release_at: -1 is not a number >= 0");
+    /* n1 has 8 GPUs: two running and one pipelined 4-GPU pod fit now, not
+     * where the plan ends; two running and one releasing, not now */
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':3,'requests':{'gpu':4},"
+                          " 'pods':[{'node':'n1','state':'running'},{'node':'n1','state':'running'},"
+                          "         {'node':'n1','state':'pipelined'}]}"))),
+              "workloads[0].pods[2].node: \"n1\" has not enough gpu for its pre-existing pods once the "
+              "releasing pods are gone");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,'requests':{'gpu':4},"
+                          " 'pods':[{'node':'n1','state':'running'},{'node':'n1','state':'running'},"
+                          "         {'node':'n1','state':'releasing'}]}"))),
+              "workloads[0].pods[2].node: \"n1\" has not enough gpu for its pre-existing pods");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pool':'a100','pods':[{'node':'n1','state':'running'}]}"))),
               "workloads[0].pods[0].node: \"n1\" is in pool \"default\", not the workload's pool \"a100\"");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'bg','controller':'daemonset','node_selector':{'zone':'b'},"
@@ -742,6 +759,26 @@ TEST(preexisting_pods) {
         CHECK(st->pods[i].state == US_POD_RUNNING && st->pods[i].shared_dev == -1 && st->pods[i].seq == i);
     /* the simulator submits them at t=0 and creates only the missing pods */
     CHECK(st->workloads[0].state == US_WL_WAITING && st->workloads[1].state == US_WL_WAITING);
+    us_scenario_free(&sc);
+
+    /* releasing and pipelined pods: one releasing holds the room a
+     * pipelined one waits for; the releasing one is not a replica */
+    if (!loads(&sc, J("{'nodes':[{'name':'n1','gpu':8}]," QUEUES ",'workloads':["
+                      "{'name':'old','queue':'team-a','replicas':1,'requests':{'gpu':8},'termination_grace':20,"
+                      " 'pods':[{'node':'n1','state':'releasing','release_at':15}]},"
+                      "{'name':'new','queue':'team-a','requests':{'gpu':8},'created_at':-30,"
+                      " 'pods':[{'node':'n1','state':'pipelined'}]},"
+                      "{'name':'plain','queue':'team-a','termination_grace':7,"
+                      " 'pods':[{'node':'n1','state':'releasing'}]}]}")))
+        return;
+    st = &sc.state;
+    CHECK(st->npods == 3);
+    CHECK(st->pods[0].state == US_POD_RELEASING && st->pods[0].release_at == 15);
+    CHECK_STR(st->pods[0].name, "old-0");
+    CHECK(st->pods[1].state == US_POD_PIPELINED && st->pods[1].node == 0);
+    CHECK(st->pods[2].state == US_POD_RELEASING && st->pods[2].release_at == 7);  /* its grace */
+    CHECK(st->workloads[1].created_at == -30);
+    CHECK(isnan(st->workloads[0].created_at));  /* its submit time, once submitted */
     us_scenario_free(&sc);
 }
 

@@ -53,7 +53,8 @@ c7 = d["cycles"][0]
 assert {x["pod"] for x in c7["only_from"]} >= {"eval-b-0", "eval-b-1"}
 s = d["summary"]
 for side in ("from", "to", "change"):
-    assert set(s[side]["evictions"]) == {"allocate", "reclaim", "preempt", "backgroundpods"}
+    assert set(s[side]["evictions"]) == {"allocate", "reclaim", "preempt", "backgroundpods",
+                                         "stalegangeviction"}
 assert s["change"]["evictions"]["backgroundpods"] == 0
 assert s["from"]["ai_pods_pending"] == 0
 assert set(s["from"]["fair_share"]) == {"research", "team-a", "team-b", "infra-bg"}
@@ -64,7 +65,7 @@ fi
 # the GPU-hungry queue keeps more GPUs, so fewer of its pods are reclaimed.
 run diff --from policies --to examples/policies/drf examples/policy-diff.json
 expect_status 0
-expect_stdout_has "  - evict     train-22    from n4  (reclaim, for features)"
+expect_stdout_has "  - evict     train-22    from n2  (reclaim, for features)"
 grep -qE '^  evictions \(reclaim\) +4 +2 +-2$' "$TMP/out" || fail "$LAST: reclaims: $(cat "$TMP/out")"
 grep -qE '^  vision +gpu +16 +24 +\+8$' "$TMP/out" || fail "$LAST: vision fair share: $(cat "$TMP/out")"
 

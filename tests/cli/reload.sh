@@ -11,7 +11,10 @@ expect_stderr_empty
 expect_stdout_has "  policy now "
 expect_stdout_has "PolicyReloaded: policies reloaded from examples/policies/spread"
 expect_stdout_has "PolicyReloadRefused: reload of examples/policies/does-not-exist refused"
-expect_stdout_has "does-not-exist/fairshare.lua"
+expect_stdout_has "stays: cannot open the directory: No such file or directory"
+# the directory is named once, not again inside the reason
+[ "$(grep PolicyReloadRefused "$TMP/out" | grep -o does-not-exist | wc -l)" -eq 1 ] ||
+    fail "$LAST: the directory is named more than once: $(grep PolicyReloadRefused "$TMP/out")"
 [ "$(grep -c '  policy now ' "$TMP/out")" -eq 1 ] || fail "$LAST: the id changed more than once"
 
 run simulate examples/reload.json --json

@@ -25,6 +25,8 @@ check "--long-grace" simulate scenario.json --long-grace=-5
 check "--instructions" simulate scenario.json --instructions 0
 check "--instructions" simulate scenario.json --instructions 12x
 check "--memory" simulate scenario.json --memory lots
+check "--time-limit: \"0\" is not a positive number of milliseconds" simulate scenario.json --time-limit 0
+check "--time-limit needs a value" check policies --time-limit
 check "--policies needs a value" simulate scenario.json --policies
 check "one scenario at a time" simulate a.json b.json
 check "--bogus" check policies --bogus

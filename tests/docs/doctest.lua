@@ -30,9 +30,13 @@
 -- each `understory.NAME` must be a field of the Lua module.
 --
 -- Every document runs in a scratch copy of the repository's tracked files
--- (build/ linked in), with HOME set to a scratch directory, so that
+-- (build/ linked in, ./understory copied from UNDERSTORY), with HOME set to a scratch directory, so that
 -- `make install PREFIX=$HOME/...` or `cc ... -o prog` leave nothing behind.
 -- Prints one line per block and, last, "N passed, N failed".
+--
+-- With DOCTEST_UPDATE=1 in the environment, a console command whose shown
+-- output has no "..." line and does not match is rewritten in the document
+-- with what it printed (then read `git diff`: the change is yours to judge).
 
 local ROOT, UNDERSTORY = arg[1], arg[2]
 local files = {}
@@ -40,6 +44,8 @@ for i = 3, #arg do files[#files + 1] = arg[i] end
 assert(ROOT and UNDERSTORY and #files > 0, "usage: doctest.lua ROOT UNDERSTORY FILE.md...")
 
 local passed, failed = 0, 0
+local UPDATE = os.getenv("DOCTEST_UPDATE") == "1"
+local updates = {}   -- {at = first line after the command, count, text}
 
 local function sh_quote(s)
     return "'" .. s:gsub("'", "'\\''") .. "'"
@@ -144,10 +150,10 @@ end
 
 local function run_console(block, dir, env)
     local cmds = {}
-    for _, l in ipairs(block.lines) do
+    for i, l in ipairs(block.lines) do
         local c = l:match("^%$ (.*)$")
         if c then
-            cmds[#cmds + 1] = { cmd = c, want = {} }
+            cmds[#cmds + 1] = { cmd = c, want = {}, at = block.line + i }
         elseif #cmds > 0 then
             local w = cmds[#cmds].want
             w[#w + 1] = l
@@ -171,9 +177,16 @@ local function run_console(block, dir, env)
         if got == nil then
             return false, string.format("$ %s: did not run; output so far:\n%s", c.cmd, out)
         end
+        local nwant = #c.want
         if not output_matches(c.want, got) then
-            return false, string.format("$ %s\nshown:\n%s\nprinted:\n%s", c.cmd,
-                table.concat(c.want, "\n"), got)
+            local elided = false
+            for _, w in ipairs(c.want) do elided = elided or rstrip(w):match("%.%.%.$") ~= nil end
+            if UPDATE and not elided then
+                updates[#updates + 1] = { at = c.at, count = nwant, text = got }
+            else
+                return false, string.format("$ %s\nshown:\n%s\nprinted:\n%s", c.cmd,
+                    table.concat(c.want, "\n"), got)
+            end
         end
     end
     return true
@@ -223,8 +236,9 @@ local function check_names(file, text)
     local lineno = 0
     for l in (text .. "\n"):gmatch("([^\n]*)\n") do
         lineno = lineno + 1
-        -- us_ alone (the prefix, spoken of) is not a name.
-        for w in l:gmatch("us_[%w_]*[%w]") do
+        -- us_ alone (the prefix, spoken of) is not a name; nor is the end
+        -- of another identifier (free_gpus_at_end).
+        for w in l:gmatch("%f[%w_]us_[%w_]*[%w]") do
             local ok = public[w] or (internals and internal[w])
             if not ok then
                 report(false, string.format("%s:%d", file, lineno),
@@ -255,9 +269,10 @@ for fi, file in ipairs(files) do
     local dir = string.format("%s/repo%d", scratch_root, fi)
     local home = string.format("%s/home%d", scratch_root, fi)
     local _, code = run(string.format(
-        "mkdir -p %s %s && cd %s && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C %s && ln -s %s %s",
+        "mkdir -p %s %s && cd %s && git ls-files -z | xargs -0 tar -cf - | tar -xf - -C %s && ln -s %s %s && cp -p %s %s",
         sh_quote(dir), sh_quote(home), sh_quote(ROOT), sh_quote(dir),
-        sh_quote(ROOT .. "/build"), sh_quote(dir .. "/build")))
+        sh_quote(ROOT .. "/build"), sh_quote(dir .. "/build"),
+        sh_quote(UNDERSTORY), sh_quote(dir .. "/understory")))
     assert(code == 0, "cannot copy the repository")
     local env = string.format("env HOME=%s PATH=%s:\"$PATH\" LUA_INIT= LUA_CPATH= LUA_PATH=",
         sh_quote(home), sh_quote(bin))
@@ -281,6 +296,21 @@ for fi, file in ipairs(files) do
             local ok, why = run_sh(b, dir, env)
             report(ok, where, "sh", why)
         end
+    end
+    if #updates > 0 then
+        local lines = {}
+        for l in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = l end
+        lines[#lines] = nil
+        table.sort(updates, function(a, b) return a.at > b.at end)
+        for _, u in ipairs(updates) do
+            local new = {}
+            for l in (u.text:gsub("\n$", "") .. "\n"):gmatch("([^\n]*)\n") do new[#new + 1] = l end
+            for _ = 1, u.count do table.remove(lines, u.at + 1) end
+            for k = #new, 1, -1 do table.insert(lines, u.at + 1, new[k]) end
+            print(string.format("updated %s:%d", file, u.at))
+        end
+        write_file(ROOT .. "/" .. file, table.concat(lines, "\n") .. "\n")
+        updates = {}
     end
 end
 

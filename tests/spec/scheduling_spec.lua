@@ -88,9 +88,11 @@ describe("queues", function()
       { name = "wb", queue = "b", controller = "deployment", replicas = 16, requests = { gpu = 1 } },
       { name = "wc", queue = "c", controller = "deployment", replicas = 1, requests = { gpu = 1 } },
     }, { horizon = 0 }))
-    -- 16 GPUs: quota a 2, b 2, c min(2, demand 1) = 1; 11 left split 3:1 between a and b
-    assert.are.equal(2 + 11 * 3 / 4, H.queue_figures(out, "a").fair_share.gpu)
-    assert.are.equal(2 + 11 / 4, H.queue_figures(out, "b").fair_share.gpu)
+    -- 16 GPUs: quota a 2, b 2, c min(2, demand 1) = 1; 11 left split 3:1 between a and b,
+    -- in whole GPUs as KAI does: 8.25 -> 8 and 2.75 -> 2, and the GPU left to the larger
+    -- part not given (b's 0.75)
+    assert.are.equal(2 + 8, H.queue_figures(out, "a").fair_share.gpu)
+    assert.are.equal(2 + 2 + 1, H.queue_figures(out, "b").fair_share.gpu)
     assert.are.equal(1, H.queue_figures(out, "c").fair_share.gpu)
   end)
 
@@ -302,6 +304,27 @@ describe("background-aware tie-breaking", function()
     assert.are.equal(plain.summary.ai_pods_pending, aware.summary.ai_pods_pending)
     assert.are.same(H.queue_figures(plain, "ml"), H.queue_figures(aware, "ml"))
     assert.are.equal(#binds(plain, "train"), #binds(aware, "train"))
+  end)
+end)
+
+describe("invariant checks", function()
+  it("run on request after every cycle and change nothing in the output", function()
+    for _, sc in ipairs { "examples/seed-story.json", "examples/reclaim.json", "examples/preempt.json" } do
+      local plain = H.run(sc)
+      local checked = H.run(sc, { check_invariants = true })
+      assert.are.same(plain, checked)
+    end
+    -- the engine takes the option too, and runs its cycles checked
+    local e <close> = H.understory.engine { check_invariants = true }
+    e:upsert_node { name = "n1", gpu = 8 }
+    e:upsert_queue { name = "q", resources = { gpu = { quota = 8 } } }
+    e:upsert_workload({ name = "w", queue = "q", replicas = 2, requests = { gpu = 4 } }, 0)
+    assert.are.equal(2, #e:run_cycle(0).decisions)
+  end)
+
+  it("refuses a check_invariants that is not a boolean", function()
+    assert.has_error(function() H.run("examples/seed-story.json", { check_invariants = "yes" }) end,
+                     "opts.check_invariants: expected a boolean")
   end)
 end)
 

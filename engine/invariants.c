@@ -1,0 +1,202 @@
+/*
+ * invariants.c — the invariant checker (see invariants.h).  Each check
+ * recomputes what it needs from the state alone, so that it does not share
+ * a bug with the code it checks; the first violation found is reported.
+ */
+#include "invariants.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sort.h"
+#include "use.h"
+
+static int push(us_inv *inv, int pod, int node, int what) {
+    if (us_grow((void **)&inv->e, &inv->cap, inv->n, sizeof *inv->e) < 0) return -1;
+    inv->e[inv->n++] = (us_inv_expect){pod, node, what};
+    return 0;
+}
+
+int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
+    const us_state *st = p->st;
+    for (size_t k = 0; k < p->nplaced; k++)
+        if (push(inv, p->placed[k], p->pnode[p->placed[k]], US_INV_PLACED) < 0) return -1;
+    for (size_t i = 0; i < p->npods; i++)
+        if ((p->flags[i] & US_PF_VICTIM) && push(inv, (int)i, st->pods[i].node, US_INV_STOPPED) < 0)
+            return -1;
+    for (size_t k = 0; k < bg->nrunning; k++)
+        if (push(inv, bg->running[k], st->pods[bg->running[k]].node,
+                 bg->keep[k] ? US_INV_KEPT : US_INV_STOPPED) < 0)
+            return -1;
+    for (size_t k = 0; k < bg->npending; k++)
+        if (bg->place[k] >= 0 && push(inv, bg->pending[k], bg->place[k], US_INV_PLACED) < 0) return -1;
+    return 0;
+}
+
+void us_inv_free(us_inv *inv) {
+    free(inv->e);
+    memset(inv, 0, sizeof *inv);
+}
+
+#define BROKEN(err, name, ...)                                                          \
+    (us_err_set(err, US_EINVARIANT, "invariant \"" name "\" broken after the cycle at t=%g: " \
+                __VA_ARGS__))
+
+static void res_text(us_res r, char *buf, size_t len) {
+    snprintf(buf, len, "gpu %g, cpu %lldm, memory %lld", (double)r.v[US_GPU] / US_GPU_UNIT,
+             (long long)r.v[US_CPU], (long long)r.v[US_MEM]);
+}
+
+/* Add every pod in one of two states to its node's use, in pod order; the
+ * first that does not fit breaks the invariant. */
+static int capacity(const us_state *st, us_pod_state a, us_pod_state b, const char *view,
+                    double now, us_err *err) {
+    us_use *u = calloc(st->nnodes ? st->nnodes : 1, sizeof *u);
+    if (!u) return us_err_nomem(err);
+    int rc = 0;
+    for (size_t i = 0; i < st->npods && rc == 0; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (pd->gone || pd->node < 0 || (pd->state != a && pd->state != b)) continue;
+        const us_node *n = &st->nodes[pd->node];
+        us_res req = st->workloads[pd->workload].request;
+        if (!us_use_fits(&u[pd->node], n, req, pd->shared_dev)) {
+            char held[96], cap[96];
+            res_text(u[pd->node].used, held, sizeof held);
+            res_text(n->cap, cap, sizeof cap);
+            rc = BROKEN(err, "capacity",
+                        "node \"%s\" is over capacity %s: pod \"%s\" (%s) does not fit beside "
+                        "%s of %s (%d whole GPU(s) of %d taken)",
+                        now, n->name, view, pd->name, us_pod_state_names[pd->state], held, cap,
+                        u[pd->node].whole, n->gpus);
+            break;
+        }
+        us_use_add(&u[pd->node], n, req, pd->shared_dev);
+    }
+    free(u);
+    return rc;
+}
+
+static bool holds_ai(const us_pod *pd) {
+    return !pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED);
+}
+
+static bool ai_workload(const us_workload *w) {
+    return w->state == US_WL_ACTIVE && !w->background && !w->blocked;
+}
+
+static int gangs(const us_state *st, double now, us_err *err) {
+    int *live = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *live);
+    if (!live) return us_err_nomem(err);
+    for (size_t i = 0; i < st->npods; i++)
+        if (holds_ai(&st->pods[i])) live[st->pods[i].workload]++;
+    int rc = 0;
+    for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
+        const us_workload *wl = &st->workloads[w];
+        if (ai_workload(wl) && live[w] > 0 && live[w] < wl->min_member)
+            rc = BROKEN(err, "gang",
+                        "workload \"%s\" holds %d pod(s) (running or pipelined), below its "
+                        "min_member %d and above 0",
+                        now, wl->name, live[w], wl->min_member);
+    }
+    free(live);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = strcmp(st->pods[x].name, st->pods[y].name);
+    return c ? c : (x < y ? -1 : x > y);
+}
+
+static int names(const us_state *st, double now, us_err *err) {
+    int *live = malloc((st->npods ? st->npods : 1) * sizeof *live);
+    if (!live) return us_err_nomem(err);
+    size_t n = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (!pd->gone && (pd->state == US_POD_PENDING || pd->state == US_POD_PIPELINED ||
+                          pd->state == US_POD_RUNNING))
+            live[n++] = (int)i;
+    }
+    us_sort(live, n, sizeof *live, by_name, (void *)st);
+    int rc = 0;
+    for (size_t i = 1; i < n && rc == 0; i++) {
+        const us_pod *x = &st->pods[live[i - 1]], *y = &st->pods[live[i]];
+        if (strcmp(x->name, y->name) == 0)
+            rc = BROKEN(err, "names", "two live pods are named \"%s\" (%s and %s)", now,
+                        x->name, us_pod_state_names[x->state], us_pod_state_names[y->state]);
+    }
+    free(live);
+    return rc;
+}
+
+static int applied(const us_state *st, const us_inv *inv, double now, us_err *err) {
+    for (size_t k = 0; k < inv->n; k++) {
+        const us_inv_expect *e = &inv->e[k];
+        const us_pod *pd = &st->pods[e->pod];
+        const char *node = e->node >= 0 ? st->nodes[e->node].name : "(none)";
+        bool on = !pd->gone && pd->node == e->node;
+        switch (e->what) {
+        case US_INV_PLACED:
+            if (!on || (pd->state != US_POD_RUNNING && pd->state != US_POD_PIPELINED))
+                return BROKEN(err, "applied",
+                              "pod \"%s\" was placed on node \"%s\" but is %s%s%s", now, pd->name,
+                              node, pd->gone ? "gone" : us_pod_state_names[pd->state],
+                              pd->node >= 0 && pd->node != e->node ? " on node " : "",
+                              pd->node >= 0 && pd->node != e->node ? st->nodes[pd->node].name : "");
+            break;
+        case US_INV_KEPT:
+            if (!on || pd->state != US_POD_RUNNING)
+                return BROKEN(err, "applied",
+                              "background pod \"%s\" was kept on node \"%s\" but is %s", now,
+                              pd->name, node, pd->gone ? "gone" : us_pod_state_names[pd->state]);
+            break;
+        case US_INV_STOPPED:
+            /* terminating, or (nothing to release) already the controller's
+             * new pending incarnation */
+            if (!pd->gone && pd->state != US_POD_RELEASING && pd->state != US_POD_PENDING)
+                return BROKEN(err, "applied",
+                              "pod \"%s\" was evicted from node \"%s\" but is %s", now, pd->name,
+                              node, us_pod_state_names[pd->state]);
+            break;
+        }
+    }
+    return 0;
+}
+
+static int queue_usage(const us_state *st, const us_queue_figures *figs, double now, us_err *err) {
+    us_res *sum = calloc(st->nqueues ? st->nqueues : 1, sizeof *sum);
+    if (!sum) return us_err_nomem(err);
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        const us_workload *w = &st->workloads[pd->workload];
+        if (!holds_ai(pd) || !ai_workload(w)) continue;
+        for (int q = w->queue; q >= 0; q = st->queues[q].parent) sum[q] = us_res_add(sum[q], w->request);
+    }
+    int rc = 0;
+    for (size_t q = 0; q < st->nqueues && rc == 0; q++)
+        if (memcmp(&sum[q], &figs[q].allocated, sizeof sum[q]) != 0) {
+            char a[96], b[96];
+            res_text(figs[q].allocated, a, sizeof a);
+            res_text(sum[q], b, sizeof b);
+            rc = BROKEN(err, "queue-usage",
+                        "queue \"%s\" reports an allocation of %s, its pods hold %s", now,
+                        st->queues[q].name, a, b);
+        }
+    free(sum);
+    return rc;
+}
+
+int us_inv_check(const us_state *st, const us_inv *inv, const us_queue_figures *figs, double now,
+                 us_err *err) {
+    if (capacity(st, US_POD_RUNNING, US_POD_RELEASING, "physically (running and terminating pods)",
+                 now, err) < 0 ||
+        capacity(st, US_POD_RUNNING, US_POD_PIPELINED, "as planned (running and pipelined pods)",
+                 now, err) < 0 ||
+        gangs(st, now, err) < 0 || names(st, now, err) < 0 || applied(st, inv, now, err) < 0 ||
+        queue_usage(st, figs, now, err) < 0)
+        return -1;
+    return 0;
+}

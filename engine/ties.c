@@ -1,0 +1,225 @@
+/*
+ * ties.c — the least-displacement tie-break.  AI placement chooses nodes
+ * as if background pods did not exist (ties by node name); afterwards, in
+ * each group of nodes interchangeable for every AI pod of the cycle, the
+ * new AI pods of one node (its bundle) may move, all together, to another
+ * member of the group where they displace less background work.
+ *
+ * Interchangeable: same pool, labels, taints, capacity, GPU devices and cordon,
+ * and no AI pod on the node at the snapshot (running, pipelined or
+ * terminating), and no bundle pinned there (a DaemonSet pod).  Every such
+ * node looks the same to every AI pod of the cycle — to feasibility, to
+ * the placement policy's score (which may not depend on names), to victim
+ * search (there are no AI pods on them to take) — so swapping two bundles
+ * gives the AI plan placement would have made had the two nodes' names
+ * been swapped: the same pods placed, the same pods pending, the same
+ * queue allocations, each pod on a node of the same kind.  The preference
+ * therefore never changes an AI outcome; it only chooses which of two
+ * identical nodes the background work has to leave.
+ *
+ * Owns only that rearrangement; never decides whether an AI pod runs.
+ */
+#include "ties.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "nodeclass.h"
+#include "sort.h"
+
+int us_ties_displaced(const us_plan *p, int pos, const us_use *ai) {
+    const us_state *st = p->st;
+    int node = p->nodes[pos];
+    const us_node *n = &st->nodes[node];
+    /* the AI end state, as the re-offer judges keep-if-fits: pods still
+     * terminating are gone by then, so they make no one leave */
+    us_use u = *ai;
+    int cnt = p->node_first[pos + 1] - p->node_first[pos];
+    const int *list = p->node_pods + p->node_first[pos];
+    /* running background pods in name order, kept while they fit; the
+     * list is short, so a selection by name needs no scratch array */
+    int displaced = 0;
+    const char *last = NULL;
+    for (;;) {
+        int best = -1;
+        for (int k = 0; k < cnt; k++) {
+            const us_pod *pd = &st->pods[list[k]];
+            if (pd->state != US_POD_RUNNING || !st->workloads[pd->workload].background) continue;
+            if (last && strcmp(pd->name, last) <= 0) continue;
+            if (best < 0 || strcmp(pd->name, st->pods[list[best]].name) < 0) best = k;
+        }
+        if (best < 0) break;
+        const us_pod *pd = &st->pods[list[best]];
+        last = pd->name;
+        us_res req = st->workloads[pd->workload].request;
+        if (us_use_fits(&u, n, req, -1)) us_use_add(&u, n, req, -1);
+        else displaced++;
+    }
+    return displaced;
+}
+
+static int cmp_labels(const us_labels *a, const us_labels *b) {
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
+    for (size_t i = 0; i < a->n; i++) {
+        int c = strcmp(a->items[i].key, b->items[i].key);
+        if (!c) c = strcmp(a->items[i].value, b->items[i].value);
+        if (c) return c;
+    }
+    return 0;
+}
+
+static int cmp_taints(const us_taints *a, const us_taints *b) {
+    if (a->n != b->n) return a->n < b->n ? -1 : 1;
+    for (size_t i = 0; i < a->n; i++) {
+        int c = strcmp(a->items[i].key, b->items[i].key);
+        if (!c) c = strcmp(a->items[i].value, b->items[i].value);
+        if (!c && a->items[i].effect != b->items[i].effect) c = a->items[i].effect < b->items[i].effect ? -1 : 1;
+        if (c) return c;
+    }
+    return 0;
+}
+
+/* Order of the static node key: what makes two nodes interchangeable for
+ * every AI pod (labels, taints, capacity, devices, cordon). */
+static int cmp_kind(const us_node *n, const us_node *m) {
+    int c = cmp_labels(&n->labels, &m->labels);
+    if (!c) c = cmp_taints(&n->taints, &m->taints);
+    if (c) return c;
+    for (int r = 0; r < US_NRES; r++)
+        if (n->cap.v[r] != m->cap.v[r]) return n->cap.v[r] < m->cap.v[r] ? -1 : 1;
+    if (n->gpus != m->gpus) return n->gpus < m->gpus ? -1 : 1;
+    if (n->unschedulable != m->unschedulable) return n->unschedulable ? 1 : -1;
+    return 0;
+}
+
+/* The static node key, then the position, so that a group is a run of the
+ * sorted list in name order. */
+static int cmp_key(const void *a, const void *b, void *ctx) {
+    const us_plan *p = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    int c = cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]);
+    if (c) return c;
+    return x < y ? -1 : x > y;
+}
+
+static bool same_kind(const us_plan *p, int x, int y) {
+    return cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]) == 0;
+}
+
+/* Larger bundles choose first (GPU, then CPU, then memory), then by name. */
+static int cmp_bundle(const void *a, const void *b, void *ctx) {
+    const us_plan *p = ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    for (int r = 0; r < US_NRES; r++)
+        if (p->ai[x].used.v[r] != p->ai[y].used.v[r]) return p->ai[x].used.v[r] > p->ai[y].used.v[r] ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct work {
+    int *npl;      /* [nnodes] new AI pods planned there; -1: not interchangeable */
+    bool *bg;      /* [nnodes] running background pods there */
+    int *to;       /* [nnodes] where the bundle of a position goes, or -1 */
+    bool *taken;   /* [nnodes] position already receives a bundle */
+    int *elig;     /* interchangeable positions, sorted by key */
+    int *src;      /* one group's bundles */
+    us_use *old;   /* one group's AI views before the move */
+} work;
+
+/* Assign the bundles of group g[0..n) to members, greedily, largest
+ * bundle first: the member displacing the least, the bundle's own node
+ * among equals, then the first by name. */
+static void assign_group(const us_plan *p, work *w, const int *g, size_t n) {
+    size_t ns = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w->npl[g[i]] > 0) w->src[ns++] = g[i];
+    us_sort(w->src, ns, sizeof *w->src, cmp_bundle, (void *)p);
+    for (size_t k = 0; k < ns; k++) {
+        int s = w->src[k], best = -1, best_d = 0;
+        const us_use *bundle = &p->ai[s];
+        if (!w->taken[s]) {
+            best = s;
+            best_d = w->bg[s] ? us_ties_displaced(p, s, bundle) : 0;
+        }
+        for (size_t i = 0; i < n && !(best >= 0 && best_d == 0); i++) {
+            int t = g[i];
+            if (w->taken[t] || t == s) continue;
+            int d = w->bg[t] ? us_ties_displaced(p, t, bundle) : 0;
+            if (best < 0 || d < best_d) {
+                best = t;
+                best_d = d;
+            }
+        }
+        w->taken[best] = true;
+        w->to[s] = best;
+    }
+}
+
+int us_ties_spare_background(us_plan *p, us_err *err) {
+    if (!p->opts->background_aware_ties || p->nplaced == 0) return 0;
+    const us_state *st = p->st;
+    size_t nn = p->nnodes ? p->nnodes : 1;
+    work w = {0};
+    int rc = 0;
+    w.npl = calloc(nn, sizeof *w.npl);
+    w.bg = calloc(nn, sizeof *w.bg);
+    w.to = malloc(nn * sizeof *w.to);
+    w.taken = calloc(nn, sizeof *w.taken);
+    w.elig = malloc(nn * sizeof *w.elig);
+    w.src = malloc(nn * sizeof *w.src);
+    w.old = malloc(nn * sizeof *w.old);
+    if (!w.npl || !w.bg || !w.to || !w.taken || !w.elig || !w.src || !w.old) {
+        rc = us_err_nomem(err);
+        goto done;
+    }
+    for (size_t pos = 0; pos < p->nnodes; pos++) {
+        w.to[pos] = -1;
+        for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+            const us_pod *pd = &st->pods[p->node_pods[k]];
+            if (!st->workloads[pd->workload].background) w.npl[pos] = -1;
+            else if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
+        }
+    }
+    for (size_t k = 0; k < p->nplaced; k++) {
+        int pod = p->placed[k], pos = p->pos[p->pnode[pod]];
+        if (w.npl[pos] < 0) continue;
+        if (st->pods[pod].pin >= 0) w.npl[pos] = -1;
+        else w.npl[pos]++;
+    }
+    size_t ne = 0;
+    for (size_t pos = 0; pos < p->nnodes; pos++)
+        if (w.npl[pos] >= 0) w.elig[ne++] = (int)pos;
+    us_sort(w.elig, ne, sizeof *w.elig, cmp_key, p);
+
+    for (size_t a = 0, b; a < ne; a = b) {
+        bool bundles = false, bg = false;
+        for (b = a; b < ne && same_kind(p, w.elig[a], w.elig[b]); b++) {
+            bundles = bundles || w.npl[w.elig[b]] > 0;
+            bg = bg || w.bg[w.elig[b]];
+        }
+        if (b - a < 2 || !bundles || !bg) continue;  /* nothing to choose, or to spare */
+        assign_group(p, &w, w.elig + a, b - a);
+        /* move: every member's AI view is its bundle, or empty */
+        for (size_t i = a; i < b; i++) w.old[i - a] = p->ai[w.elig[i]];
+        for (size_t i = a; i < b; i++) memset(&p->ai[w.elig[i]], 0, sizeof p->ai[0]);
+        for (size_t i = a; i < b; i++)
+            if (w.to[w.elig[i]] >= 0) p->ai[w.to[w.elig[i]]] = w.old[i - a];
+        for (size_t i = a; i < b && p->classes; i++)
+            if (us_classes_node_changed(p->classes, p, w.elig[i]) < 0) {
+                rc = us_err_nomem(err);
+                goto done;
+            }
+    }
+    for (size_t k = 0; k < p->nplaced; k++) {
+        int pod = p->placed[k], to = w.to[p->pos[p->pnode[pod]]];
+        if (to >= 0) p->pnode[pod] = p->nodes[to];
+    }
+done:
+    free(w.npl);
+    free(w.bg);
+    free(w.to);
+    free(w.taken);
+    free(w.elig);
+    free(w.src);
+    free(w.old);
+    return rc;
+}

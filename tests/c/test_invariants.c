@@ -1,0 +1,220 @@
+/*
+ * test_invariants.c — the invariant checker (engine/invariants.c) finds
+ * each kind of violation and names the invariant, the time and the
+ * objects; the cycle fails with US_EINVARIANT when it is on and runs as
+ * before when it is off.  The broken states are made by hand: the engine
+ * itself must never make one (tests/c/test_random.c checks that).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cycle.h"
+#include "invariants.h"
+#include "lifecycle.h"
+#include "scenario.h"
+
+/* n1 and n2 of 4 GPUs; a-0 runs on n1, b-0 on n2; gang g (2 of 2) has
+ * g-0 running on n3 (2 GPUs) and g-1 still to be created. */
+static const char *cluster =
+    "{\"name\":\"inv\",\"nodes\":[{\"name\":\"n1\",\"gpu\":4},{\"name\":\"n2\",\"gpu\":4},"
+    "{\"name\":\"n3\",\"gpu\":2}],"
+    "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":16}}}],"
+    "\"workloads\":["
+    "{\"name\":\"a\",\"queue\":\"ml\",\"requests\":{\"gpu\":4},\"pods\":[{\"node\":\"n1\",\"state\":\"running\"}]},"
+    "{\"name\":\"b\",\"queue\":\"ml\",\"requests\":{\"gpu\":4},\"pods\":[{\"node\":\"n2\",\"state\":\"running\"}]}"
+    "%s]}";
+
+static const char *gang =
+    ",{\"name\":\"g\",\"queue\":\"ml\",\"replicas\":2,\"min_member\":2,\"requests\":{\"gpu\":2},"
+    "\"pods\":[{\"name\":\"g-0\",\"node\":\"n3\",\"state\":\"running\"}]}";
+
+static int load(us_scenario *sc, bool with_gang) {
+    char text[2048];
+    us_err err = {0};
+    snprintf(text, sizeof text, cluster, with_gang ? gang : "");
+    if (us_scenario_load_string(sc, text, strlen(text), NULL, &err) < 0) {
+        fprintf(stderr, "  load: %s\n", err.msg);
+        return -1;
+    }
+    bool any = false;
+    return us_life_submit_due(&sc->state, 0, &any);
+}
+
+static int pod(const us_state *st, const char *name) {
+    for (size_t i = 0; i < st->npods; i++)
+        if (!strcmp(st->pods[i].name, name)) return (int)i;
+    return -1;
+}
+
+/* One cycle at t=10 on a copy of st, checked or not; the error in *err. */
+static int cycle(const us_state *st, bool checked, us_err *err) {
+    us_state copy;
+    us_cycle_opts o;
+    us_cycle_log log;
+    if (us_state_clone(&copy, st) < 0) return -2;
+    us_cycle_opts_default(&o);
+    o.check_invariants = checked;
+    us_cycle_log_init(&log);
+    memset(err, 0, sizeof *err);
+    int rc = us_cycle_run(&copy, NULL, 10, &o, &log, NULL, NULL, err);
+    us_cycle_log_free(&log);
+    us_state_free(&copy);
+    return rc;
+}
+
+TEST(a_sound_cluster_passes) {
+    us_scenario sc;
+    us_err err;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK(cycle(&sc.state, true, &err) == 0);
+    CHECK(err.code == 0);
+    us_scenario_free(&sc);
+}
+
+TEST(a_node_over_capacity_physically) {
+    us_scenario sc;
+    us_err err;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    st->pods[pod(st, "b-0")].node = us_state_node_index(st, "n1"); /* 8 GPUs on a 4-GPU node */
+    CHECK(cycle(st, false, &err) == 0); /* unchecked, the cycle does not notice */
+    CHECK(cycle(st, true, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"capacity\" broken after the cycle at t=10");
+    CHECK_HAS(err.msg, "node \"n1\" is over capacity physically");
+    CHECK_HAS(err.msg, "pod \"b-0\"");
+    us_scenario_free(&sc);
+}
+
+TEST(a_node_over_capacity_as_planned) {
+    us_scenario sc;
+    us_err err;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    /* b-0 pipelined onto n1 beside a-0 that is not leaving: fine physically
+     * (it holds nothing yet), over capacity where the plan ends */
+    us_pod *b = &st->pods[pod(st, "b-0")];
+    b->node = us_state_node_index(st, "n1");
+    b->state = US_POD_PIPELINED;
+    CHECK(cycle(st, true, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"capacity\"");
+    CHECK_HAS(err.msg, "node \"n1\" is over capacity as planned (running and pipelined pods)");
+    CHECK_HAS(err.msg, "pod \"b-0\" (pipelined)");
+    us_scenario_free(&sc);
+}
+
+TEST(a_gang_below_min_member) {
+    us_scenario sc;
+    if (load(&sc, true) < 0) {
+        CHECK(0);
+        return;
+    }
+    /* g-0 runs, g-1 is pending: 1 of min_member 2 (checked directly, as
+     * what a cycle does with such a gang is the cycle's business) */
+    us_queue_figures figs[1] = {{{{10000, 0, 0}}, {0}}};
+    us_inv inv = {0};
+    us_err err = {0};
+    CHECK(pod(&sc.state, "g-1") >= 0);
+    CHECK(us_inv_check(&sc.state, &inv, figs, 10, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"gang\" broken after the cycle at t=10");
+    CHECK_HAS(err.msg, "workload \"g\" holds 1 pod(s) (running or pipelined), below its min_member 2");
+    /* both pending: 0 is allowed */
+    sc.state.pods[pod(&sc.state, "g-0")].state = US_POD_PENDING;
+    sc.state.pods[pod(&sc.state, "g-0")].node = -1;
+    figs[0].allocated.v[US_GPU] = 8000;
+    CHECK(us_inv_check(&sc.state, &inv, figs, 10, &err) == 0);
+    us_scenario_free(&sc);
+}
+
+TEST(two_live_pods_with_one_name) {
+    us_scenario sc;
+    us_err err;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_pod *b = &st->pods[pod(st, "b-0")];
+    char *name = strdup("a-0");
+    if (!name) {
+        CHECK(0);
+        us_scenario_free(&sc);
+        return;
+    }
+    free(b->name);
+    b->name = name;
+    CHECK(cycle(st, true, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"names\"");
+    CHECK_HAS(err.msg, "two live pods are named \"a-0\"");
+    /* a terminating incarnation may share the name of its successor */
+    b->state = US_POD_RELEASING;
+    b->release_at = 100;
+    CHECK(cycle(st, true, &err) == 0);
+    us_scenario_free(&sc);
+}
+
+TEST(an_accepted_result_not_applied) {
+    us_scenario sc;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_queue_figures figs[1] = {{{{8000, 0, 0}}, {0}}};
+    us_inv inv = {0};
+    us_err err = {0};
+    int n1 = us_state_node_index(st, "n1"), b0 = pod(st, "b-0");
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == 0);
+    /* the cycle said b-0 goes to n1; the state has it on n2 */
+    inv.e = &(us_inv_expect){b0, n1, US_INV_PLACED};
+    inv.n = 1;
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"applied\"");
+    CHECK_HAS(err.msg, "pod \"b-0\" was placed on node \"n1\" but is running on node n2");
+    /* said evicted, still running */
+    inv.e = &(us_inv_expect){b0, us_state_node_index(st, "n2"), US_INV_STOPPED};
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == -1);
+    CHECK_HAS(err.msg, "pod \"b-0\" was evicted from node \"n2\" but is running");
+    us_scenario_free(&sc);
+}
+
+TEST(queue_usage_that_is_not_its_pods) {
+    us_scenario sc;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_queue_figures figs[1] = {{{{4000, 0, 0}}, {0}}}; /* a-0 and b-0 hold 8 */
+    us_inv inv = {0};
+    us_err err = {0};
+    CHECK(us_inv_check(&sc.state, &inv, figs, 10, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"queue-usage\"");
+    CHECK_HAS(err.msg, "queue \"ml\" reports an allocation of gpu 4, cpu 0m, memory 0, its pods hold gpu 8");
+    us_scenario_free(&sc);
+}
+
+int main(void) {
+    RUN(a_sound_cluster_passes);
+    RUN(a_node_over_capacity_physically);
+    RUN(a_node_over_capacity_as_planned);
+    RUN(a_gang_below_min_member);
+    RUN(two_live_pods_with_one_name);
+    RUN(an_accepted_result_not_applied);
+    RUN(queue_usage_that_is_not_its_pods);
+    return check_report();
+}

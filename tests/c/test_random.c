@@ -1,0 +1,537 @@
+/*
+ * test_random.c — seeded random scenarios through the whole simulator,
+ * with the invariant checker on (invariants.h) and three differential
+ * properties:
+ *
+ *   cache      placement scores cached per (pod class, node class) give
+ *              the same run, byte for byte, as every node scored afresh;
+ *   ties       every cycle decides the same AI outcome with the
+ *              least-displacement tie-break (ties.c) as with plain ties
+ *              by node name, from the same state;
+ *   invisible  every cycle decides the same AI outcome with the cluster's
+ *              background workloads as without them, from the same state.
+ *
+ * AI outcome of a cycle: which AI pods it placed and evicted (by which
+ * action), the state of every AI pod after it, and each queue's
+ * allocation.  Node names are not part of it (the tie-break exists to
+ * choose another of two identical nodes), and bound and pipelined count
+ * the same (an AI pod waits for a background pod's grace only when there is
+ * one).  The properties are per cycle: two runs that part on which of two
+ * identical nodes an AI pod took see different clusters afterwards (a
+ * timeline that removes the one node, say), so the later cycles of whole
+ * runs need not agree, while each cycle must.
+ *
+ * Deterministic by seed: the generator is a xorshift of its own.  Seeds
+ * 1..N run (N = 60, or UNDERSTORY_RANDOM_SEEDS); one seed alone with
+ * UNDERSTORY_RANDOM_SEED, which also prints its scenario.  A failure names
+ * the seed and the property or the invariant.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "output.h"
+#include "scenario.h"
+#include "sim.h"
+
+#include <cjson/cJSON.h>
+
+/* ---- generator -------------------------------------------------------------- */
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static uint64_t next(rng *r) {
+    uint64_t x = r->s;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    return r->s = x;
+}
+
+static int pick(rng *r, int n) { return (int)(next(r) % (uint64_t)n); }
+static bool coin(rng *r, int pct) { return pick(r, 100) < pct; }
+
+typedef struct buf {
+    char *s;
+    size_t n, cap;
+} buf;
+
+static void put(buf *b, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[1024];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if (b->n + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)n;
+        char *s = realloc(b->s, cap);
+        if (!s) abort(); /* a test binary: out of memory is not a case here */
+        b->s = s;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, tmp, (size_t)n + 1);
+    b->n += (size_t)n;
+}
+
+/* The scenario of seed: 2-6 nodes in 1-3 zones, a queue tree of three
+ * teams under one parent plus the background queue, 1-3 background
+ * workloads (deployments of whole GPUs, DaemonSet agents), 2-7 AI
+ * workloads (gangs, elastic deployments, fractional GPUs, selectors,
+ * priorities and preemptibility), and a timeline that deletes, completes,
+ * removes nodes and cordons. */
+static char *scenario(uint64_t seed) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
+    for (int i = 0; i < 8; i++) next(&r);
+    buf b = {0};
+    static const char *zones[] = {"a", "b", "c"};
+    static const char *prios[] = {"\"train\"", "\"build-preemptible\"", "\"build\"", "\"inference\"", "60", "40"};
+    static const char *gpus[] = {"0.5", "1", "1", "2", "4", "8"};
+    int nnodes = 2 + pick(&r, 5), nzones = 1 + pick(&r, 3);
+    put(&b, "{\"name\":\"random %llu\",\"cycle_interval\":10,\"horizon\":150,\"nodes\":[",
+        (unsigned long long)seed);
+    for (int i = 0; i < nnodes; i++) {
+        static const int sizes[] = {2, 4, 8, 8};
+        put(&b, "%s{\"name\":\"n%d\",\"gpu\":%d,\"cpu\":\"%d\",\"memory\":\"256Gi\","
+                "\"labels\":{\"zone\":\"%s\"}}",
+            i ? "," : "", i + 1, sizes[pick(&r, 4)], coin(&r, 70) ? 64 : 16, zones[pick(&r, nzones)]);
+    }
+    put(&b, "],\"queues\":[{\"name\":\"org\",\"resources\":{\"gpu\":{\"quota\":%d}}}", 4 * pick(&r, 6));
+    for (int q = 0; q < 3; q++) {
+        put(&b, ",{\"name\":\"t%d\",\"parent\":\"org\",\"priority\":%d,\"resources\":{\"gpu\":{"
+                "\"quota\":%d,\"over_quota_weight\":%d",
+            q, coin(&r, 20) ? 1 : 0, 2 * pick(&r, 5), 1 + pick(&r, 3));
+        if (coin(&r, 20)) put(&b, ",\"limit\":%d", 4 + 4 * pick(&r, 4));
+        put(&b, "}}}");
+    }
+    put(&b, ",{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+            "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}]");
+
+    put(&b, ",\"workloads\":[");
+    int nai = 2 + pick(&r, 6), nbg = 1 + pick(&r, 3);
+    bool first = true;
+    for (int k = 0; k < nbg; k++) {
+        /* background work: a deployment of whole GPUs, or a DaemonSet agent */
+        bool ds = coin(&r, 40);
+        int grace = coin(&r, 50) ? 0 : 5, reps = 1 + pick(&r, 6), g = 1 + pick(&r, 2);
+        int cpu = 1 + pick(&r, 8);
+        bool sel = coin(&r, 25);
+        const char *zone = zones[pick(&r, nzones)];
+        put(&b, "%s{\"name\":\"bg%d\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":"
+                "\"true\"},\"termination_grace\":%d",
+            first ? "" : ",", k, grace);
+        if (ds) put(&b, ",\"controller\":\"daemonset\",\"requests\":{\"cpu\":\"%d\"%s}", cpu, g > 1 ? ",\"gpu\":1" : "");
+        else put(&b, ",\"controller\":\"deployment\",\"replicas\":%d,\"requests\":{\"gpu\":%d}", reps, g);
+        if (sel) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zone);
+        put(&b, "}");
+        first = false;
+    }
+    int ndel = 0, del[8];
+    for (int k = 0; k < nai; k++) {
+        int reps = 1 + pick(&r, 4);
+        bool deploy = coin(&r, 30);
+        int minm = deploy ? 1 : 1 + pick(&r, reps);
+        const char *g = gpus[pick(&r, 6)];
+        if (strcmp(g, "0.5") == 0) g = coin(&r, 50) ? "0.5" : "0.25";
+        put(&b, "%s{\"name\":\"ai%d\",\"queue\":\"t%d\",\"priority\":%s,\"replicas\":%d,"
+                "\"termination_grace\":%d,\"submit_at\":%d,\"requests\":{\"gpu\":%s,\"cpu\":\"%d\"}",
+            first ? "" : ",", k, pick(&r, 3), prios[pick(&r, 6)], reps, coin(&r, 50) ? 0 : 5,
+            10 * (1 + pick(&r, 6)), g, 1 + pick(&r, 8));
+        if (deploy) put(&b, ",\"controller\":\"deployment\"");
+        else put(&b, ",\"min_member\":%d", minm);
+        if (coin(&r, 30)) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zones[pick(&r, nzones)]);
+        put(&b, "}");
+        first = false;
+        if (coin(&r, 40) && ndel < 8) del[ndel++] = k;
+    }
+    put(&b, "],\"timeline\":[");
+    first = true;
+    for (int i = 0; i < ndel; i++) {
+        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"workload\":\"ai%d\"}", first ? "" : ",",
+            30 + 10 * pick(&r, 10), coin(&r, 50) ? "delete" : "complete", del[i]);
+        first = false;
+    }
+    int nnode_ev = pick(&r, 3);
+    for (int i = 0; i < nnode_ev; i++) {
+        static const char *acts[] = {"remove_node", "cordon", "uncordon"};
+        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"node\":\"n%d\"}", first ? "" : ",",
+            20 + 10 * pick(&r, 10), acts[pick(&r, 3)], 1 + pick(&r, nnodes));
+        first = false;
+    }
+    put(&b, "]}");
+    return b.s;
+}
+
+/* ---- runs ------------------------------------------------------------------- */
+
+typedef struct run {
+    char *json;      /* the output document */
+    cJSON *doc;
+    char err[1100];  /* the simulation's error, "" when it ran */
+} run;
+
+static void run_free(run *r) {
+    free(r->json);
+    cJSON_Delete(r->doc);
+    memset(r, 0, sizeof *r);
+}
+
+static us_policy *policies;
+
+static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, int cycle);
+
+/* Run text through the simulator, invariants checked; with ps, every cycle
+ * is also compared three ways (compare_cycle). */
+static void simulate(const char *text, bool cache, bool aware, void *ps, run *out) {
+    us_scenario sc;
+    us_sim_opts o;
+    us_sim_result res;
+    us_err err = {0};
+    memset(out, 0, sizeof *out);
+    if (us_scenario_load_string(&sc, text, strlen(text), NULL, &err) < 0) {
+        snprintf(out->err, sizeof out->err, "load: %s", err.msg);
+        return;
+    }
+    us_sim_opts_default(&o);
+    o.cycle.check_invariants = true;
+    o.cycle.score_cache = cache;
+    o.cycle.background_aware_ties = aware;
+    if (ps) {
+        o.before_cycle = compare_cycle;
+        o.hook_ctx = ps;
+    }
+    if (us_sim_run(&sc, policies, &o, &res, &err) < 0) {
+        snprintf(out->err, sizeof out->err, "%s", err.msg);
+    } else {
+        out->doc = us_output_document(&res, &sc.state);
+        out->json = out->doc ? cJSON_PrintUnformatted(out->doc) : NULL;
+        if (!out->json) snprintf(out->err, sizeof out->err, "output: out of memory");
+        us_sim_result_free(&res);
+    }
+    us_scenario_free(&sc);
+}
+
+static bool is_ai(const char *pod) { return pod && strncmp(pod, "ai", 2) == 0; }
+
+static int by_str(const void *a, const void *b) {
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Lines of b sorted, as one text: an outcome does not depend on the order
+ * in which the same facts were listed. */
+static char *sorted_lines(buf *b) {
+    size_t n = 0, k = 0;
+    for (size_t i = 0; i < b->n; i++) n += b->s[i] == '\n';
+    char **lines = calloc(n + 1, sizeof *lines);
+    if (!lines) abort();
+    for (char *p = b->s; k < n; k++) {
+        lines[k] = p;
+        p = strchr(p, '\n');
+        *p++ = '\0';
+    }
+    qsort(lines, n, sizeof *lines, by_str);
+    buf out = {0};
+    put(&out, "");
+    for (size_t i = 0; i < n; i++) put(&out, "%s\n", lines[i]);
+    free(lines);
+    free(b->s);
+    return out.s;
+}
+
+/* Whole-run AI outcome (for the fixed examples, whose runs are one
+ * decision long): which AI pods were placed or evicted, by which action,
+ * and where each AI pod ends. */
+static char *ai_outcome(const cJSON *doc) {
+    buf b = {0};
+    put(&b, "");
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cycles")) {
+        const cJSON *d;
+        cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "decisions")) {
+            const char *pod = cJSON_GetStringValue(cJSON_GetObjectItem(d, "pod"));
+            const char *op = cJSON_GetStringValue(cJSON_GetObjectItem(d, "op"));
+            const char *act = cJSON_GetStringValue(cJSON_GetObjectItem(d, "action"));
+            if (!is_ai(pod) || !act) continue;
+            put(&b, "%d %s %s (%s)\n", cJSON_GetObjectItem(c, "cycle")->valueint,
+                strcmp(op, "evict") == 0 ? "evict" : "place", pod, act);
+        }
+    }
+    const cJSON *x;
+    cJSON_ArrayForEach(x, cJSON_GetObjectItem(cJSON_GetObjectItem(doc, "final"), "pods")) {
+        const char *pod = cJSON_GetStringValue(cJSON_GetObjectItem(x, "name"));
+        const char *st = cJSON_GetStringValue(cJSON_GetObjectItem(x, "state"));
+        if (!is_ai(pod)) continue;
+        put(&b, "final %s %s\n", pod, strcmp(st, "pipelined") == 0 ? "running" : st);
+    }
+    return sorted_lines(&b);
+}
+
+/* First line where a and b differ, for the failure message. */
+static void show_diff(const char *what, uint64_t seed, const char *a, const char *b) {
+    const char *la = a, *lb = b;
+    while (*la && *lb) {
+        const char *ea = strchr(la, '\n'), *eb = strchr(lb, '\n');
+        size_t na = ea ? (size_t)(ea - la) : strlen(la), nb = eb ? (size_t)(eb - lb) : strlen(lb);
+        if (na != nb || strncmp(la, lb, na) != 0) break;
+        la += na + (ea ? 1 : 0);
+        lb += nb + (eb ? 1 : 0);
+    }
+    fprintf(stderr, "  seed %llu: %s differ first at\n    < %.*s\n    > %.*s\n",
+            (unsigned long long)seed, what, (int)strcspn(la, "\n"), la, (int)strcspn(lb, "\n"), lb);
+}
+
+static bool same(const char *what, uint64_t seed, const char *a, const char *b) {
+    if (a && b && strcmp(a, b) == 0) return true;
+    if (a && b) show_diff(what, seed, a, b);
+    else fprintf(stderr, "  seed %llu: %s: no output\n", (unsigned long long)seed, what);
+    return false;
+}
+
+static bool ran(const char *what, uint64_t seed, const run *r) {
+    if (!r->err[0]) return true;
+    fprintf(stderr, "  seed %llu (%s): %s\n", (unsigned long long)seed, what, r->err);
+    return false;
+}
+
+/* ---- one cycle, three ways ---------------------------------------------------- */
+
+typedef struct variant {
+    char *outcome;       /* the AI outcome of the cycle, sorted lines */
+    int bg_evictions;
+    char err[1100];
+} variant;
+
+/* Run the cycle at now on a copy of st: tie-break on or off, background
+ * workloads kept or taken out of the cluster first. */
+static void one_cycle(const us_state *st, us_policy *pol, double now, int cycle, bool aware,
+                      bool background, variant *out) {
+    us_state copy;
+    us_cycle_opts o;
+    us_cycle_log log;
+    us_err err = {0};
+    memset(out, 0, sizeof *out);
+    if (us_state_clone(&copy, st) < 0) abort();
+    if (!background) {
+        for (size_t w = 0; w < copy.nworkloads; w++)
+            if (copy.workloads[w].background) copy.workloads[w].state = US_WL_DELETED;
+        for (size_t i = 0; i < copy.npods; i++)
+            if (copy.workloads[copy.pods[i].workload].background) copy.pods[i].gone = true;
+        us_state_compact_pods(&copy);
+    }
+    us_queue_figures *figs = calloc(copy.nqueues ? copy.nqueues : 1, sizeof *figs);
+    if (!figs) abort();
+    us_cycle_opts_default(&o);
+    o.check_invariants = true;
+    o.background_aware_ties = aware;
+    us_cycle_log_init(&log);
+    for (us_policy *v = pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)cycle);
+    if (us_cycle_run(&copy, pol, now, &o, &log, figs, NULL, &err) < 0) {
+        snprintf(out->err, sizeof out->err, "cycle %d: %s", cycle, err.msg);
+    } else {
+        buf b = {0};
+        put(&b, "");
+        for (size_t k = 0; k < log.ndecisions; k++) {
+            const us_decision *d = &log.decisions[k];
+            if (d->op == US_OP_EVICT && d->action == US_ACT_BACKGROUND) out->bg_evictions++;
+            /* a pipelined pod binding once its room is free: when, not whether */
+            if (!is_ai(d->pod) || d->action == US_ACT_NONE) continue;
+            put(&b, "%s %s (%s)\n", d->op == US_OP_EVICT ? "evict" : "place", d->pod,
+                us_action_names[d->action]);
+        }
+        for (size_t i = 0; i < copy.npods; i++) {
+            const us_pod *pd = &copy.pods[i];
+            us_pod_state s = pd->state == US_POD_PIPELINED ? US_POD_RUNNING : pd->state;
+            if (!pd->gone && is_ai(pd->name)) put(&b, "pod %s %s\n", pd->name, us_pod_state_names[s]);
+        }
+        for (size_t q = 0; q < copy.nqueues; q++)
+            put(&b, "queue %s %lld %lld %lld\n", copy.queues[q].name,
+                (long long)figs[q].allocated.v[US_GPU], (long long)figs[q].allocated.v[US_CPU],
+                (long long)figs[q].allocated.v[US_MEM]);
+        out->outcome = sorted_lines(&b);
+    }
+    free(figs);
+    us_cycle_log_free(&log);
+    us_state_free(&copy);
+}
+
+typedef struct per_seed {
+    uint64_t seed;
+    bool failed;         /* report a seed's first difference only */
+} per_seed;
+
+/* Counters for the summary line: what the properties actually exercised. */
+static int n_cycles, n_bg_evictions, n_spared;
+
+static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, int cycle) {
+    per_seed *ps = ctx;
+    if (ps->failed) return;
+    variant on, plain, invisible;
+    one_cycle(st, pol, now, cycle, true, true, &on);
+    one_cycle(st, pol, now, cycle, false, true, &plain);
+    one_cycle(st, pol, now, cycle, true, false, &invisible);
+    char what[128];
+    bool ok = true;
+    const variant *vs[] = {&on, &plain, &invisible};
+    static const char *names[] = {"tie-break on", "plain ties", "without background"};
+    for (int i = 0; i < 3; i++)
+        if (vs[i]->err[0]) {
+            fprintf(stderr, "  seed %llu (%s): %s\n", (unsigned long long)ps->seed, names[i], vs[i]->err);
+            ok = false;
+        }
+    if (ok) {
+        snprintf(what, sizeof what, "cycle %d, tie-break on and plain ties: AI outcomes", cycle);
+        ok = same(what, ps->seed, on.outcome, plain.outcome);
+        snprintf(what, sizeof what, "cycle %d, with and without background pods: AI outcomes", cycle);
+        ok = same(what, ps->seed, on.outcome, invisible.outcome) && ok;
+        n_cycles++;
+        n_bg_evictions += plain.bg_evictions;
+        n_spared += plain.bg_evictions - on.bg_evictions;
+    }
+    CHECK(ok);
+    ps->failed = !ok;
+    free(on.outcome);
+    free(plain.outcome);
+    free(invisible.outcome);
+}
+
+static void one_seed(uint64_t seed, bool verbose) {
+    char *text = scenario(seed);
+    if (verbose) printf("%s\n", text);
+    per_seed ps = {seed, false};
+    run base, uncached;
+    simulate(text, true, true, &ps, &base);
+    simulate(text, false, true, NULL, &uncached);
+    CHECK(ran("invariants", seed, &base));
+    CHECK(ran("uncached scores", seed, &uncached));
+    if (base.json && uncached.json)
+        CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
+    run_free(&base);
+    run_free(&uncached);
+    free(text);
+}
+
+/* Seeds that break an invariant because of a bug another change fixes
+ * (issue 8): out of the suite until that fix lands, each with the
+ * invariant it breaks.  UNDERSTORY_RANDOM_SEED=N runs one anyway. */
+static const struct {
+    uint64_t seed;
+    const char *why;
+} known[] = {
+    {45, "\"applied\": re-offer places a background pod in room that a background pod "
+         "evicted in the same cycle still holds, and commit drops it (issue 8, item 2)"},
+};
+
+static const char *known_failure(uint64_t seed) {
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+        if (known[i].seed == seed) return known[i].why;
+    return NULL;
+}
+
+TEST(random_scenarios_keep_invariants_and_differential_properties) {
+    const char *one = getenv("UNDERSTORY_RANDOM_SEED");
+    if (one) {
+        one_seed(strtoull(one, NULL, 10), true);
+        return;
+    }
+    const char *n = getenv("UNDERSTORY_RANDOM_SEEDS");
+    int seeds = n ? atoi(n) : 60;
+    for (int s = 1; s <= seeds; s++) {
+        const char *why = known_failure((uint64_t)s);
+        if (why) printf("random: seed %d skipped until its fix lands: %s\n", s, why);
+        else one_seed((uint64_t)s, false);
+    }
+    printf("random: %d seeds, %d cycles compared three ways, %d background evictions under "
+           "plain ties, %d of them spared by the tie-break\n",
+           seeds, n_cycles, n_bg_evictions, n_spared);
+    /* the generator must exercise what it claims to: background work that
+     * AI placement displaces, and a tie-break that spares some of it */
+    CHECK(n_bg_evictions > 0);
+    CHECK(n_spared > 0);
+}
+
+/* The example of issue 8, item 4: spare the background pod on n1 and p2
+ * (zone b only) would never run.  Both run, on and off. */
+TEST(tie_break_never_costs_an_ai_pod_its_node) {
+    const char *text =
+        "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":20,"
+        "\"nodes\":[{\"name\":\"n1\",\"gpu\":4,\"labels\":{\"zone\":\"a\"}},"
+        "{\"name\":\"n2\",\"gpu\":4,\"labels\":{\"zone\":\"b\"}}],"
+        "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":8}}},"
+        "{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+        "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+        "\"workloads\":[{\"name\":\"agent\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"requests\":{\"gpu\":1},\"termination_grace\":5,\"pods\":[{\"node\":\"n1\",\"state\":\"running\"}]},"
+        "{\"name\":\"p1\",\"queue\":\"ml\",\"priority\":90,\"requests\":{\"gpu\":4}},"
+        "{\"name\":\"p2\",\"queue\":\"ml\",\"priority\":80,\"requests\":{\"gpu\":4},"
+        "\"node_selector\":{\"zone\":\"b\"}}]}";
+    run aware, plain;
+    simulate(text, true, true, NULL, &aware);
+    simulate(text, true, false, NULL, &plain);
+    CHECK(ran("aware", 0, &aware) && ran("plain", 0, &plain));
+    if (aware.doc && plain.doc) {
+        CHECK(cJSON_GetObjectItem(cJSON_GetObjectItem(aware.doc, "summary"), "ai_pods_pending")->valueint == 0);
+        char *a = ai_outcome(aware.doc), *p = ai_outcome(plain.doc);
+        CHECK(same("aware and plain", 0, a, p));
+        /* what happens instead: p1 takes n1 and the agent there goes */
+        CHECK_HAS(aware.json, "\"op\":\"evict\",\"pod\":\"agent-0\"");
+        CHECK_HAS(aware.json, "\"pod\":\"p2-0\",\"node\":\"n2\"");
+        free(a);
+        free(p);
+    }
+    run_free(&aware);
+    run_free(&plain);
+}
+
+/* Between identical nodes the tie-break does move AI work off background
+ * work: the gang goes to the two nodes with the least to displace. */
+TEST(tie_break_spares_background_between_identical_nodes) {
+    const char *text =
+        "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":20,"
+        "\"nodes\":[{\"name\":\"n1\",\"gpu\":8},{\"name\":\"n2\",\"gpu\":8},{\"name\":\"n3\",\"gpu\":8}],"
+        "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":24}}},"
+        "{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+        "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+        "\"workloads\":[{\"name\":\"burn\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"controller\":\"deployment\",\"replicas\":2,\"requests\":{\"gpu\":2},\"termination_grace\":5,"
+        "\"pods\":[{\"name\":\"burn-0\",\"node\":\"n1\",\"state\":\"running\"},"
+        "{\"name\":\"burn-1\",\"node\":\"n2\",\"state\":\"running\"}]},"
+        "{\"name\":\"train\",\"queue\":\"ml\",\"replicas\":2,\"min_member\":2,\"requests\":{\"gpu\":8},"
+        "\"submit_at\":10}]}";
+    run aware, plain;
+    simulate(text, true, true, NULL, &aware);
+    simulate(text, true, false, NULL, &plain);
+    CHECK(ran("aware", 0, &aware) && ran("plain", 0, &plain));
+    if (aware.doc && plain.doc) {
+        int ea = cJSON_GetObjectItem(cJSON_GetObjectItem(aware.doc, "summary"), "background_evictions")->valueint;
+        int ep = cJSON_GetObjectItem(cJSON_GetObjectItem(plain.doc, "summary"), "background_evictions")->valueint;
+        CHECK(ep == 2); /* by name: n1 and n2, both burn pods go */
+        CHECK(ea == 1); /* n3 and one of n1, n2 */
+        CHECK_HAS(aware.json, "\"node\":\"n3\"");
+        char *a = ai_outcome(aware.doc), *p = ai_outcome(plain.doc);
+        CHECK(same("aware and plain", 0, a, p));
+        free(a);
+        free(p);
+    }
+    run_free(&aware);
+    run_free(&plain);
+}
+
+int main(void) {
+    us_err err = {0};
+    const char *root = getenv("UNDERSTORY_ROOT");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/policies", root ? root : ".");
+    if (!(policies = us_policy_load(dir, NULL, &err))) {
+        fprintf(stderr, "policies: %s\n", err.msg);
+        printf("0 passed, 1 failed\n");
+        return 1;
+    }
+    RUN(tie_break_never_costs_an_ai_pod_its_node);
+    RUN(tie_break_spares_background_between_identical_nodes);
+    RUN(random_scenarios_keep_invariants_and_differential_properties);
+    us_policy_free(policies);
+    return check_report();
+}
