@@ -51,6 +51,11 @@ k -n understory-system create serviceaccount nobody >/dev/null
 k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
 k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 k wait --for condition=established crd/queues.scheduling.run.ai --timeout=60s >/dev/null
+# 510 more nodes (no kubelet: never Ready), so the list takes two pages
+for i in $(seq -w 1 510); do
+	printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: cpu-%s}\n' "$i"
+done >"$work/nodes.yaml"
+k apply -f "$work/nodes.yaml" >/dev/null
 
 # token-kubeconfig SA FILE: a kubeconfig for ServiceAccount SA's token.
 token_kubeconfig() {
@@ -78,7 +83,9 @@ token_kubeconfig nobody "$work/nobody.kubeconfig"
 "$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
-until_line "$work/serve.out" "nodes synced: 1 in the engine" "the first list"
+until_line "$work/serve.out" "nodes synced: 511 in the engine" "the first list, in pages of 500"
+grep -qxE "node cpu-510: pool default, gpu 0, cpu 0m, memory 0, taints .*, unschedulable" "$work/serve.out" ||
+	fail "the second page of the list did not reach the engine"
 until_line "$work/serve.out" "queues synced: 0 in the engine, 0 waiting for a parent" "the first list of queues"
 fake=kwok.x-k8s.io/node=fake:NoSchedule
 until_line "$work/serve.out" \
