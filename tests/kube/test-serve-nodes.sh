@@ -5,7 +5,8 @@
 # watches nodes, and the engine sees each as Kubernetes has it
 # (allocatable, pool label, taints, cordon and readiness), including nodes
 # added, changed and deleted after the list, and across an API server
-# restart that forces a new list (410 Gone).  Without the RBAC binding the
+# restart that forces a new list (410 Gone).  A token file is read again
+# before each request (rotation).  Without the RBAC binding the
 # API server refuses it (403) and it retries; SIGTERM stops it cleanly.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -181,6 +182,18 @@ k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
 until_line "$work/serve.out" \
 	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
 	"gpu-0 added again after the relist"
+
+# A token file is read again before each request (service-account tokens
+# rotate): with a bad token serve is refused (401); once the file holds a
+# good one, its next retry gets through.
+sed 's|^    token: .*|    tokenFile: '"$work"'/token|' "$work/understory.kubeconfig" >"$work/rotating.kubeconfig"
+echo "not-a-token" >"$work/token"
+"$understory" serve --kubeconfig "$work/rotating.kubeconfig" >"$work/rotating.out" 2>"$work/rotating.err" &
+pids+=("$!")
+until_line "$work/rotating.err" "understory serve: list /api/v1/nodes: HTTP 401; again in 500 ms" "a bad token refused"
+[[ ! -s $work/rotating.out ]] || fail "serve with a bad token saw nodes"
+k -n understory-system create token understory >"$work/token"
+until_line "$work/rotating.out" "nodes synced: 511 in the engine" "the rotated token used"
 
 # SIGTERM: a clean stop.
 kill -TERM "$serve_pid"
