@@ -26,11 +26,12 @@ LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Ikube
 LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
-ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
+# kube/: the Kubernetes object mapping, part of the library like the engine
+ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c)) $(wildcard kube/*.c)
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
 MAIN_OBJ   := $(BUILD)/engine/main.o
 LIB_A      := $(BUILD)/libunderstory_engine.a
@@ -60,7 +61,7 @@ libs: $(PUB_A) $(PUB_SO)
 understory: $(BUILD)/understory
 	cp $< $@
 
-$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
+$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h kube/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# understory import: usage errors exit 2 with a usage line; a file that is
+# not a List exits 2 naming the file and the JSON path, with nothing on
+# stdout; the captured fixture imports, and its document runs in simulate
+# and diff as it is.
+# shellcheck source=tests/cli/lib.bash
+. "$(dirname "$0")/lib.bash"
+
+run import
+expect_status 2
+expect_stderr_has "import: missing the FILE"
+expect_stderr_has "usage: understory import FILE"
+
+run import --nope x.json
+expect_status 2
+expect_stderr_has "unknown option --nope"
+
+run import --help
+expect_status 0
+expect_stdout_has "--scheduler-name NAME"
+
+run import "$TMP/missing.json"
+expect_failure
+expect_stdout_empty
+expect_stderr_has "missing.json"
+
+echo '{"kind": "List", "items": [{"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "eight"}}}]}' >"$TMP/bad.json"
+run import "$TMP/bad.json"
+expect_status 2
+expect_stdout_empty
+expect_stderr_has "bad.json: items[0].status.allocatable[\"cpu\"] (Node \"n1\"): \"eight\" is not a cpu quantity"
+
+# a List whose objects map, but whose scenario breaks a rule of the format
+# (a pod on a node without room): refused as a whole
+cat >"$TMP/full.json" <<'JSON'
+{"kind": "List", "items": [
+ {"kind": "Node", "metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "1", "memory": "1Gi"}}},
+ {"kind": "Pod", "metadata": {"name": "p", "namespace": "kube-system"},
+  "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}]}
+JSON
+run import "$TMP/full.json"
+expect_status 2
+expect_stdout_empty
+expect_stderr_has "the imported scenario does not load"
+expect_stderr_has "not enough cpu"
+
+run import tests/fixtures/kubectl-seed-story.json
+expect_status 0
+expect_stderr_empty
+cp "$TMP/out" "$TMP/imported.json"
+run simulate "$TMP/imported.json" --check-invariants
+expect_status 0
+expect_stdout_has "pipeline  team-a/train-1-0"
+run diff --from policies --to examples/policies/spread "$TMP/imported.json"
+expect_status 0
+expect_stdout_has "understory diff: kubectl-seed-story.json"
+expect_stdout_has "no decision differs in 4 cycles"
+exit 0
