@@ -737,10 +737,13 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
     return our_fields(k, p, req);
 }
 
+/* By workload name, then group (so that two owners forming one name
+ * meet), then pod name. */
 static int by_group(const void *a, const void *b, void *ctx) {
     (void)ctx;
     const kpod *x = a, *y = b;
-    int c = strcmp(x->group, y->group);
+    int c = strcmp(x->wl, y->wl);
+    if (!c) c = strcmp(x->group, y->group);
     return c ? c : strcmp(x->key, y->key);
 }
 

@@ -315,6 +315,14 @@ describe("the Kubernetes object mapping", function()
             { ownerReferences = { { kind = "Job", name = "j", controller = true } } }) },
       'items[4] (Pod "t/b"): differs from pod "t/a" (items[3]) in requests' },
     { { { kind = "Deployment", metadata = { name = "d" } } }, 'items[0].kind: "Deployment" is not a kind' },
+    -- a Deployment "web" and a lone pod "web" would both be workload t/web
+    { { node("n1"), ns("t", "q"), queue("q"),
+        pod("t", "web-5d8f-x", nil, { labels = { ["pod-template-hash"] = "5d8f" },
+                                      ownerReferences = { { kind = "ReplicaSet", name = "web-5d8f", controller = true } } }),
+        pod("t", "aaa", nil, { ownerReferences = { { kind = "Job", name = "j", controller = true } } }),
+        pod("t", "web") },
+      'forms workload "t/web", and so does pod "t/web-5d8f-x" (items[3]) of another owner' },
+    { { node("n1"), queue("q", { priority = "high" }) }, 'items[1].spec.priority (Queue "q"): must be a whole number' },
   }
   for i, case in ipairs(bad) do
     it("refuses bad input " .. i .. " with exit 2 and the JSON path: " .. case[2], function()
