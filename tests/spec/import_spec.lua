@@ -276,6 +276,29 @@ describe("the Kubernetes object mapping", function()
     assert.are.equal(0.5, workload(doc, "t/frac").requests.gpu)
   end)
 
+  it("keeps KAI labels as they are, skips finished pods, reads a PodGroup's class and preemptibility", function()
+    local pg = { apiVersion = "scheduling.run.ai/v2alpha2", kind = "PodGroup",
+                 metadata = { name = "g", namespace = "t", labels = { ["kai.scheduler/background"] = "True", app = "x" } },
+                 spec = { minMember = 3, priorityClassName = "build", preemptibility = "semi-preemptible" } }
+    local pc = { apiVersion = "scheduling.k8s.io/v1", kind = "PriorityClass", metadata = { name = "build" }, value = 100 }
+    local doc, err = import_list({ node("n1"), ns("t", "q"), queue("q"), pg, pc,
+      pod("t", "a", nil, { annotations = { ["pod-group-name"] = "g" },
+                           ownerReferences = { { kind = "StatefulSet", name = "s", controller = true } } }) })
+    assert.is_table(doc, err)
+    local w = workload(doc, "t/g")
+    -- the typo is kept, so the engine's Warning names it
+    assert.are.same({ ["kai.scheduler/background"] = "True" }, w.labels)
+    assert.are.same({ 100, "semi-preemptible", "deployment", 3, 3 },
+                    { w.priority, w.preemptibility, w.controller, w.replicas, w.min_member })
+    -- finished: no room held, no workload (100 cores would not fit n1)
+    local finished = pod("t", "done", { nodeName = "n1",
+      containers = { { name = "c", resources = { requests = { cpu = "100" } } } } })
+    finished.status.phase = "Succeeded"
+    doc, err = import_list({ node("n1"), ns("t", "q"), queue("q"), finished })
+    assert.is_table(doc, err)
+    assert.are.same({}, doc.workloads)
+  end)
+
   it("gives pods of another scheduler name their own scheduler (--scheduler-name)", function()
     local list = { node("n1"), ns("t", "q"), queue("q"), pod("t", "a", { schedulerName = "kai-scheduler" }) }
     local doc = import_list(list)
