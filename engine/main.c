@@ -552,7 +552,7 @@ cleanup:
 static void usage_import(FILE *f) {
     fputs("usage: understory import FILE [--scheduler-name NAME]\n"
           "\n"
-          "Read FILE, the List that\n"
+          "Read FILE (- for standard input), the List that\n"
           "  kubectl get nodes,pods,namespaces,queues.scheduling.run.ai,\\\n"
           "    podgroups.scheduling.run.ai,priorityclasses -A -o json\n"
           "prints, and write the cluster as a scenario document on stdout, for\n"
@@ -573,6 +573,44 @@ static void brief_usage_import(FILE *f) {
     fputs("usage: understory import FILE [--scheduler-name NAME]\n"
           "Run 'understory import --help' for details.\n",
           f);
+}
+
+/* All of f into a malloc'd, NUL-terminated buffer of at most max bytes;
+ * 0, or -1 with why filled. */
+static int read_stream(FILE *f, size_t max, char **buf, size_t *len, char *why, size_t nwhy) {
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    *buf = NULL;
+    if (!b) goto nomem;
+    for (;;) {
+        size_t k = fread(b + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+        if (n == cap) {
+            char *nb;
+            if (cap >= max) {
+                snprintf(why, nwhy, "larger than %zu bytes", max);
+                free(b);
+                return -1;
+            }
+            cap *= 2;
+            if (!(nb = realloc(b, cap + 1))) goto nomem;
+            b = nb;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(why, nwhy, "cannot read: %s", strerror(errno));
+        free(b);
+        return -1;
+    }
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return 0;
+nomem:
+    free(b);
+    snprintf(why, nwhy, "out of memory");
+    return -1;
 }
 
 /* understory import FILE: a Kubernetes List to a scenario document.  The
@@ -609,7 +647,14 @@ static int import(int argc, char **argv) {
         }
     }
     if (!file) return bad_usage(brief_usage_import, "%s", "import: missing the FILE");
-    if (us_read_regular(file, (size_t)1 << 31, &text, &len, why, sizeof why) < 0) {
+    if (!strcmp(file, "-")) {
+        /* kubectl get ... -o json | understory import - */
+        if (read_stream(stdin, (size_t)1 << 31, &text, &len, why, sizeof why) < 0) {
+            fprintf(stderr, "understory: standard input: %s\n", why);
+            goto cleanup;
+        }
+        file = "standard input";
+    } else if (us_read_regular(file, (size_t)1 << 31, &text, &len, why, sizeof why) < 0) {
         fprintf(stderr, "understory: %s: %s\n", file, why);
         goto cleanup;
     }

@@ -44,8 +44,23 @@ expect_stdout_empty
 expect_stderr_has "the imported scenario does not load"
 expect_stderr_has "not enough cpu"
 
+# standard input, as from kubectl get ... -o json | understory import -
+echo '[1]' >"$TMP/array.json"
+"$UNDERSTORY" import - <"$TMP/array.json" >"$TMP/out" 2>"$TMP/err"
+status=$?
+LAST="understory import - (an array)"
+expect_status 2
+expect_stdout_empty
+expect_stderr_has "standard input: (top level): must be an object (a List), not an array"
+"$UNDERSTORY" import - <tests/fixtures/kubectl-seed-story.json >"$TMP/stdin.json" 2>"$TMP/err" ||
+    fail "import - of the fixture: $(cat "$TMP/err")"
+
 run import tests/fixtures/kubectl-seed-story.json
 expect_status 0
+# the same document from a file and from standard input, but for its name
+diff <(grep -v '"name":.*"\(standard input\|kubectl-seed-story.json\)"' "$TMP/out") \
+     <(grep -v '"name":.*"\(standard input\|kubectl-seed-story.json\)"' "$TMP/stdin.json") >/dev/null ||
+    fail "import - and import FILE differ"
 expect_stderr_empty
 cp "$TMP/out" "$TMP/imported.json"
 run simulate "$TMP/imported.json" --check-invariants
