@@ -63,6 +63,36 @@ static const char *tname(const cJSON *v) {
     return "an object";
 }
 
+/* An RFC 3339 time ("2026-12-01T02:52:14Z", fractions and offsets
+ * allowed) as seconds since the epoch; -1 when s is not one. */
+static int rfc3339(const char *s, double *out) {
+    int y, mo, d, h, mi, n = 0;
+    double sec;
+    if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%lf%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n < 19 ||
+        mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec < 0 || sec >= 61)
+        return -1;
+    const char *z = s + n;
+    double off = 0;
+    if (*z == 'Z' || *z == 'z') {
+        z++;
+    } else if (*z == '+' || *z == '-') {
+        int oh, om, k = 0;
+        if (sscanf(z + 1, "%2d:%2d%n", &oh, &om, &k) != 2 || k != 5) return -1;
+        off = (*z == '-' ? -1 : 1) * (oh * 3600.0 + om * 60.0);
+        z += 6;
+    } else {
+        return -1;
+    }
+    if (*z) return -1;
+    /* days from 1970-01-01 (Howard Hinnant's days_from_civil) */
+    y -= mo <= 2;
+    long era = (y >= 0 ? y : y - 399) / 400;
+    long yoe = y - era * 400, doy = (153 * (mo + (mo > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    long doe = yoe * 365 + yoe / 4 - yoe / 100 + doy, days = era * 146097 + doe - 719468;
+    *out = (double)days * 86400 + h * 3600.0 + mi * 60.0 + sec - off;
+    return 0;
+}
+
 /* An optional string at o.key (sub names it); NULL when absent. */
 static int opt_str(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
                    const char **out) {
@@ -137,6 +167,19 @@ static int str_map(us_err *err, const loc *l, const cJSON *m, const char *sub, c
         cJSON_DeleteItemFromObjectCaseSensitive(into, v->string);
         if (!cJSON_AddStringToObject(into, v->string, v->valuestring)) return us_err_nomem(err);
     }
+    return 0;
+}
+
+/* metadata.creationTimestamp in seconds since the epoch; *has false when
+ * absent. */
+static int created(us_err *err, const loc *l, const cJSON *o, double *out, bool *has) {
+    const char *ts;
+    *has = false;
+    if (opt_str(err, l, get(o, "metadata"), "metadata", "creationTimestamp", &ts) < 0) return -1;
+    if (!ts) return 0;
+    if (rfc3339(ts, out) < 0)
+        return fail(err, l, "metadata.creationTimestamp", "\"%s\" is not an RFC 3339 time", ts);
+    *has = true;
     return 0;
 }
 
@@ -308,7 +351,7 @@ static int kai_number(us_err *err, const loc *l, const char *sub, const cJSON *v
     return cJSON_AddStringToObject(o, key, s) ? 0 : us_err_nomem(err);
 }
 
-int kube_queue(const cJSON *queue, const char *path, cJSON **out, us_err *err) {
+int kube_queue(const cJSON *queue, const char *path, double epoch, cJSON **out, us_err *err) {
     static const char *const kai_keys[] = {"quota", "overQuotaWeight", "limit"};
     static const char *const our_keys[] = {"quota", "over_quota_weight", "limit"};
     loc l = {path, ""};
@@ -320,6 +363,9 @@ int kube_queue(const cJSON *queue, const char *path, cJSON **out, us_err *err) {
         opt_str(err, &l, spec, "spec", "parentQueue", &parent) < 0 ||
         opt_obj(err, &l, spec, "spec", "resources", &res) < 0)
         return -1;
+    double ct;
+    bool has_ct;
+    if (created(err, &l, queue, &ct, &has_ct) < 0) return -1;
     pri = get(spec, "priority");
     if (pri && (!cJSON_IsNumber(pri) || pri->valuedouble != floor(pri->valuedouble) ||
                 fabs(pri->valuedouble) > 1e6))
@@ -328,6 +374,7 @@ int kube_queue(const cJSON *queue, const char *path, cJSON **out, us_err *err) {
         (parent && *parent && !cJSON_AddStringToObject(o, "parent", parent)) ||
         /* KAI's default queue priority is 100 */
         !cJSON_AddNumberToObject(o, "priority", pri ? pri->valuedouble : 100) ||
+        (has_ct && !cJSON_AddNumberToObject(o, "created_at", ct - epoch)) ||
         !(rs = cJSON_AddObjectToObject(o, "resources")))
         goto nomem;
     const cJSON *r;
@@ -382,6 +429,8 @@ typedef struct kpod {
     const char *node;   /* spec.nodeName, or NULL */
     bool ours, releasing;
     int controller;     /* US_CTRL_* */
+    double created;     /* metadata.creationTimestamp, epoch seconds */
+    bool has_created;
     const cJSON *pg;    /* its PodGroup, or NULL */
     cJSON *fields;      /* the workload fields this pod asks for */
 } kpod;
@@ -389,6 +438,7 @@ typedef struct kpod {
 typedef struct kctx {
     const kube_cluster *c;
     const kube_opts *o;
+    double epoch;       /* the time that is t=0 */
     us_err *err;
     kpod *pods;
     size_t npods;
@@ -690,6 +740,7 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
         return 0;
     }
     if (p->node && !*p->node) p->node = NULL;
+    if (created(err, &p->l, o, &p->created, &p->has_created) < 0) return -1;
     md = get(o, "metadata");
     p->releasing = get(md, "deletionTimestamp") && !cJSON_IsNull(get(md, "deletionTimestamp"));
     p->ours = !strcmp(sched ? sched : "default-scheduler",
@@ -752,6 +803,12 @@ static const char *pool_of(const kube_cluster *c, const char *node) {
     return n ? node_pool(n) : NULL;
 }
 
+static const char *path_of(const kube_objs *k, size_t i, const char *kind, char *buf, size_t len) {
+    if (k->paths && k->paths[i]) return k->paths[i];
+    snprintf(buf, len, "%s[%zu]", kind, i);
+    return buf;
+}
+
 /* One workload from pods[0..n) of one group. */
 static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
     us_err *err = k->err;
@@ -803,6 +860,25 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
         }
     }
     if (external && !get(w, "external") && !cJSON_AddBoolToObject(w, "external", true)) return us_err_nomem(err);
+    /* created: its PodGroup's creation, else its oldest pod's (job order
+     * breaks priority ties by creation time, as KAI does) */
+    double ct = 0;
+    bool has_ct = false;
+    if (first->pg) {
+        char pb[64];
+        const char *name, *ns;
+        loc pl = {"podgroups", ""};
+        for (size_t i = 0; i < k->c->podgroups.n; i++)
+            if (k->c->podgroups.objs[i] == first->pg) pl.path = path_of(&k->c->podgroups, i, "podgroups", pb, sizeof pb);
+        if (meta(err, &pl, first->pg, "PodGroup", &name, &ns) < 0 || created(err, &pl, first->pg, &ct, &has_ct) < 0)
+            return -1;
+    }
+    for (size_t j = 0; j < n && !first->pg; j++)
+        if (pods[j].has_created && (!has_ct || pods[j].created < ct)) {
+            ct = pods[j].created;
+            has_ct = true;
+        }
+    if (has_ct && !cJSON_AddNumberToObject(w, "created_at", ct - k->epoch)) return us_err_nomem(err);
     /* a gang whose pods are not all created yet: its controller creates them */
     int replicas = live > min || external ? live : min;
     if (replicas < 1 && !external) replicas = 1; /* its controller recreates one */
@@ -850,14 +926,9 @@ static int sort_named(cJSON *arr, us_err *err) {
     return 0;
 }
 
-static const char *path_of(const kube_objs *k, size_t i, const char *kind, char *buf, size_t len) {
-    if (k->paths && k->paths[i]) return k->paths[i];
-    snprintf(buf, len, "%s[%zu]", kind, i);
-    return buf;
-}
 
 int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err *err) {
-    kctx k = {c, o, err, NULL, 0};
+    kctx k = {c, o, 0, err, NULL, 0};
     cJSON *doc = cJSON_CreateObject(), *nodes, *queues, *wls, *x;
     char pb[64];
     *out = NULL;
@@ -869,8 +940,21 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
         if (kube_node(c->nodes.objs[i], path_of(&c->nodes, i, "nodes", pb, sizeof pb), &x, err) < 0) goto fail;
         cJSON_AddItemToArray(nodes, x);
     }
+    /* t=0 is the newest creation time in the input, unless given */
+    if (o && o->epoch > 0) {
+        k.epoch = o->epoch;
+    } else {
+        const kube_objs *timed[] = {&c->queues, &c->pods, &c->podgroups};
+        for (int t = 0; t < 3; t++)
+            for (size_t i = 0; i < timed[t]->n; i++) {
+                const cJSON *ts = get(get(timed[t]->objs[i], "metadata"), "creationTimestamp");
+                double v;
+                if (cJSON_IsString(ts) && rfc3339(ts->valuestring, &v) == 0 && v > k.epoch) k.epoch = v;
+            }
+    }
     for (size_t i = 0; i < c->queues.n; i++) {
-        if (kube_queue(c->queues.objs[i], path_of(&c->queues, i, "queues", pb, sizeof pb), &x, err) < 0) goto fail;
+        if (kube_queue(c->queues.objs[i], path_of(&c->queues, i, "queues", pb, sizeof pb), k.epoch, &x, err) < 0)
+            goto fail;
         cJSON_AddItemToArray(queues, x);
     }
     /* the objects the pods refer to must be well formed themselves */

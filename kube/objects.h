@@ -32,6 +32,10 @@ typedef struct kube_opts {
      * KUBE_DEFAULT_SCHEDULER.  Other pods are external workloads. */
     const char *scheduler_name;
     const char *name;  /* the scenario's name; NULL: "imported" */
+    /* The moment that is t=0, in seconds since the epoch: creation times
+     * (metadata.creationTimestamp) become created_at relative to it.  0:
+     * the newest creation time of a Queue, Pod or PodGroup in the input. */
+    double epoch;
 } kube_opts;
 
 /* The objects of a cluster, by kind, each an object of the API (not
@@ -50,8 +54,9 @@ typedef struct kube_cluster {
 /* One Node as a scenario node object. */
 int kube_node(const struct cJSON *node, const char *path, struct cJSON **out, us_err *err);
 
-/* One Queue as a scenario queue object. */
-int kube_queue(const struct cJSON *queue, const char *path, struct cJSON **out, us_err *err);
+/* One Queue as a scenario queue object; its created_at relative to epoch
+ * (see kube_opts). */
+int kube_queue(const struct cJSON *queue, const char *path, double epoch, struct cJSON **out, us_err *err);
 
 /* The whole cluster as a scenario document: nodes, queues and the
  * workloads its pods form (PodGroups, top owners, lone pods; pods of

@@ -56,7 +56,7 @@ TEST(objects_from_caches_feed_the_engine) {
                  "\"labels\":{\"zone\":\"a\"},\"unschedulable\":false,"
                  "\"taints\":[{\"key\":\"nvidia.com/gpu\",\"effect\":\"NoSchedule\"}]}");
     cJSON_Delete(x);
-    CHECK(kube_queue(queue, "q", &x, &err) == 0);
+    CHECK(kube_queue(queue, "q", 0, &x, &err) == 0);
     char *q = print(x);
     /* KAI units: millicores, and megabytes of 10^6 bytes */
     CHECK_STR(q, "{\"name\":\"team\",\"priority\":100,\"resources\":{"

@@ -36,9 +36,9 @@ local function import_list(items, args)
   local f = assert(io.open(path, "wb"))
   f:write(type(items) == "string" and items or understory.json_encode({ apiVersion = "v1", kind = "List", items = items }))
   f:close()
-  local doc, err, status = import(path, args)
+  local doc, err, status, text = import(path, args)
   os.remove(path)
-  return doc, err, status
+  return doc, err, status, text
 end
 
 local function by_name(list)
@@ -297,6 +297,29 @@ describe("the Kubernetes object mapping", function()
     doc, err = import_list({ node("n1"), ns("t", "q"), queue("q"), finished })
     assert.is_table(doc, err)
     assert.are.same({}, doc.workloads)
+  end)
+
+  it("orders jobs of equal priority by creation time, as KAI does", function()
+    -- room for one 4-GPU pod; "b-old" was created first and gets it,
+    -- though "a-new" comes first by name
+    local function timed(name, ts)
+      return pod("t", name, { containers = { { name = "c", resources = { requests = { ["nvidia.com/gpu"] = "4" } } } } },
+                 { creationTimestamp = ts })
+    end
+    local doc, err, _, text = import_list({ node("n1"), ns("t", "q"), queue("q"),
+      timed("a-new", "2026-12-01T03:00:00Z"), timed("b-old", "2026-12-01T00:59:58.5+02:00") })
+    assert.is_table(doc, err)
+    -- 00:59:58.5 at +02:00 is 22:59:58.5Z the day before: 4 h 1.5 s earlier
+    assert.are.same({ 0, -14401.5 }, { workload(doc, "t/a-new").created_at, workload(doc, "t/b-old").created_at })
+    local out = H.run(text)
+    assert.are.same({ "bind t/b-old-0 n1" }, (function()
+      local l = {}
+      for _, d in ipairs(H.decisions(out)) do l[#l + 1] = d.op .. " " .. d.pod .. " " .. d.node end
+      return l
+    end)())
+    local _, err2, status = import_list({ node("n1"), ns("t", "q"), queue("q"), timed("x", "yesterday") })
+    assert.are.equal(2, status)
+    assert.truthy(err2:find('items[3].metadata.creationTimestamp (Pod "t/x"): "yesterday" is not an RFC 3339 time', 1, true), err2)
   end)
 
   it("gives pods of another scheduler name their own scheduler (--scheduler-name)", function()
