@@ -47,7 +47,7 @@ describe("taints and tolerations", function()
     -- it says what keeps the pod off, not that room is short
     assert.are.equal('1 pod(s) pending: no node of pool "default" has taints the pod tolerates '
                      .. '(one has nvidia.com/gpu=present:NoSchedule)', ev.message)
-    assert.are.equal("taints", ev.annotations["pending-reason"])
+    assert.are.equal("untolerated-taint", ev.annotations["pending-reason"])
   end)
 
   it("hold in the simulator's scenario documents", function()
