@@ -37,12 +37,13 @@ LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve -Ikube
 LDFLAGS   += $(SANITIZE)
 # -lhttp_parser: serve's admin endpoint (Debian's libhttp-parser-dev has no .pc)
 LDLIBS    += $(LIBS_PKG) -lhttp_parser -lm
 
-ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
+# kube/: the Kubernetes object mapping, part of the library like the engine
+ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c)) $(wildcard kube/*.c)
 # The default policies compiled in (engine/policysrc.c), so that a policy
 # directory need hold only the files it changes.
 POLICY_FILES := policies/fairshare.lua policies/placement.lua policies/background.lua
@@ -79,7 +80,7 @@ libs: $(PUB_A) $(PUB_SO)
 understory: $(BUILD)/understory
 	cp $< $@
 
-$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h)
+$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h kube/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

@@ -1,10 +1,10 @@
 /*
  * serve.c — `understory serve`: the engine as the scheduler of a real
  * Kubernetes cluster (../shared/KUBERNETES.md).  This stage connects
- * (kubeconfig or in-cluster), keeps the cluster's nodes in view with an
- * informer, and feeds them to an engine through the public API only
- * (bindings/understory.h, the scenario format's node objects), logging
- * each node as the engine then sees it.  It writes nothing to the cluster
+ * (kubeconfig or in-cluster), keeps the cluster's nodes and KAI's queues
+ * in view with informers, and feeds them to an engine through the public
+ * API only (bindings/understory.h, the scenario format's objects), logging
+ * each as the engine then takes it.  It writes nothing to the cluster
  * yet.  One libuv loop runs everything; SIGINT/SIGTERM stop it.
  */
 #include "serve.h"
@@ -21,6 +21,7 @@
 #include "informer.h"
 #include "kubeconfig.h"
 #include "monitor.h"
+#include "queues.h"
 #include "understory.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -29,7 +30,8 @@
 typedef struct serve {
     us_engine *engine;
     sv_http *http;
-    sv_informer *nodes;
+    sv_informer *nodes, *queues;
+    sv_queues *queue_map;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
     uv_signal_t sigint, sigterm;
     int status;
@@ -38,9 +40,9 @@ typedef struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "\n"
-          "Connect to a Kubernetes API server and keep its nodes in an engine's view,\n"
-          "logging each node as the engine sees it (this stage writes nothing to the\n"
-          "cluster).\n"
+          "Connect to a Kubernetes API server and keep its nodes and KAI queues in an\n"
+          "engine's view, logging each as the engine takes it (this stage writes\n"
+          "nothing to the cluster).\n"
           "\n"
           "options:\n"
           "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
@@ -162,6 +164,18 @@ static void on_synced(void *ud) {
     fflush(stdout);
 }
 
+static void on_queues_synced(void *ud) {
+    serve *s = ud;
+    printf("queues synced: %zu in the engine, %zu waiting for a parent\n",
+           us_engine_queue_count(s->engine), sv_queues_waiting(s->queue_map));
+    fflush(stdout);
+}
+
+static void on_queue(void *ud, sv_event ev, const cJSON *obj) {
+    serve *s = ud;
+    sv_queues_event(s->queue_map, ev, obj);
+}
+
 static void close_handle(uv_handle_t *h) { (void)h; }
 
 static void on_signal(uv_signal_t *sig, int signum) {
@@ -170,7 +184,8 @@ static void on_signal(uv_signal_t *sig, int signum) {
     sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
     s->monitor = NULL;
     sv_informer_stop(s->nodes);
-    s->nodes = NULL;
+    sv_informer_stop(s->queues);
+    s->nodes = s->queues = NULL;
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
@@ -193,6 +208,7 @@ static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err
 static void watch_for_admin(serve *s) {
     sv_monitor_watch_http(s->monitor, s->http);
     sv_monitor_watch_informer(s->monitor, "nodes", s->nodes);
+    sv_monitor_watch_informer(s->monitor, "queues", s->queues);
 }
 
 int sv_main(int argc, char **argv) {
@@ -244,10 +260,15 @@ int sv_main(int argc, char **argv) {
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
-    if (!s.http || !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s))) {
+    if (!s.http || !(s.queue_map = sv_queues_new(s.engine)) ||
+        !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
+        !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
+                                       on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
         sv_monitor_close(s.monitor);
+        sv_informer_stop(s.nodes);
         sv_http_free(s.http);
+        sv_queues_free(s.queue_map);
         uv_run(loop, UV_RUN_DEFAULT);
         us_engine_destroy(s.engine);
         return 1;
@@ -260,6 +281,7 @@ int sv_main(int argc, char **argv) {
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+    sv_queues_free(s.queue_map);
     us_engine_destroy(s.engine);
     fprintf(stderr, "understory serve: stopped\n");
     return s.status;
