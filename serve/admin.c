@@ -10,7 +10,8 @@
  * 503) or "Connection: close" ends it gracefully: the answer is written,
  * the write side shut, and what the client still sends is read and
  * dropped until it closes or a short linger ends, so it reads the answer
- * instead of a reset.
+ * instead of a reset.  A client that pipelines requests without reading
+ * the answers is dropped once MAX_UNSENT bytes wait for it.
  */
 #include "admin.h"
 
@@ -21,6 +22,10 @@
 #include <string.h>
 
 #define LINGER_MS 1000
+/* Answers queued but not yet taken by a client that pipelines requests
+ * and does not read: past this, the connection is dropped rather than
+ * let the daemon's memory grow. */
+#define MAX_UNSENT (4u << 20)
 
 typedef struct route {
     char *method, *path;
@@ -317,6 +322,10 @@ static int on_complete(http_parser *p) {
     c->in_request = false;
     dispatch(c, keep);
     if (c->done || c->closed) return 1;
+    if (uv_stream_get_write_queue_size((uv_stream_t *)&c->tcp) > MAX_UNSENT) {
+        conn_close(c);
+        return 1;
+    }
     if (!keep) {
         finish(c);
         return 1;

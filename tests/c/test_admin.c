@@ -47,6 +47,14 @@ static void echo(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
     sv_admin_respond(rp, 200, "application/octet-stream", rq->body, rq->body_len);
 }
 
+/* 64 KiB of answer */
+static void big(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    static char body[65536];
+    (void)ud, (void)rq;
+    memset(body, 'x', sizeof body);
+    sv_admin_respond(rp, 200, "text/plain", body, sizeof body);
+}
+
 static void silent(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
     (void)ud, (void)rq, (void)rp; /* answers nothing: the server says 500 */
 }
@@ -352,6 +360,29 @@ TEST(many_connections) {
     CHECK(served == 10 * MAX_CONNS);
 }
 
+/* A client that pipelines requests for 64 KiB answers and never reads
+ * is dropped once megabytes wait for it (the server's memory stays
+ * bounded), and others are served meanwhile.  What it can still read
+ * (the kernel's buffers) is fewer answers than it asked for. */
+TEST(reader_that_never_reads) {
+    client c;
+    response r;
+    static char reqs[400 * 40];
+    size_t n = 0;
+    for (int i = 0; i < 400; i++) n += (size_t)snprintf(reqs + n, sizeof reqs - n, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(connect_client(&c) == 0);
+    CHECK(send_str(&c, reqs) == 0);
+    sleep_ms(300); /* the server answers into its queue meanwhile */
+    CHECK(ask(GET_HELLO, &r) == 0 && r.status == 200);
+    size_t got = c.n; /* the answers' bytes, until the server's close */
+    char buf[65536];
+    ssize_t k;
+    while ((k = recv(c.fd, buf, sizeof buf, 0)) > 0) got += (size_t)k;
+    CHECK(got > 0 && got < (size_t)400 * 65536);
+    close(c.fd);
+    CHECK(ask(GET_HELLO, &r) == 0 && r.status == 200);
+}
+
 /* Addresses that are not HOST:PORT are refused with what is wrong; port 0
  * picks a free port. */
 TEST(addresses) {
@@ -390,7 +421,8 @@ int main(void) {
     }
     port = sv_admin_port(admin);
     if (sv_admin_route(admin, "GET", "/hello", hello, NULL) < 0 || sv_admin_route(admin, "GET", "/echo", echo, NULL) < 0 ||
-        sv_admin_route(admin, "POST", "/echo", echo, NULL) < 0 || sv_admin_route(admin, "GET", "/silent", silent, NULL) < 0)
+        sv_admin_route(admin, "POST", "/echo", echo, NULL) < 0 || sv_admin_route(admin, "GET", "/silent", silent, NULL) < 0 ||
+        sv_admin_route(admin, "GET", "/big", big, NULL) < 0)
         return 2;
     uv_timer_init(&loop, &ticker);
     uv_timer_start(&ticker, on_tick, 5, 5);
@@ -402,6 +434,7 @@ int main(void) {
     RUN(oversized);
     RUN(slow_client);
     RUN(many_connections);
+    RUN(reader_that_never_reads);
     RUN(addresses);
     uv_async_send(&stop_async);
     pthread_join(th, NULL);
