@@ -513,6 +513,7 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     }
     add_str(b, o, "name", s->name);
     add_str(b, o, "queue", s->queue);
+    if (s->external) add(b, o, "external", cJSON_CreateBool(true));
     add(b, o, "priority", cJSON_CreateNumber(s->priority));
     if ((unsigned)s->preemptibility > US_PREEMPTION_SEMI_PREEMPTIBLE) {
         b->code = US_EINVAL;
@@ -1029,6 +1030,7 @@ static bool labels_same(const us_labels *a, const us_labels *b) {
 /* The first field a live workload may not change that w changes, or NULL. */
 static const char *immutable_change(const us_workload *cur, const us_workload *w) {
     if (cur->queue != w->queue) return "queue";
+    if (cur->external != w->external) return "external";
     if (cur->priority != w->priority) return "priority";
     if (cur->preemptibility != w->preemptibility) return "preemptibility";
     if (cur->controller != w->controller) return "controller";
@@ -1181,6 +1183,10 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
     const char *res;
     int live, rel, w, n = -1, p;
     if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
+    /* as the loader's names: a Kubernetes name is at most 253 characters */
+    if (strlen(name) > 253)
+        return fail(err, US_EINVAL, "pod.name: is %zu characters long, more than the 253 a "
+                    "Kubernetes name may have", strlen(name));
     if (node && (n = find_node(st, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
@@ -1457,6 +1463,18 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out) {
     return US_OK;
 }
 
+US_API size_t us_engine_policy_log_count(const us_engine *e) { return e ? e->log.nlines : 0; }
+
+US_API int us_engine_policy_log(const us_engine *e, size_t i, us_policy_log_info *out) {
+    if (!e || !out || i >= e->log.nlines) return US_ENOENT;
+    out->file = e->log.lines[i].file;
+    out->line = e->log.lines[i].line;
+    out->message = e->log.lines[i].text;
+    return US_OK;
+}
+
+US_API unsigned long us_engine_policy_log_dropped(const us_engine *e) { return e ? e->log.dropped_lines : 0; }
+
 /* ---- reading the state ------------------------------------------------------------------ */
 
 static const char *const phase_names[] = {"pending", "pipelined", "running", "releasing"};
@@ -1486,6 +1504,7 @@ US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
     }
     out->phase_name = phase_names[out->phase];
     out->background = w->background;
+    out->external = w->external;
     return US_OK;
 }
 
@@ -1549,5 +1568,6 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
     out->background = w->background;
     out->blocked = w->blocked;
     out->running_since = w->started_at;
+    out->external = w->external;
     return US_OK;
 }

@@ -1,8 +1,8 @@
 /*
- * scenario.c — owns loading a scenario document (DESIGN.md "Scenario
- * format") into a us_scenario: JSON parsing, validation with errors that name
- * the JSON path, defaults, quantity parsing (us_parse_cpu, us_parse_memory),
- * pre-existing pods and the sorted timeline.
+ * scenario.c — owns loading a scenario document (docs/scenario.md, every
+ * field and its default) into a us_scenario: JSON parsing, validation with
+ * errors that name the JSON path, defaults, quantity parsing (us_parse_cpu,
+ * us_parse_memory), pre-existing pods and the sorted timeline.
  *
  * Loading is all or nothing: every helper reports through the loader's
  * context and the top level frees whatever was built when any step fails.
@@ -805,10 +805,11 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
-                                        "tolerations",
+                                        "tolerations", "external",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
+static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
 static const struct {
@@ -908,19 +909,21 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     const cJSON *v;
     const char *node, *name;
     char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN], q3[QLEN];
-    int slot = -1, state = 0;
+    int slot = -1, si = -1;
+    us_pod_state state;
     int ni, pi;
     double release_at = w->termination_grace;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
     if (get_strref(c, o, path, "node", NULL, &node) < 0 ||
-        get_enum(c, o, path, "state", pod_states, 3, -1, "a pre-existing pod state", &state) < 0)
+        get_enum(c, o, path, "state", pod_states, 3, -1, "a pre-existing pod state", &si) < 0)
         goto fail;
-    if (state < 0) {
+    if (si < 0) {
         failk(c, path, "state", "required field is missing");
         goto fail;
     }
-    if (get(o, "release_at") && state != 2) {
+    state = pod_state_of[si];
+    if (get(o, "release_at") && state != US_POD_RELEASING) {
         failk(c, path, "release_at", "only a releasing pod has one");
         goto fail;
     }
@@ -948,7 +951,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         /* a workload's pods are parsed together, so the last daemonset to
          * pin a node tells whether this one already did (a releasing pod
          * is a former incarnation: it pins nothing) */
-        if (state != 2 && c->pinned[ni] == wi + 1) {
+        if (state != US_POD_RELEASING && c->pinned[ni] == wi + 1) {
             failk(c, path, "node", "%s already has a pod of this daemonset", quote(q, node));
             goto fail;
         }
@@ -979,20 +982,20 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
      * where the plan ends: resources, then GPU devices (fractions share a
      * device up to one; a shared device is not free for a whole-GPU pod).
      * A running pod keeps one device slot in both views. */
-    if (state != 1 && take_room(c, &c->used[ni], ni, w, &slot, path, "") < 0) goto fail;
-    if (state != 2 && take_room(c, &c->planned[ni], ni, w, &slot, path,
-                                " once the releasing pods are gone") < 0)
+    if (state != US_POD_PIPELINED && take_room(c, &c->used[ni], ni, w, &slot, path, "") < 0) goto fail;
+    if (state != US_POD_RELEASING &&
+        take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
     if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
         nomem(c);
         goto fail;
     }
-    st->pods[pi].state = state == 0 ? US_POD_RUNNING : state == 1 ? US_POD_PIPELINED : US_POD_RELEASING;
+    st->pods[pi].state = state;
     st->pods[pi].node = ni;
     st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */
-    if (state == 2) st->pods[pi].release_at = release_at;
-    if (w->controller == US_CTRL_DAEMONSET && state != 2) c->pinned[ni] = wi + 1;
+    if (state == US_POD_RELEASING) st->pods[pi].release_at = release_at;
+    if (w->controller == US_CTRL_DAEMONSET && state != US_POD_RELEASING) c->pinned[ni] = wi + 1;
     if (gen != genbuf) free(gen);
     return 0;
 fail:
@@ -1011,8 +1014,8 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     /* releasing pods are former incarnations, not replicas */
     int live = 0;
     cJSON_ArrayForEach(o, arr) {
-        const cJSON *st = cJSON_IsObject(o) ? get(o, "state") : NULL;
-        live += !(cJSON_IsString(st) && strcmp(st->valuestring, "releasing") == 0);
+        const cJSON *state = cJSON_IsObject(o) ? get(o, "state") : NULL;
+        live += !(cJSON_IsString(state) && strcmp(state->valuestring, "releasing") == 0);
     }
     if (w->controller != US_CTRL_DAEMONSET && live > w->replicas)
         return failk(c, p, NULL, "%d pre-existing pods that are not releasing, but only %d replicas",
@@ -1056,20 +1059,30 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
     }
-    if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
-    qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
-    if (qi < 0) {
-        failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+    if (get_bool(c, o, path, "external", &w.external) < 0) goto fail;
+    /* an external workload is in no queue: it draws on no quota */
+    if (w.external && get(o, "queue")) {
+        failk(c, path, "queue", "an external workload is in no queue (the engine does not schedule it)");
         goto fail;
     }
-    if (!look->queues[qi].leaf) {
-        failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
-        goto fail;
+    if (!w.external) {
+        if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
+        qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
+        if (qi < 0) {
+            failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+            goto fail;
+        }
+        if (!look->queues[qi].leaf) {
+            failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
+            goto fail;
+        }
+        w.queue = qi;
     }
-    w.queue = qi;
     if (get_labels(c, o, path, "labels", &w.labels) < 0) goto fail;
     bg = us_labels_get(&w.labels, US_BACKGROUND_LABEL);
-    w.background = bg && strcmp(bg, "true") == 0;
+    /* background is a rule of what the engine schedules: an external pod
+     * holds its room whatever its labels say */
+    w.background = !w.external && bg && strcmp(bg, "true") == 0;
     if (get_priority(c, o, path, &w.priority) < 0) goto fail;
     if (get_preemptibility(c, o, path, &w) < 0) goto fail;
     if (get_enum(c, o, path, "controller", ctrl_names, 4, US_CTRL_NONE, "a controller", &ctrl) < 0)

@@ -321,6 +321,7 @@ void us_state_check_rules(us_state *st) {
         us_workload *w = &st->workloads[i];
         const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
         w->blocked = NULL;
+        if (w->external) continue; /* not ours to schedule: no rule of ours applies */
         /* only "true" marks background work and only "false" AI work: a
          * typo ("True", "yes") must not turn burn-in into AI work that
          * reclaims from real teams, so it is never scheduled */

@@ -208,6 +208,29 @@ static int build_index(us_plan *p) {
     return 0;
 }
 
+/* A quick no before a reclaim search: *may = false when some ancestor of
+ * the reclaimer's queue would stay over its fair share with the job even
+ * if every candidate inside it went.  0, or -1 when memory runs out. */
+static int ancestors_may_fit(const search *s, const int *cands, size_t nc, bool *may) {
+    const us_plan *p = s->p;
+    const us_state *st = p->st;
+    us_res *freed = calloc(st->nqueues + 1, sizeof *freed);
+    if (!freed) return -1;
+    for (size_t i = 0; i < nc; i++) {
+        const us_workload *v = &st->workloads[st->pods[cands[i]].workload];
+        for (int x = v->queue; x >= 0; x = st->queues[x].parent) freed[x] = us_res_add(freed[x], v->request);
+    }
+    *may = true;
+    for (int a = st->queues[st->workloads[s->job].queue].parent; a >= 0 && *may; a = st->queues[a].parent)
+        for (int r = 0; r < US_NRES; r++) {
+            double f = p->fair[a * US_NRES + r];
+            int64_t least = p->alloc[a].v[r] + s->total.v[r] - freed[a].v[r];
+            if (s->total.v[r] > 0 && (double)least > f + slack(f)) *may = false;
+        }
+    free(freed);
+    return 0;
+}
+
 /* Find victims for need pods of the job; on success the plan holds the
  * evictions and placements.  *ok tells. */
 static int search_victims(search *s, bool *ok, us_err *err) {
@@ -238,6 +261,14 @@ static int search_victims(search *s, bool *ok, us_err *err) {
             if (candidate(s, p->victim_pods[k])) cands[nc++] = p->victim_pods[k];
     }
     if (nc == 0) goto out;
+    if (s->act == US_ACT_RECLAIM) {
+        bool may;
+        if (ancestors_may_fit(s, cands, nc, &may) < 0) {
+            rc = us_err_nomem(err);
+            goto out;
+        }
+        if (!may) goto out;
+    }
     us_sort(cands, nc, sizeof *cands, victim_order, s);
 
     size_t mark = us_plan_mark(p);

@@ -36,7 +36,9 @@ CALLED AS
                         those of the pods in `running` and every candidate
                         of a pod in `pending`; each:
     .name               node name
-    .labels             {key = value}
+    .labels             {key = value}: the labels that matter only (those a
+                        node selector names or a policy file declares in
+                        `M.labels = {...}`, docs/policies.md); others are nil
     .capacity           {gpu=, cpu=, memory=}
     .free               {gpu=, cpu=, memory=}: idle once the AI plan, the
                         pods still terminating and the background pods not
@@ -80,9 +82,9 @@ RETURNS
          is evicted.
   place  pending pod name -> one of its candidate node names.  Pods not
          named stay pending.
-  The engine checks the result (kept pods fit in free_at_end, placed pods
-  in idle, a kept pod stays on its node, a placed pod goes to a
-  candidate); a result that breaks a rule is rejected, with a Warning event
+  The engine checks the result (kept pods fit in free_at_end and a pod not
+  kept does not fit there beside them, placed pods fit in idle, a kept pod
+  stays on its node, a placed pod goes to a candidate); a result that breaks a rule is rejected, with a Warning event
   naming the policy and the rule, and the built-in policy is used for that
   cycle.
 ]]

@@ -549,6 +549,19 @@ TEST(pod_reports) {
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"nodes\": \"n1\"}", &err),
             US_EINVAL, "pod.nodes: unknown field");
     REFUSED(e, us_engine_remove_pod(e, "ghost", &err), US_ENOENT, "pod \"ghost\" is unknown");
+    /* names past Kubernetes' 253 characters are refused here as at load */
+    {
+        char long_name[300];
+        memset(long_name, 'p', 254);
+        long_name[254] = '\0';
+        s.name = long_name;
+        s.workload = "w";
+        s.node = "n1";
+        REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_EINVAL,
+                "pod.name: is 254 characters long, more than the 253");
+        s.name = "train-def";
+        s.workload = NULL;
+    }
     /* a bind that failed: back to pending */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING && !p.node);
@@ -1055,6 +1068,46 @@ static void *busy_cluster(void *out) {
     return NULL;
 }
 
+/* A policy directory holding only placement.lua (the rest are the
+ * defaults) that requires a helper of its own directory and logs: the
+ * lines reach the embedder with file and line, once, and bounded. */
+TEST(policy_log_lines_with_file_and_line) {
+    us_engine *e = engine();
+    us_error err;
+    char dir[] = "/tmp/understory-api-XXXXXX", cmd[600];
+    CHECK(mkdtemp(dir) != NULL);
+    write_file(dir, "placement.lua",
+               "local h = require 'helper'\n"
+               "log('loaded', h.n)\n"
+               "return { score = function(pod, node)\n"
+               "  log('score', pod.name, node.name, string.rep('x', 1000))\n"
+               "  return h.n end }\n");
+    write_file(dir, "helper.lua", "return { n = 7 }\n");
+    CHECK(us_engine_load_policies(e, dir, &err) == US_OK);
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    us_policy_log_info l;
+    CHECK(us_engine_policy_log_count(e) == 2);
+    CHECK(us_engine_policy_log(e, 0, &l) == US_OK);
+    CHECK_STR(l.file, "placement.lua");
+    CHECK(l.line == 2);
+    CHECK_STR(l.message, "loaded 7");
+    CHECK(us_engine_policy_log(e, 1, &l) == US_OK);
+    CHECK(l.line == 4);
+    CHECK(strncmp(l.message, "score w-0 n1 xxx", 16) == 0);
+    CHECK(strlen(l.message) == 400 + 3); /* cut, and "..." */
+    CHECK(us_engine_policy_log(e, 2, &l) == US_ENOENT);
+    CHECK(us_engine_policy_log_dropped(e) == 0);
+    /* the next cycle has only its own lines */
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(us_engine_policy_log_count(e) == 0);
+    us_engine_destroy(e);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 TEST(handles_are_independent_across_threads) {
     static char alone[65536], t1[65536], t2[65536];
     pthread_t a, b;
@@ -1066,6 +1119,72 @@ TEST(handles_are_independent_across_threads) {
     pthread_join(b, NULL);
     CHECK_STR(t1, alone);
     CHECK_STR(t2, alone);
+}
+
+/* Pods another scheduler placed: the caller reports them; they hold their
+ * room, no decision ever names them, and nothing reports them pending. */
+TEST(external_workload_holds_room_and_is_never_touched) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_workload_info wi;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = "kube-system/dns";
+    w.external = 1;
+    w.replicas = 3;
+    w.priority = 10; /* preemptible by default: a victim if it were ours */
+    w.requests.gpu = 4;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    us_pod_spec a = {"kube-system/dns-a", "kube-system/dns", "n1"};
+    us_pod_spec b = {"kube-system/dns-b", "kube-system/dns", "n2"};
+    CHECK(us_engine_upsert_pod(e, &a, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
+    /* a gang of two 8-GPU pods of high priority: fits only if dns moves */
+    us_workload_spec t;
+    us_workload_spec_init(&t);
+    t.name = "train";
+    t.queue = "q";
+    t.priority = US_PRIORITY_INFERENCE;
+    t.replicas = 2;
+    t.requests.gpu = 8;
+    CHECK(us_engine_upsert_workload(e, &t, 0, &err) == US_OK);
+    for (int c = 0; c < 3; c++) {
+        CHECK(us_engine_run_cycle(e, 10.0 * c, &err) == US_OK);
+        CHECK(us_engine_decision_count(e) == 0);
+        for (size_t i = 0; i < us_engine_event_count(e); i++) {
+            us_event_info ev;
+            CHECK(us_engine_event(e, i, &ev) == US_OK && strcmp(ev.object, "kube-system/dns") != 0);
+        }
+    }
+    CHECK(pod_named(e, "kube-system/dns-a", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !p.background && !strcmp(p.node, "n1"));
+    CHECK(pod_named(e, "kube-system/dns-b", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !strcmp(p.node, "n2"));
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_PENDING && !p.external);
+    /* the third dns pod waits for its own scheduler: pending, never placed */
+    CHECK(count_phase(e, US_PHASE_PENDING) == 3);
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        CHECK(us_engine_workload(e, i, &wi) == US_OK);
+        CHECK(!!wi.external == !strcmp(wi.name, "kube-system/dns"));
+        if (wi.external) CHECK(wi.queue == NULL);
+    }
+    /* its pods count as node usage */
+    us_node_info ni;
+    CHECK(us_engine_node(e, 0, &ni) == US_OK && ni.used.gpu == 4);
+    /* once dns is gone the gang runs */
+    CHECK(us_engine_remove_workload(e, "kube-system/dns", 30, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 110, &err) == US_OK);
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_RUNNING);
+    /* a queue on an external workload is refused, naming the field */
+    w.name = "other";
+    w.queue = "q";
+    REFUSED(e, us_engine_upsert_workload(e, &w, 110, &err), US_EINVAL, "queue: an external workload is in no queue");
+    us_engine_destroy(e);
 }
 
 int main(void) {
@@ -1093,6 +1212,8 @@ int main(void) {
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
+    RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
+    RUN(external_workload_holds_room_and_is_never_touched);
     return check_report();
 }

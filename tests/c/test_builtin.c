@@ -191,6 +191,53 @@ TEST(fs_whole_units_left_over) {
     FAIR_GPU(b, 1.1);
 }
 
+/* A small deterministic generator, so a failure names its round. */
+static unsigned seed_state = 12345;
+static unsigned rnd(unsigned n) {
+    seed_state = seed_state * 1103515245u + 12345u;
+    return (seed_state >> 8) % n;
+}
+
+TEST(fs_whole_and_work_conserving) {
+    /* The class: with whole-GPU capacity, quotas and demands, every share
+     * is a whole number of GPUs, no queue gets less than its quota (capped
+     * by its demand) nor more than its demand, and nothing is left over
+     * while a queue of positive weight still asks: the group shares out
+     * max(sum of quotas, min(capacity, sum of demands)). */
+    for (int round = 0; round < 500; round++) {
+        reset();
+        size_t n = 2 + rnd(6);
+        double cap = rnd(40), owed = 0, asked = 0;
+        static const char *const names[] = {"q0", "q1", "q2", "q3", "q4", "q5", "q6", "q7"};
+        for (size_t i = 0; i < n; i++) {
+            int x = queue(names[i], -1, (int)rnd(3));
+            double quota = rnd(5) == 0 ? -1.0 : (double)rnd(9), demand = rnd(13);
+            gpu(x, quota, 1 + rnd(3), demand);
+            qs[x].created_at = rnd(3);
+            owed += quota < 0 ? fmin(demand, cap) : fmin(quota, demand);
+            asked += demand;
+        }
+        CHECK(run_fs(cap, 0, 0) == 0);
+        double total = 0;
+        for (size_t i = 0; i < n; i++) {
+            double share = fair[i * US_NRES + US_GPU] / 1000.0, demand = qs[i].demand.v[US_GPU] / 1000.0;
+            double quota = qs[i].res[US_GPU].quota == US_UNLIMITED ? fmin(demand, cap)
+                                                                   : qs[i].res[US_GPU].quota / 1000.0;
+            if (share != floor(share) || share < fmin(quota, demand) || share > demand) {
+                fprintf(stderr, "  round %d: queue %zu gets %g (quota %g, demand %g)\n", round, i, share,
+                        quota, demand);
+                CHECK(false);
+            }
+            total += share;
+        }
+        double want = fmax(owed, fmin(cap, asked));
+        if (total != want) {
+            fprintf(stderr, "  round %d: %g shared out, %g expected\n", round, total, want);
+            CHECK(false);
+        }
+    }
+}
+
 TEST(fs_unlimited_quota_and_no_demand) {
     /* unlimited quota: its demand first; a queue asking nothing gets 0 */
     reset();
@@ -305,15 +352,15 @@ TEST(score_bin_packing) {
     us_pod_view pv = {&pod, &w, "q"};
 
     /* (2 + 1) / 8 GPUs and (16 + 8) / 64 cores: 1000 * 0.375 + 0.375 */
-    us_node_view a = {&n8, {{2000, 16000, 0}}, 6};
+    us_node_view a = {&n8, {{2000, 16000, 0}}, 6, NULL};
     CHECK(us_builtin_score(&pv, &a) == 375.375);
     /* an emptier node of the same size scores lower */
-    us_node_view b = {&n8, {{0, 0, 0}}, 8};
+    us_node_view b = {&n8, {{0, 0, 0}}, 8, NULL};
     CHECK(us_builtin_score(&pv, &b) == 125.125);
     /* no GPUs: only the CPU fraction counts */
     us_workload wc = mkwl("wc", 0, 8000, 0);
     us_pod_view pc = {&pod, &wc, "q"};
-    us_node_view c = {&cpu, {{0, 8000, 0}}, 0};
+    us_node_view c = {&cpu, {{0, 8000, 0}}, 0, NULL};
     CHECK(us_builtin_score(&pc, &c) == 0.5);
     /* a fractional GPU counts as a fraction of a device */
     us_workload wf = mkwl("wf", 500, 0, 0);
@@ -415,6 +462,7 @@ int main(void) {
     RUN(fs_zero_weights);
     RUN(fs_oversubscribed_quota);
     RUN(fs_whole_units_left_over);
+    RUN(fs_whole_and_work_conserving);
     RUN(fs_unlimited_quota_and_no_demand);
     RUN(fs_hierarchy);
     RUN(fs_resources_independent);

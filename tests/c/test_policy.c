@@ -128,7 +128,7 @@ static int score1(us_policy *p, char *name, double *out, us_err *err) {
     us_workload w = mkwl("w", 1000, 8000, (int64_t)64 << 30);
     us_pod pod = mkpod(name);
     us_pod_view pv = {&pod, &w, "team-a"};
-    us_node_view nv = {&n, {{2000, 16000, 0}}, 6};
+    us_node_view nv = {&n, {{2000, 16000, 0}}, 6, NULL};
     *out = -1;
     return us_policy_score(p, &pv, &nv, 1, out, err);
 }
@@ -206,7 +206,8 @@ TEST(sandbox_refuses_escapes) {
     refused(p, "os", "global 'os'");
     refused(p, "debug", "global 'debug'");
     refused(p, "package", "global 'package'");
-    refused(p, "require", "global 'require'");
+    /* the policy's own require: helpers of its directory only, never Lua's io */
+    refused(p, "require", "require \"io\": no io.lua in the policy directory");
     refused(p, "dofile", "global 'dofile'");
     refused(p, "loadfile", "global 'loadfile'");
     refused(p, "binary", "attempt to load a binary chunk");
@@ -823,6 +824,7 @@ TEST(defaults_fairshare_equal_builtin) {
             q[i].name = qnames[i];
             q[i].parent = parent;
             q[i].priority = (int)rnd(3);
+            q[i].created_at = (double)rnd(3) - 1;  /* ties for a unit left over */
             for (int r = 0; r < US_NRES; r++) {
                 int64_t unit = r == US_GPU ? 250 : r == US_CPU ? 1000 : (int64_t)1 << 28;
                 q[i].res[r].quota = rnd(4) == 0 ? US_UNLIMITED : (int64_t)rnd(12) * unit;
@@ -868,6 +870,7 @@ TEST(defaults_score_equal_builtin) {
         snprintf(names[k], sizeof names[k], "n%02d", k);
         nodes[k] = mknode(names[k], g, (int64_t)(8 + rnd(120)) * 1000, (int64_t)(1 + rnd(64)) << 30);
         views[k].node = &nodes[k];
+        views[k].labels = NULL;  /* all of the node's labels */
         views[k].allocated.v[US_GPU] = g ? (int64_t)rnd((unsigned)g * 1000 + 1) : 0;
         views[k].allocated.v[US_CPU] = (int64_t)rnd((unsigned)nodes[k].cap.v[US_CPU] + 1);
         views[k].allocated.v[US_MEM] = (int64_t)rnd(1u << 30);

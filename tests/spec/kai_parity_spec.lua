@@ -368,6 +368,45 @@ describe("KAI parity: fair share", function()
   end)
 end)
 
+describe("KAI parity: the fair-share check", function()
+  -- 12 GPUs; a and b have quota 8 each and ask for 12 and 8
+  local function run_with(shares_of)
+    local dir = H.policy_dir({ ["fairshare.lua"] = string.format([[
+      local M = {}
+      function M.compute(view)
+        local out = {}
+        for _, q in ipairs(view.queues) do
+          out[q.name] = { gpu = (%s)(q), cpu = 0, memory = 0 }
+        end
+        return out
+      end
+      return M
+    ]], shares_of) })
+    local out = H.run(cluster({ H.node("n1", 12) }, { q("a", 8), q("b", 8) }, {
+      { name = "aw", queue = "a", controller = "deployment", replicas = 12, requests = { gpu = 1 } },
+      { name = "bw", queue = "b", controller = "deployment", replicas = 8, requests = { gpu = 1 } },
+    }, { horizon = 0 }), { policies = dir })
+    H.remove_dir(dir)
+    return out, H.events(out, function(e) return e.reason == "PolicyRejected" end)
+  end
+
+  it("accepts quotas given in full beyond the pool", function()
+    local out, rejected = run_with("function(q) return math.min(q.quota.gpu, q.demand.gpu) end")
+    assert.are.same({}, rejected)
+    assert.are.equal(8, H.queue_figures(out, "a").fair_share.gpu)
+    assert.are.equal(8, H.queue_figures(out, "b").fair_share.gpu)
+  end)
+
+  it("rejects more than the quotas guarantee, naming the rule", function()
+    local out, rejected = run_with("function(q) return math.min(q.quota.gpu, q.demand.gpu) + 1 end")
+    assert.are.equal(1, #rejected)
+    assert.truthy(rejected[1].message:find("top-level queues share out more gpu than pool", 1, true),
+      rejected[1].message)
+    -- the built-in policy decides instead: the same quotas in full
+    assert.are.equal(8, H.queue_figures(out, "a").fair_share.gpu)
+  end)
+end)
+
 describe("KAI parity: scenarios that start mid-transition", function()
   it("start with a releasing pod and the pipelined pod that waits for its room", function()
     local out = H.run(cluster({ H.node("n1") }, { q("a", 8), q("b", 8) }, {
@@ -398,5 +437,31 @@ describe("KAI parity: scenarios that start mid-transition", function()
     assert.are.same({ "leaving-0" }, pipe[1].waits_for)
     local bind = H.decisions(out, function(d) return d.op == "bind" and d.pod == "next-0" end)
     assert.are.equal(30, bind[1].time)
+  end)
+end)
+
+describe("KAI parity: creation times through the embedding API", function()
+  it("order queues and jobs as in a scenario", function()
+    -- one 8-GPU node, two queues alike but for their creation times, one
+    -- 8-GPU job each: the queue created first is served, not the first name
+    local e <close> = H.understory.engine({ policies = "policies" })
+    e:upsert_node(H.node("n1"))
+    e:upsert_queue(q("a", 4, 1, { created_at = 100 }))
+    e:upsert_queue(q("b", 4, 1, { created_at = 5 }))
+    e:upsert_workload({ name = "ja", queue = "a", requests = { gpu = 8 } }, 0)
+    e:upsert_workload({ name = "jb", queue = "b", requests = { gpu = 8 } }, 0)
+    local r = e:run_cycle(0)
+    assert.are.equal(1, #r.decisions)
+    assert.are.equal("jb", r.decisions[1].workload)
+
+    -- within one queue: the job created first goes first, whatever its name
+    local f <close> = H.understory.engine({ policies = "policies" })
+    f:upsert_node(H.node("n1"))
+    f:upsert_queue(q("a", 8))
+    f:upsert_workload({ name = "early", queue = "a", requests = { gpu = 8 }, created_at = 50 }, 0)
+    f:upsert_workload({ name = "earlier", queue = "a", requests = { gpu = 8 }, created_at = -50 }, 0)
+    r = f:run_cycle(0)
+    assert.are.equal(1, #r.decisions)
+    assert.are.equal("earlier", r.decisions[1].workload)
   end)
 end)
