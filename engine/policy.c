@@ -880,7 +880,14 @@ static int sb_require(lua_State *L) {
     lua_pushvalue(L, 1);
     lua_pushboolean(L, 0);
     lua_rawset(L, 2); /* loading */
-    lua_call(L, 0, 1);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+        /* not loaded: the next require runs it again (and fails the same
+         * way) rather than reporting a loop */
+        lua_pushvalue(L, 1);
+        lua_pushnil(L);
+        lua_rawset(L, 2);
+        return lua_error(L);
+    }
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         lua_pushboolean(L, 1);
