@@ -100,6 +100,7 @@ typedef struct us_node {
     bool unschedulable;  /* cordoned: nothing new is placed */
     us_taints taints;    /* pods must tolerate NoSchedule/NoExecute ones */
     bool removed;        /* left the cluster (timeline remove_node) */
+    bool warned;         /* its missing-capacity warning was emitted */
 } us_node;
 
 /* One resource of one queue. */
