@@ -89,7 +89,7 @@ static void put(buf *b, const char *fmt, ...) {
  * DaemonSet agents), 2-7 AI workloads (gangs, elastic deployments,
  * fractional GPUs, selectors, tolerations, priorities and
  * preemptibility), and a timeline that deletes, completes, removes nodes
- * and cordons.  With hostname, every node also carries a unique
+ * and cordons; one seed in three, an external workload.  With hostname, every node also carries a unique
  * kubernetes.io/hostname and an instance id, as real nodes do: nothing
  * selects on them, and they draw nothing from the generator. */
 static char *scenario(uint64_t seed, bool hostname) {
@@ -126,6 +126,17 @@ static char *scenario(uint64_t seed, bool hostname) {
     put(&b, ",\"workloads\":[");
     int nai = 2 + pick(&r, 6), nbg = 1 + pick(&r, 3);
     bool first = true;
+    /* one seed in three: pods another scheduler placed (an external
+     * workload, one pod running on n1 from t=0, one pending that nothing
+     * may place); drawn from the seed, not the generator, so that the
+     * other seeds make the scenarios they always made */
+    if (seed % 3 == 0) {
+        put(&b, "{\"name\":\"kube-system/agent\",\"external\":true,\"replicas\":2,"
+                "\"requests\":{\"gpu\":1,\"cpu\":\"1\"},\"termination_grace\":%d,"
+                "\"pods\":[{\"name\":\"kube-system/agent-n1\",\"node\":\"n1\",\"state\":\"running\"}]}",
+            (int)(seed % 2) * 5);
+        first = false;
+    }
     for (int k = 0; k < nbg; k++) {
         /* background work: a deployment of whole GPUs, or a DaemonSet agent */
         bool ds = coin(&r, 40);
@@ -449,6 +460,20 @@ static void unique_labels_change_nothing(uint64_t seed, const char *text) {
     free(tagged);
 }
 
+/* Decisions of a run that name a pod of the external workload: never one
+ * (nothing places, moves or evicts another scheduler's pods). */
+static int n_external_seeds;
+static int external_decisions(const cJSON *doc) {
+    int n = 0;
+    const cJSON *c, *d;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cycles"))
+        cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "decisions")) {
+            const cJSON *pod = cJSON_GetObjectItem(d, "pod");
+            if (cJSON_IsString(pod) && strncmp(pod->valuestring, "kube-system/", 12) == 0) n++;
+        }
+    return n;
+}
+
 static void one_seed(uint64_t seed, bool verbose) {
     char *text = scenario(seed, false);
     policies = policy_set[seed % 4];
@@ -459,6 +484,12 @@ static void one_seed(uint64_t seed, bool verbose) {
     simulate(text, false, true, NULL, &uncached);
     CHECK(ran("invariants", seed, &base));
     CHECK(ran("uncached scores", seed, &uncached));
+    if (base.doc && seed % 3 == 0) {
+        n_external_seeds++;
+        if (external_decisions(base.doc))
+            printf("seed %llu: a decision names a pod of the external workload\n", (unsigned long long)seed);
+        CHECK(external_decisions(base.doc) == 0);
+    }
     if (base.json && uncached.json)
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
     run_free(&base);
@@ -483,6 +514,7 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
      * AI placement displaces, and a tie-break that spares some of it */
     CHECK(n_bg_evictions > 0);
     CHECK(n_spared > 0);
+    CHECK(n_external_seeds > 0);
 }
 
 /* The example of issue 8, item 4: spare the background pod on n1 and p2
