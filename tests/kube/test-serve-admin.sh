@@ -42,6 +42,10 @@ fail() {
 "$cluster" up "$work/c"
 k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
 k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
+# KAI's Queue resource: serve watches queues too, and is ready only when
+# that list has synced as well.
+k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
+k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai >/dev/null
 k -n understory-system create serviceaccount operator >/dev/null
 k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
 for i in 1 2; do
@@ -128,6 +132,7 @@ done
 [[ $(get /healthz) == 200 ]] || fail "/healthz is not 200 while serve runs"
 [[ $(get /readyz) == 503 ]] || fail "/readyz is not 503 before the nodes synced"
 grep -qx "not ready: nodes not synced yet" "$work/body" || fail "/readyz did not say why: $(cat "$work/body")"
+grep -qx "not ready: queues not synced yet" "$work/body" || fail "/readyz did not name the queues: $(cat "$work/body")"
 scrape refused
 refused=$(sample refused 'understory_api_requests_total{code="403",verb="list"} ')
 [[ -n $refused ]] && (($(printf '%.0f' "$refused") >= 2)) || fail "403 lists counted: '$refused', want >= 2"
@@ -150,10 +155,11 @@ scrape ready
 [[ $(sample ready 'understory_informer_synced{resource="nodes"} ') == 1.0 ]] || fail "nodes not counted as synced"
 ok=$(sample ready 'understory_api_requests_total{code="200",verb="list"} ')
 [[ -n $ok ]] && (($(printf '%.0f' "$ok") >= 1)) || fail "200 lists counted: '$ok', want >= 1"
-lists=$(sample ready 'understory_informer_lists_total{resource="nodes"} ')
+lists=$(($(printf '%.0f' "$(sample ready 'understory_informer_lists_total{resource="nodes"} ')") +
+	$(printf '%.0f' "$(sample ready 'understory_informer_lists_total{resource="queues"} ')")))
 refused_now=$(sample ready 'understory_api_requests_total{code="403",verb="list"} ')
-# every list attempt is one list request, refused or not
-[[ $(printf '%.0f' "$lists") -eq $(($(printf '%.0f' "$ok") + $(printf '%.0f' "$refused_now"))) ]] ||
+# every list attempt of every informer is one list request, refused or not
+[[ $lists -eq $(($(printf '%.0f' "$ok") + $(printf '%.0f' "$refused_now"))) ]] ||
 	fail "lists_total $lists != list requests ($ok ok + $refused_now refused)"
 for family in understory_cycle_duration_seconds understory_decisions_total understory_evictions_total \
 	understory_pending_pods understory_policy_reloads_total understory_leader understory_background_gpus \
