@@ -16,8 +16,9 @@
 int us_ties_spare_background(us_plan *p, us_err *err);
 
 /* How many running background pods at plan position pos would lose their
- * room beside an AI view of ai (keep-if-fits in name order, as the default
- * background.lua decides), counting what terminating pods still hold. */
+ * room beside an AI view of ai (keep-if-fits in name order beside the AI
+ * end state, as the default background.lua decides: terminating pods are
+ * gone by then). */
 int us_ties_displaced(const us_plan *p, int pos, const us_use *ai);
 
 #endif

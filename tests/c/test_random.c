@@ -514,6 +514,44 @@ TEST(tie_break_spares_background_between_identical_nodes) {
     run_free(&plain);
 }
 
+/* A node whose only AI pod is terminating is empty in the AI view, and
+ * what terminates is gone where the plan ends: placement picks a2 by name
+ * (where hog would go), the tie-break moves new to its twin b1, where it
+ * fits beside agent once old has left, and nothing is evicted. */
+TEST(tie_break_counts_terminating_pods_as_gone) {
+    const char *text =
+        "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":60,"
+        "\"nodes\":[{\"name\":\"a2\",\"gpu\":8,\"cpu\":\"64\"},{\"name\":\"b1\",\"gpu\":8,\"cpu\":\"64\"}],"
+        "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":16},\"cpu\":{\"quota\":-1},"
+        "\"memory\":{\"quota\":-1}}},"
+        "{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+        "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+        "\"workloads\":["
+        "{\"name\":\"agent\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"requests\":{\"cpu\":\"10\"},\"termination_grace\":5,\"pods\":[{\"node\":\"b1\",\"state\":\"running\"}]},"
+        "{\"name\":\"hog\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"requests\":{\"cpu\":\"30\"},\"termination_grace\":5,\"pods\":[{\"node\":\"a2\",\"state\":\"running\"}]},"
+        "{\"name\":\"old\",\"queue\":\"ml\",\"requests\":{\"gpu\":1,\"cpu\":\"40\"},\"termination_grace\":30,"
+        "\"pods\":[{\"node\":\"b1\",\"state\":\"running\"}]},"
+        "{\"name\":\"new\",\"queue\":\"ml\",\"requests\":{\"gpu\":1,\"cpu\":\"40\"},\"submit_at\":10}],"
+        "\"timeline\":[{\"at\":10,\"action\":\"delete\",\"workload\":\"old\"}]}";
+    run aware, plain;
+    simulate(text, true, true, NULL, &aware);
+    simulate(text, true, false, NULL, &plain);
+    CHECK(ran("aware", 0, &aware) && ran("plain", 0, &plain));
+    if (aware.doc && plain.doc) {
+        CHECK_HAS(plain.json, "\"op\":\"evict\",\"pod\":\"hog-0\"");
+        CHECK(strstr(aware.json, "\"op\":\"evict\"") == NULL);
+        CHECK_HAS(aware.json, "\"op\":\"pipeline\",\"pod\":\"new-0\",\"node\":\"b1\",\"waits_for\":[\"old-0\"]");
+        char *a = ai_outcome(aware.doc), *p = ai_outcome(plain.doc);
+        CHECK(same("aware and plain", 0, a, p));
+        free(a);
+        free(p);
+    }
+    run_free(&aware);
+    run_free(&plain);
+}
+
 int main(void) {
     us_err err = {0};
     const char *root = getenv("UNDERSTORY_ROOT");
@@ -529,6 +567,7 @@ int main(void) {
     policies = policy_set[0];
     RUN(tie_break_never_costs_an_ai_pod_its_node);
     RUN(tie_break_spares_background_between_identical_nodes);
+    RUN(tie_break_counts_terminating_pods_as_gone);
     RUN(random_scenarios_keep_invariants_and_differential_properties);
     for (int i = 0; i < 3; i++) us_policy_free(policy_set[i]);
     return check_report();
