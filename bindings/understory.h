@@ -397,7 +397,9 @@ typedef struct us_decision_info {
     us_decision_op op;
     const char *op_name;             /* "bind", "pipeline", "evict" */
     const char *action;              /* "allocate", "reclaim", "preempt",
-                                        "backgroundpods"; NULL for a pipelined
+                                        "backgroundpods", "stalegangeviction"
+                                        (evict: a gang below min_member is
+                                        stopped whole); NULL for a pipelined
                                         pod that binds now its room is free */
     const char *pod;
     const char *workload;
@@ -405,7 +407,8 @@ typedef struct us_decision_info {
     const char *const *waits_for;    /* pipeline: pods it waits for */
     size_t nwaits_for;
     const char *evictor;             /* evict: the AI workload that needed the
-                                        room, or NULL */
+                                        room (stalegangeviction: the gang
+                                        itself), or NULL */
 } us_decision_info;
 
 /* One event of the last cycle (Kubernetes-style).  Same lifetime. */

@@ -6,6 +6,10 @@
  * evictions, then AI placements (bind where the room is idle, pipeline
  * where terminating pods still hold it), then background placements.
  * Evict events are grouped per evicted workload, action and evictor.
+ *
+ * Before planning, the same decisions carry the cycle's own bookkeeping:
+ * the pods of gangs that broke are stopped, pipelined pods whose room is
+ * free bind.  Every pod the engine stops is an evict decision here.
  */
 #include "commit.h"
 
@@ -167,8 +171,9 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
     size_t nn = p->nnodes;
     int *first = calloc(nn + 1, sizeof *first), *fill = calloc(nn + 1, sizeof *fill);
     int *bynode = malloc((p->nplaced + 1) * sizeof *bynode);
+    us_use *base = malloc((nn + 1) * sizeof *base);  /* [pos] held AI + kept background */
     int rc = -1;
-    if (!first || !fill || !bynode) goto out;
+    if (!first || !fill || !bynode || !base) goto out;
     /* the cycle's AI placements by node, in placement order */
     for (size_t k = 0; k < p->nplaced; k++) first[p->pos[p->pnode[p->placed[k]]] + 1]++;
     for (size_t i = 0; i < nn; i++) first[i + 1] += first[i];
@@ -176,18 +181,25 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
         int pos = p->pos[p->pnode[p->placed[k]]];
         bynode[first[pos] + fill[pos]++] = p->placed[k];
     }
+    for (size_t pos = 0; pos < nn; pos++) {
+        base[pos] = p->ai[pos];
+        for (int j = first[pos]; j < first[pos + 1]; j++)
+            us_use_remove(&base[pos], st->workloads[st->pods[bynode[j]].workload].request,
+                          p->pslot[bynode[j]]);
+    }
+    for (size_t m = 0; m < bg->nrunning; m++) {
+        const us_pod *pd = &st->pods[bg->running[m]];
+        if (bg->keep[m])
+            us_use_add(&base[p->pos[pd->node]], &st->nodes[pd->node],
+                       st->workloads[pd->workload].request, -1);
+    }
     for (size_t k = 0; k < bg->nrunning; k++) {
         evictor[k] = -1;
         if (bg->keep[k]) continue;
         int node = st->pods[bg->running[k]].node, pos = p->pos[node];
         const us_node *n = &st->nodes[node];
         us_res req = st->workloads[st->pods[bg->running[k]].workload].request;
-        us_use u = p->ai[pos];
-        for (int j = first[pos]; j < first[pos + 1]; j++)
-            us_use_remove(&u, st->workloads[st->pods[bynode[j]].workload].request, p->pslot[bynode[j]]);
-        for (size_t m = 0; m < bg->nrunning; m++)
-            if (bg->keep[m] && st->pods[bg->running[m]].node == node)
-                us_use_add(&u, n, st->workloads[st->pods[bg->running[m]].workload].request, -1);
+        us_use u = base[pos];
         if (!us_use_fits(&u, n, req, -1)) {
             /* no room even before this cycle's placements */
             if (first[pos + 1] > first[pos])
@@ -207,6 +219,7 @@ out:
     free(first);
     free(fill);
     free(bynode);
+    free(base);
     return rc;
 }
 

@@ -245,17 +245,6 @@ int us_life_evict(us_state *st, int pod, double now) {
     return pod;
 }
 
-int us_life_count_holding(const us_state *st, int w) {
-    int n = 0;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        if (p->workload == w && !p->gone &&
-            (p->state == US_POD_RUNNING || p->state == US_POD_PIPELINED))
-            n++;
-    }
-    return n;
-}
-
 void us_life_expire(us_state *st, double now) {
     for (size_t i = 0; i < st->npods; i++)
         if (st->pods[i].state == US_POD_RELEASING && st->pods[i].release_at <= now)

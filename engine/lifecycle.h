@@ -65,7 +65,4 @@ int us_life_scale(us_state *st, int w, int replicas, double now);
  * compacted: pod indices past this one may shift. */
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now);
 
-/* Pods of w that run or are pipelined. */
-int us_life_count_holding(const us_state *st, int w);
-
 #endif

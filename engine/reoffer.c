@@ -69,8 +69,10 @@ static int cmp_int(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* NULL when keep/place respect capacity, else what broke: a kept pod must
- * fit beside the AI end state (end), a placed one in idle room (idle). */
+/* NULL when keep/place respect the rules, else what broke: a kept pod
+ * must fit beside the AI end state (end), an evicted one must not (a pod
+ * is evicted only when an AI workload needs its room), a placed one goes
+ * in idle room (idle). */
 static const char *check(const us_bg_input *in, const bool *keep, const int *place, us_use *end,
                          us_use *idle, char *buf, size_t len) {
     for (size_t i = 0; i < in->nrunning; i++) {
@@ -83,6 +85,16 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
             return buf;
         }
         us_use_add(&end[pos], in->nodes[pos].node, req, -1);
+    }
+    for (size_t i = 0; i < in->nrunning; i++) {
+        int pos = in->running[i].node;
+        if (!keep[i] && us_use_fits(&end[pos], in->nodes[pos].node, in->running[i].wl->request, -1)) {
+            snprintf(buf, len, "evicting pod \"%s\", which fits on node \"%s\" beside the AI "
+                     "plan's end state and the pods kept: a background pod is evicted only when "
+                     "an AI workload needs its room", in->running[i].pod->name,
+                     in->nodes[pos].node->name);
+            return buf;
+        }
     }
     for (size_t i = 0; i < in->npending; i++) {
         if (place[i] < 0) continue;
@@ -344,8 +356,10 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     } else if (!decided) {
         memset(keep, 0, nkeep * sizeof *keep);
         rc = us_builtin_reoffer(&in, keep, place, err);
-        /* checked like any policy; keeping and placing nothing obeys every
-         * rule, so that is what a rejected built-in result becomes */
+        /* checked like any policy; keeping, in view order, every offered
+         * pod that still fits beside the end state and placing nothing
+         * obeys every rule, so that is what a rejected built-in result
+         * becomes */
         char why[512];
         const char *bad = NULL;
         if (rc == 0) {
@@ -355,11 +369,17 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
         }
         if (bad) {
             const char *ann[] = {"policy", "background", "policy-id", "builtin", "pool", p->pool, NULL};
-            memset(keep, 0, nkeep * sizeof *keep);
+            memcpy(scratch, w->vend, w->nview * sizeof *scratch);
+            for (size_t i = 0; i < in.nrunning; i++) {
+                const us_bg_pod *bp = &in.running[i];
+                const us_node *n = in.nodes[bp->node].node;
+                keep[i] = us_use_fits(&scratch[bp->node], n, bp->wl->request, -1);
+                if (keep[i]) us_use_add(&scratch[bp->node], n, bp->wl->request, -1);
+            }
             for (size_t i = 0; i < w->out->npending; i++) place[i] = -1;
             if (us_log_event(p->log, "Warning", "PolicyRejected", "background (built-in)", ann,
-                             "built-in re-offer: result rejected: %s; this cycle keeps and "
-                             "places no background pod on pool \"%s\"", bad, p->pool) < 0)
+                             "built-in re-offer: result rejected: %s; this cycle keeps what "
+                             "fits and places no background pod on pool \"%s\"", bad, p->pool) < 0)
                 rc = us_err_nomem(err);
         }
     }

@@ -80,9 +80,9 @@ RETURNS
          is evicted.
   place  pending pod name -> one of its candidate node names.  Pods not
          named stay pending.
-  The engine checks the result (kept pods fit in free_at_end, placed pods
-  in idle, a kept pod stays on its node, a placed pod goes to a
-  candidate); a result that breaks a rule is rejected, with a Warning event
+  The engine checks the result (kept pods fit in free_at_end and a pod not
+  kept does not fit there beside them, placed pods fit in idle, a kept pod
+  stays on its node, a placed pod goes to a candidate); a result that breaks a rule is rejected, with a Warning event
   naming the policy and the rule, and the built-in policy is used for that
   cycle.
 ]]

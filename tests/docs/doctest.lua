@@ -236,8 +236,9 @@ local function check_names(file, text)
     local lineno = 0
     for l in (text .. "\n"):gmatch("([^\n]*)\n") do
         lineno = lineno + 1
-        -- us_ alone (the prefix, spoken of) is not a name.
-        for w in l:gmatch("us_[%w_]*[%w]") do
+        -- us_ alone (the prefix, spoken of) is not a name; nor is the end
+        -- of another identifier (free_gpus_at_end).
+        for w in l:gmatch("%f[%w_]us_[%w_]*[%w]") do
             local ok = public[w] or (internals and internal[w])
             if not ok then
                 report(false, string.format("%s:%d", file, lineno),

@@ -70,6 +70,30 @@ for _, fl in ipairs(flavours) do
       assert.are.equal("running", H.final_pod(out, "train-1").state)
     end)
 
+    it("the tie-break counts displacement against the end state too", function()
+      -- a2 and b1 are identical and hold no AI pod: new may go to either.
+      -- On b1, leaving (40 CPUs) terminates: gone once the plan ends, so new
+      -- fits beside agent there and makes no one leave; on a2 it would
+      -- displace hog.  Counting leaving as if it stayed made both displace
+      -- one pod, and the name kept new on a2.
+      local out = H.run({
+        name = "ties", cycle_interval = 10, horizon = 40,
+        nodes = { cpu_node("a2"), cpu_node("b1") },
+        queues = { H.queue("team", 16), H.bg_queue() },
+        workloads = {
+          H.bg("agent", { requests = { cpu = "10" }, pods = { { node = "b1", state = "running" } } }),
+          H.bg("leaving", { requests = { cpu = "40" }, termination_grace = 30,
+                            pods = { { node = "b1", state = "running" } } }),
+          H.bg("hog", { requests = { cpu = "30" }, pods = { { node = "a2", state = "running" } } }),
+          { name = "new", queue = "team", requests = { gpu = 1, cpu = "40" }, submit_at = 10 },
+        },
+        timeline = { { at = 10, action = "delete", workload = "leaving" } },
+      }, fl.opts)
+      local placed = H.decisions(out, function(d) return d.pod == "new-0" and d.op ~= "evict" end)
+      assert.are.equal("b1", placed[1].node)
+      assert.are.same({}, H.decisions(out, function(d) return d.op == "evict" end))
+    end)
+
     it("still evicts what does not fit once the plan ends", function()
       -- urgent needs 60 CPUs: 60 + 10 > 64 at the end, so the agent goes,
       -- named after the workload that needed its room
@@ -181,6 +205,37 @@ describe("gang floor under reclaim", function()
       end
       assert.are.equal("running", H.final_pod(out, "j-0").state)
     end
+  end)
+end)
+
+describe("a policy that evicts what fits", function()
+  it("is rejected, named, and the pod stays", function()
+    -- places pending pods on their first candidate, keeps nothing running
+    local dir = H.policy_dir({ ["background.lua"] = [[
+      local M = {}
+      function M.reoffer(view)
+        local place = {}
+        for _, p in ipairs(view.pending) do place[p.name] = p.candidates[1] end
+        return { keep = {}, place = place }
+      end
+      return M
+    ]] })
+    local out = H.run({
+      name = "evict-all", cycle_interval = 10, horizon = 20,
+      nodes = { cpu_node("n1") },
+      queues = { H.queue("team", 8), H.bg_queue() },
+      workloads = {
+        H.bg("agent", { controller = "daemonset", requests = { cpu = "10" } }),
+        { name = "train", queue = "team", requests = { gpu = 8, cpu = "40" }, submit_at = 10 },
+      },
+    }, { policies = dir })
+    H.remove_dir(dir)
+    assert.are.same({}, evictions_of(out, "agent"))
+    local rej = H.events(out, function(e) return e.reason == "PolicyRejected" end)
+    assert.are.equal(1, #rej)
+    assert.are.equal("background.lua", rej[1].object)
+    assert.truthy(rej[1].message:find("evicting pod \"agent-n1\"", 1, true), rej[1].message)
+    assert.truthy(rej[1].message:find("needs its room", 1, true), rej[1].message)
   end)
 end)
 

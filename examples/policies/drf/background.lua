@@ -12,10 +12,14 @@ WHAT IT DECIDES
 
 THE RULE
   1. Running pods, in the order given (by name): a pod keeps running if it
-     still fits in what is free on its own node.  Leaving a pod alone is
-     cheaper than evicting and recreating it.
-  2. Pending pods, a group at a time: the pods of one workload that may go
-     to the same nodes (workloads in name order, pods in name order).  Each
+     still fits on its own node once the AI plan ends (free_at_end: a
+     releasing pod and the AI pod pipelined onto its room are not counted
+     together).  Leaving a pod alone is cheaper than evicting and
+     recreating it.
+  2. Pending pods, in idle room only (idle: room nobody holds now; the
+     running pods above hold theirs whether kept or evicted, since an
+     evicted pod terminates), a group at a time: the pods of one workload
+     that may go to the same nodes (workloads in name order, pods in name order).  Each
      pod goes to the fullest of the group's candidate nodes that still has
      room, scored like placement.lua (1000 * gpu fraction + cpu fraction,
      once the pod is on it); ties go to the node listed first.  Packing
@@ -42,6 +46,17 @@ CALLED AS
                         `running` are NOT counted: they are what this
                         policy decides about
     .free_gpus          whole devices free, same accounting (an integer)
+    .free_at_end        {gpu=, cpu=, memory=}: free once the AI plan ends:
+                        pipelined and new AI pods counted, every pod still
+                        terminating gone, background pods not offered in
+                        `running` counted, the pods in `running` NOT
+                        counted.  What a running pod may keep.
+    .free_gpus_at_end   whole devices, same accounting
+    .idle               {gpu=, cpu=, memory=}: `free` less every pod in
+                        `running` on the node (kept or not: an evicted pod
+                        still holds its room while it terminates).  What a
+                        pending pod may take.
+    .idle_gpus          whole devices, same accounting
   view.nodes_by_name    the same node tables, keyed by name
   view.running          running background pods on the nodes the AI plan
                         changed this cycle (a placement or an eviction),
@@ -67,9 +82,11 @@ RETURNS
          is evicted.
   place  pending pod name -> one of its candidate node names.  Pods not
          named stay pending.
-  The engine checks the result (no node over capacity, a kept pod stays on
-  its node, a placed pod goes to a candidate); a result that breaks a rule
-  is rejected and the built-in policy is used for that cycle.
+  The engine checks the result (kept pods fit in free_at_end and a pod not
+  kept does not fit there beside them, placed pods fit in idle, a kept pod
+  stays on its node, a placed pod goes to a candidate); a result that breaks a rule is rejected, with a Warning event
+  naming the policy and the rule, and the built-in policy is used for that
+  cycle.
 ]]
 
 local M = {}
@@ -87,16 +104,17 @@ local function fraction(used, capacity)
   return used / capacity
 end
 
--- What is free on each node, as a table we can subtract from as pods are
--- kept and placed (the view itself is left as it was given).
-local function free_room(nodes)
+-- Room on each node, as a table we can subtract from as pods are kept or
+-- placed (the view itself is left as it was given): `which` names the
+-- node field (free_at_end or idle), `which_gpus` its device count.
+local function room_of(nodes, which, which_gpus)
   local room = {}
   for _, node in ipairs(nodes) do
     room[node.name] = {
-      gpu = node.free.gpu,
-      cpu = node.free.cpu,
-      memory = node.free.memory,
-      gpus = node.free_gpus,
+      gpu = node[which].gpu,
+      cpu = node[which].cpu,
+      memory = node[which].memory,
+      gpus = node[which_gpus],
     }
   end
   return room
@@ -195,8 +213,8 @@ local function fill(group, ranked, room, place)
 end
 
 function M.reoffer(view)
-  local room = free_room(view.nodes)
-
+  -- keeping is judged against where the AI plan ends
+  local room = room_of(view.nodes, "free_at_end", "free_gpus_at_end")
   local keep = {}
   for _, pod in ipairs(view.running) do
     local here = room[pod.node]
@@ -206,6 +224,8 @@ function M.reoffer(view)
     end
   end
 
+  -- placing only in room nobody holds now
+  room = room_of(view.nodes, "idle", "idle_gpus")
   local place = {}
   for _, group in ipairs(groups_of(view.pending)) do
     fill(group, ranked_nodes(group, room, view.nodes_by_name), room, place)
