@@ -3,16 +3,25 @@
 #   make deps    install the Debian packages it needs (when missing)
 #   make         build ./understory, the engine library and the Lua module
 #   make run     run the seed-story demo
-#   make test    every test: C unit tests, busted specs, CLI checks, and the
+#   make test    every test: C unit tests, busted specs, CLI checks, the
+#                Kubernetes tests against a real control plane, and the
 #                same again under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make kube    build the Kubernetes control plane the tests run (tests/kube)
 #   make bench   the benchmark (docs/benchmarks.md)
 #   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
+#   make fuzz    build the libFuzzer targets in build/fuzz (docs/testing.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
 
-PKGS      := lua5.4 libcjson libuv libcurl
-DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
+PKGS      := lua5.4 libcjson libuv libcurl yaml-0.1
+DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git \
+             clang libclang-rt-14-dev chromium
+# clang, libclang-rt-14-dev: make fuzz (libFuzzer); chromium: tests/cli/report.sh renders the HTML report headless
+# Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
+# tests' control plane (tests/kube) needs certificates, health probes and
+# process groups.  Go itself is /usr/local/go on these machines.
+KUBE_PKGS := openssl curl procps util-linux libyaml-dev
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -26,13 +35,20 @@ LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
 LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+# The default policies compiled in (engine/policysrc.c), so that a policy
+# directory need hold only the files it changes.
+POLICY_FILES := policies/fairshare.lua policies/placement.lua policies/background.lua
+GEN_SRC    := $(BUILD)/gen/default_policies.c
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/default_policies.o
 MAIN_OBJ   := $(BUILD)/engine/main.o
+# `understory serve` (serve/): the command line's, not the library's
+SERVE_SRC  := $(wildcard serve/*.c)
+SERVE_OBJ  := $(SERVE_SRC:%.c=$(BUILD)/%.o)
 LIB_A      := $(BUILD)/libunderstory_engine.a
 BIN        := $(BUILD)/understory
 LUAMOD     := $(BUILD)/lua/understory.so
@@ -53,31 +69,45 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: all libs run test test-release test-asan deps clean bench bench-embed install uninstall
+.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed install uninstall fuzz fuzz-targets
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
 understory: $(BUILD)/understory
 	cp $< $@
 
-$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h)
+$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h)
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): $(POLICY_FILES) Makefile
+	@mkdir -p $(dir $@)
+	@{ echo '#include <stddef.h>'; i=0; for f in $(POLICY_FILES); do \
+	    echo "static const char d$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '0};'; i=$$((i + 1)); done; \
+	  echo 'extern const char *const us_policysrc_default_text[3];'; \
+	  echo 'extern const size_t us_policysrc_default_len[3];'; \
+	  echo 'const char *const us_policysrc_default_text[3] = {d0, d1, d2};'; \
+	  echo 'const size_t us_policysrc_default_len[3] = {sizeof d0 - 1, sizeof d1 - 1, sizeof d2 - 1};'; \
+	} >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/default_policies.o: $(GEN_SRC)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB_A): $(ENGINE_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(BIN): $(MAIN_OBJ) $(LIB_A)
+$(BIN): $(MAIN_OBJ) $(SERVE_OBJ) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LUAMOD): $(BUILD)/bindings/lua_understory.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -shared -Wl,--exclude-libs,ALL -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
-$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(LIB_A)
+$(BUILD)/tests/%: tests/c/%.c tests/c/check.h $(SERVE_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Itests/c -o $@ $< $(SERVE_OBJ) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 # The scenario replayed through the C API (tests/cli/embed-equivalence.sh).
 $(REPLAY): tests/embed/replay.c bindings/understory.h $(LIB_A)
@@ -122,6 +152,7 @@ test: deps-check
 	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    CHECKS=-DUS_CHECK_INVARIANTS >/dev/null
 	@$(MAKE) --no-print-directory all >/dev/null
+	@$(MAKE) --no-print-directory fuzz >/dev/null
 	@tests/run.sh
 
 $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
@@ -162,7 +193,7 @@ uninstall:
 	rmdir --ignore-fail-on-non-empty $(D)/share/understory/policies $(D)/share/understory 2>/dev/null || true
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
+	@missing=""; for p in $(DEB_PKGS) $(KUBE_PKGS); do \
 	    dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -170,8 +201,29 @@ deps:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	else echo "deps: all present"; fi
 
+# The control plane the Kubernetes tests run (make test builds it too).
+kube:
+	@tests/kube/build.sh
+
 deps-check:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries: run 'make deps'"; exit 1; }
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c; docs/testing.md): the engine built
+# again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the
+# fuzzer's coverage, in build/fuzz.  make test runs each briefly on its seed
+# corpus (tests/fuzz/corpus/<target>); long runs are in docs/testing.md.
+FUZZ_TARGETS := scenario quantity policy_result api
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-targets BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+	    SANITIZE="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build understory

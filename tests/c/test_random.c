@@ -9,7 +9,10 @@
  *              least-displacement tie-break (ties.c) as with plain ties
  *              by node name, from the same state;
  *   invisible  every cycle decides the same AI outcome with the cluster's
- *              background workloads as without them, from the same state.
+ *              background workloads as without them, from the same state;
+ *   labels     a unique hostname and instance id on every node (nothing
+ *              selects on them) give the same run, byte for byte, with the
+ *              same number of placement policy calls (nodelabels.h).
  *
  * AI outcome of a cycle: which AI pods it placed and evicted (by which
  * action), the state of every AI pod after it, and each queue's
@@ -122,8 +125,10 @@ static void existing(rng *r, buf *b, room *rm, bool p2, int gpu, int cpu, int co
  * fractional GPUs, selectors, tolerations, priorities and
  * preemptibility), some of them already running at t=0 (AI pods also
  * terminating or pipelined), and a timeline that deletes, completes,
- * removes nodes and cordons. */
-static char *scenario(uint64_t seed) {
+ * removes nodes and cordons.  With hostname, every node also carries a
+ * unique kubernetes.io/hostname and an instance id, as real nodes do:
+ * nothing selects on them, and they draw nothing from the generator. */
+static char *scenario(uint64_t seed, bool hostname) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
     for (int i = 0; i < 8; i++) next(&r);
     buf b = {0};
@@ -149,8 +154,10 @@ static char *scenario(uint64_t seed) {
         rm.cpu[i] = cpu;
         rm.pool[i] = pools && i % 2;
         put(&b, "%s{\"name\":\"n%d\",\"gpu\":%d,\"cpu\":\"%d\",\"memory\":\"256Gi\","
-                "\"labels\":{\"zone\":\"%s\"},\"pool\":\"%s\"%s}",
-            i ? "," : "", i + 1, gpu, cpu, zone, rm.pool[i] ? "p2" : "default",
+                "\"labels\":{\"zone\":\"%s\"",
+            i ? "," : "", i + 1, gpu, cpu, zone);
+        if (hostname) put(&b, ",\"kubernetes.io/hostname\":\"n%d\",\"instance-id\":\"i-%04x\"", i + 1, i * 7919 + 13);
+        put(&b, "},\"pool\":\"%s\"%s}", rm.pool[i] ? "p2" : "default",
             taint ? ",\"taints\":[{\"key\":\"gpu\",\"value\":\"only\",\"effect\":\"NoSchedule\"}]" : "");
     }
     put(&b, "],\"queues\":[{\"name\":\"org\",\"resources\":{\"gpu\":{\"quota\":%d}}}", 4 * pick(&r, 6));
@@ -482,8 +489,39 @@ static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, i
     free(invisible.outcome);
 }
 
+/* Placement score calls of one run of text, and the run. */
+static unsigned long score_calls(void) {
+    return policies ? us_policy_calls(policies, US_POLICY_SCORE) : 0; /* built-in: no Lua */
+}
+
+static unsigned long scored_run(const char *text, run *out) {
+    unsigned long before = score_calls();
+    simulate(text, true, true, NULL, out);
+    return score_calls() - before;
+}
+
+/* labels that nothing selects on and no policy declares tell no nodes
+ * apart: the same run, byte for byte, and the same number of placement
+ * policy calls (node classes are not split by them) */
+static void unique_labels_change_nothing(uint64_t seed, const char *text) {
+    char *tagged = scenario(seed, true);
+    run plain, labelled;
+    unsigned long cp = scored_run(text, &plain), cl = scored_run(tagged, &labelled);
+    CHECK(ran("plain", seed, &plain) && ran("hostname labels", seed, &labelled));
+    if (plain.json && labelled.json) {
+        CHECK(same("without and with a unique hostname label per node: outputs", seed, plain.json,
+                   labelled.json));
+        if (cp != cl) printf("seed %llu: %lu placement calls without hostname labels, %lu with\n",
+                             (unsigned long long)seed, cp, cl);
+        CHECK(cp == cl);
+    }
+    run_free(&plain);
+    run_free(&labelled);
+    free(tagged);
+}
+
 static void one_seed(uint64_t seed, bool verbose) {
-    char *text = scenario(seed);
+    char *text = scenario(seed, false);
     policies = policy_set[seed % 4];
     if (verbose) printf("%s\n", text);
     per_seed ps = {seed, false};
@@ -496,6 +534,7 @@ static void one_seed(uint64_t seed, bool verbose) {
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
     run_free(&base);
     run_free(&uncached);
+    unique_labels_change_nothing(seed, text);
     free(text);
 }
 

@@ -1,0 +1,318 @@
+/*
+ * http.c — libcurl's multi interface on a libuv loop (see http.h), after
+ * libcurl's own multi-uv example: curl tells which sockets to poll and
+ * when to time out; the loop tells curl what became ready.  Each socket
+ * has one uv_poll_t, freed in its close callback.
+ */
+#include "http.h"
+
+#include <curl/curl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sv_http {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    sv_config cfg;            /* strings owned here */
+    unsigned long answered;
+    struct req *inflight;     /* list of requests added to multi */
+};
+
+typedef struct req {
+    sv_http *h;
+    struct req *prev, *next;  /* in h->inflight */
+    CURL *easy;
+    struct curl_slist *headers;
+    char *body;               /* request body */
+    char *buf;                /* collected response */
+    size_t len, cap;
+    sv_http_data_fn data;
+    sv_http_done_fn done;
+    void *ud;
+    char errbuf[CURL_ERROR_SIZE];
+} req;
+
+typedef struct sock {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    sv_http *h;
+} sock;
+
+static char *dup_or_null(const char *s, bool *ok) {
+    if (!s) return NULL;
+    char *d = strdup(s);
+    if (!d) *ok = false;
+    return d;
+}
+
+static void blob_copy(sv_blob *d, const sv_blob *s, bool *ok) {
+    d->file = dup_or_null(s->file, ok);
+    d->data = NULL;
+    d->len = s->len;
+    if (s->data && (d->data = malloc(s->len + 1))) memcpy(d->data, s->data, s->len + 1);
+    else if (s->data) *ok = false;
+}
+
+static void unlink_req(req *r) {
+    if (r->prev) r->prev->next = r->next;
+    else if (r->h->inflight == r) r->h->inflight = r->next;
+    if (r->next) r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+}
+
+static void req_free(req *r) {
+    if (!r) return;
+    unlink_req(r);
+    if (r->easy) curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers);
+    free(r->body);
+    free(r->buf);
+    free(r);
+}
+
+static void check_done(sv_http *h) {
+    CURLMsg *m;
+    int left;
+    while ((m = curl_multi_info_read(h->multi, &left))) {
+        if (m->msg != CURLMSG_DONE) continue;
+        req *r = NULL;
+        long status = 0;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
+        if (m->data.result == CURLE_OK) curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &status);
+        curl_multi_remove_handle(h->multi, m->easy_handle);
+        h->answered++;
+        const char *why = m->data.result == CURLE_OK ? NULL
+                          : r->errbuf[0] ? r->errbuf : curl_easy_strerror(m->data.result);
+        if (r->buf) r->buf[r->len] = '\0';
+        r->done(r->ud, status, r->buf ? r->buf : "", r->len, why);
+        req_free(r);
+    }
+}
+
+static void on_poll(uv_poll_t *p, int status, int events) {
+    sock *s = p->data;
+    int running, flags = 0;
+    if (status < 0) flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE) flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE) flags |= CURL_CSELECT_OUT;
+    sv_http *h = s->h;
+    curl_multi_socket_action(h->multi, s->fd, flags, &running);
+    check_done(h);
+}
+
+static void on_timer(uv_timer_t *t) {
+    sv_http *h = t->data;
+    int running;
+    curl_multi_socket_action(h->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_done(h);
+}
+
+static void free_sock(uv_handle_t *hd) { free(hd->data); }
+
+static int socket_cb(CURL *easy, curl_socket_t fd, int action, void *userp, void *socketp) {
+    sv_http *h = userp;
+    sock *s = socketp;
+    (void)easy;
+    if (action == CURL_POLL_REMOVE) {
+        if (s) {
+            uv_poll_stop(&s->poll);
+            uv_close((uv_handle_t *)&s->poll, free_sock);
+            curl_multi_assign(h->multi, fd, NULL);
+        }
+        return 0;
+    }
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s))) return -1;
+        s->fd = fd;
+        s->h = h;
+        if (uv_poll_init_socket(h->loop, &s->poll, fd) < 0) {
+            free(s);
+            return -1;
+        }
+        s->poll.data = s;
+        curl_multi_assign(h->multi, fd, s);
+    }
+    int ev = 0;
+    if (action & CURL_POLL_IN) ev |= UV_READABLE;
+    if (action & CURL_POLL_OUT) ev |= UV_WRITABLE;
+    uv_poll_start(&s->poll, ev, on_poll);
+    return 0;
+}
+
+static int timer_cb(CURLM *multi, long ms, void *userp) {
+    sv_http *h = userp;
+    (void)multi;
+    if (ms < 0) uv_timer_stop(&h->timer);
+    else uv_timer_start(&h->timer, on_timer, (uint64_t)ms, 0);
+    return 0;
+}
+
+sv_http *sv_http_new(uv_loop_t *loop, const sv_config *cfg, char *err, size_t errlen) {
+    static int global = 0;
+    bool ok = true;
+    if (!global) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+            snprintf(err, errlen, "libcurl did not initialise");
+            return NULL;
+        }
+        global = 1;
+    }
+    sv_http *h = calloc(1, sizeof *h);
+    if (!h) goto nomem;
+    h->loop = loop;
+    h->cfg.server = dup_or_null(cfg->server, &ok);
+    h->cfg.token = dup_or_null(cfg->token, &ok);
+    h->cfg.token_file = dup_or_null(cfg->token_file, &ok);
+    h->cfg.name = dup_or_null(cfg->name, &ok);
+    h->cfg.insecure = cfg->insecure;
+    blob_copy(&h->cfg.ca, &cfg->ca, &ok);
+    blob_copy(&h->cfg.cert, &cfg->cert, &ok);
+    blob_copy(&h->cfg.key, &cfg->key, &ok);
+    if (!ok || !(h->multi = curl_multi_init())) goto nomem;
+    uv_timer_init(loop, &h->timer);
+    h->timer.data = h;
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
+    curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
+    curl_multi_setopt(h->multi, CURLMOPT_TIMERDATA, h);
+    return h;
+nomem:
+    if (h) {
+        sv_config_free(&h->cfg);
+        free(h);
+    }
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+}
+
+static void free_client(uv_handle_t *hd) { free(hd->data); }
+
+void sv_http_free(sv_http *h) {
+    if (!h) return;
+    /* requests in flight: detach and free them without calling back */
+    while (h->inflight) {
+        req *r = h->inflight;
+        curl_multi_remove_handle(h->multi, r->easy);
+        req_free(r);
+    }
+    curl_multi_cleanup(h->multi);
+    sv_config_free(&h->cfg);
+    uv_timer_stop(&h->timer);
+    h->timer.data = h;
+    uv_close((uv_handle_t *)&h->timer, free_client);
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
+    req *r = ud;
+    size_t n = size * nmemb;
+    if (r->data) {
+        r->data(r->ud, ptr, n);
+        return n;
+    }
+    if (r->len + n + 1 > r->cap) {
+        size_t ncap = r->cap ? r->cap : 4096;
+        while (ncap < r->len + n + 1) ncap *= 2;
+        char *b = realloc(r->buf, ncap);
+        if (!b) return 0; /* curl fails the request: CURLE_WRITE_ERROR */
+        r->buf = b;
+        r->cap = ncap;
+    }
+    memcpy(r->buf + r->len, ptr, n);
+    r->len += n;
+    return n;
+}
+
+/* The token for this request: the file's contents (it rotates), else the
+ * fixed one; NULL when none.  Caller frees a file token. */
+static char *read_token(const sv_http *h, bool *owned) {
+    *owned = false;
+    if (!h->cfg.token_file) return h->cfg.token;
+    FILE *f = fopen(h->cfg.token_file, "rb");
+    if (!f) return h->cfg.token;
+    char *t = calloc(1, 16384);
+    if (t && fread(t, 1, 16383, f) > 0) {
+        t[strcspn(t, "\r\n")] = '\0';
+        *owned = true;
+    } else {
+        free(t);
+        t = h->cfg.token;
+    }
+    fclose(f);
+    return t;
+}
+
+static void set_blob(CURL *e, CURLoption blob, CURLoption file, const sv_blob *b) {
+    if (b->data) {
+        struct curl_blob cb = {b->data, b->len, CURL_BLOB_COPY};
+        curl_easy_setopt(e, blob, &cb);
+    } else if (b->file) {
+        curl_easy_setopt(e, file, b->file);
+    }
+}
+
+int sv_http_request(sv_http *h, const char *method, const char *path, const char *body,
+                    sv_http_data_fn data, sv_http_done_fn done, void *ud) {
+    req *r = calloc(1, sizeof *r);
+    char *url = NULL, *auth = NULL, *token = NULL;
+    bool owned = false;
+    if (!r) return -1;
+    r->h = h;
+    r->data = data;
+    r->done = done;
+    r->ud = ud;
+    if (!(r->easy = curl_easy_init())) goto fail;
+    size_t n = strlen(h->cfg.server) + strlen(path) + 1;
+    if (!(url = malloc(n))) goto fail;
+    snprintf(url, n, "%s%s", h->cfg.server, path);
+    curl_easy_setopt(r->easy, CURLOPT_URL, url);
+    curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+    curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
+    curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, method);
+    if (h->cfg.insecure) {
+        curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    set_blob(r->easy, CURLOPT_CAINFO_BLOB, CURLOPT_CAINFO, &h->cfg.ca);
+    set_blob(r->easy, CURLOPT_SSLCERT_BLOB, CURLOPT_SSLCERT, &h->cfg.cert);
+    set_blob(r->easy, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEY, &h->cfg.key);
+    r->headers = curl_slist_append(NULL, "Accept: application/json");
+    if (body) {
+        struct curl_slist *s = curl_slist_append(r->headers, "Content-Type: application/json");
+        if (!s || !(r->body = strdup(body))) goto fail;
+        r->headers = s;
+        curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);
+    }
+    if ((token = read_token(h, &owned))) {
+        size_t an = strlen(token) + 32;
+        if (!(auth = malloc(an))) goto fail;
+        snprintf(auth, an, "Authorization: Bearer %s", token);
+        struct curl_slist *s = curl_slist_append(r->headers, auth);
+        if (!s) goto fail;
+        r->headers = s;
+    }
+    if (!r->headers) goto fail;
+    curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
+    if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) goto fail;
+    r->next = h->inflight;
+    if (h->inflight) h->inflight->prev = r;
+    h->inflight = r;
+    free(url);
+    free(auth);
+    if (owned) free(token);
+    return 0;
+fail:
+    free(url);
+    free(auth);
+    if (owned) free(token);
+    req_free(r);
+    return -1;
+}
+
+unsigned long sv_http_count(const sv_http *h) { return h->answered; }

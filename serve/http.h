@@ -1,0 +1,43 @@
+/*
+ * http.h — requests to the Kubernetes API server: libcurl's multi
+ * interface driven by a libuv loop (socket and timer callbacks), so every
+ * request, long watches included, runs on the daemon's one thread.  Owns
+ * connections, TLS identity (from an sv_config) and the bearer token (a
+ * token file is read again before each request: it rotates).  It never
+ * interprets what the server answers beyond the status code.
+ */
+#ifndef SV_HTTP_H
+#define SV_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <uv.h>
+
+#include "kubeconfig.h"
+
+typedef struct sv_http sv_http;
+
+/* Streaming body bytes (watches): called as they arrive. */
+typedef void (*sv_http_data_fn)(void *ud, const char *buf, size_t n);
+/* The request ended: status is the HTTP code, or 0 when no answer came
+ * (errmsg says why).  Without a data callback, body holds the whole body
+ * (NUL-terminated; valid during the call only). */
+typedef void (*sv_http_done_fn)(void *ud, long status, const char *body, size_t n,
+                                const char *errmsg);
+
+/* A client for cfg (copied) on loop; NULL with err on failure. */
+sv_http *sv_http_new(uv_loop_t *loop, const sv_config *cfg, char *err, size_t errlen);
+/* Cancels what is in flight (their done callbacks are not called).  The
+ * loop must run once more for the handles to close. */
+void sv_http_free(sv_http *h);
+
+/* Start `method path` (path includes the query) with an optional JSON
+ * body (copied; NULL: none).  data NULL: the body is collected for done.
+ * 0, or -1 when the request could not be started (out of memory). */
+int sv_http_request(sv_http *h, const char *method, const char *path, const char *body,
+                    sv_http_data_fn data, sv_http_done_fn done, void *ud);
+
+/* Requests answered so far, by HTTP status (0: no answer), for logs. */
+unsigned long sv_http_count(const sv_http *h);
+
+#endif

@@ -1,0 +1,228 @@
+/*
+ * serve.c — `understory serve`: the engine as the scheduler of a real
+ * Kubernetes cluster (../shared/KUBERNETES.md).  This stage connects
+ * (kubeconfig or in-cluster), keeps the cluster's nodes in view with an
+ * informer, and feeds them to an engine through the public API only
+ * (bindings/understory.h, the scenario format's node objects), logging
+ * each node as the engine then sees it.  It writes nothing to the cluster
+ * yet.  One libuv loop runs everything; SIGINT/SIGTERM stop it.
+ */
+#include "serve.h"
+
+#include <cJSON.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "http.h"
+#include "informer.h"
+#include "kubeconfig.h"
+#include "understory.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define POOL_LABEL "kai.scheduler/node-pool"
+
+typedef struct serve {
+    us_engine *engine;
+    sv_http *http;
+    sv_informer *nodes;
+    uv_signal_t sigint, sigterm;
+    int status;
+} serve;
+
+static void usage(FILE *f) {
+    fputs("usage: understory serve [--kubeconfig FILE] [--context NAME]\n"
+          "\n"
+          "Connect to a Kubernetes API server and keep its nodes in an engine's view,\n"
+          "logging each node as the engine sees it (this stage writes nothing to the\n"
+          "cluster).\n"
+          "\n"
+          "options:\n"
+          "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
+          "                     in-cluster service account)\n"
+          "  --context NAME     a context of the kubeconfig (default: its current one)\n"
+          "  -h, --help         show this help\n"
+          "\n"
+          "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage or no usable\n"
+          "configuration.\n",
+          f);
+}
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(x, b) : x;
+}
+
+static const char *str(const cJSON *v) { return cJSON_IsString(v) ? v->valuestring : NULL; }
+
+/* A Kubernetes Node as a scenario-format node object: allocatable cpu,
+ * memory and nvidia.com/gpu; labels; pool from kai.scheduler/node-pool;
+ * cordoned when spec.unschedulable or not Ready; taints (key, value,
+ * effect).  NULL when out of memory. */
+static cJSON *node_object(const cJSON *n) {
+    const char *name = str(at(n, "metadata", "name"));
+    const cJSON *alloc = at(n, "status", "allocatable"), *labels = at(n, "metadata", "labels"), *x;
+    const char *pool = str(cJSON_GetObjectItemCaseSensitive(labels, POOL_LABEL));
+    cJSON *o = cJSON_CreateObject(), *l = NULL, *t = NULL;
+    bool ok = o != NULL;
+    ok = ok && cJSON_AddStringToObject(o, "name", name ? name : "");
+    ok = ok && cJSON_AddStringToObject(o, "pool", pool && *pool ? pool : "default");
+    if ((x = cJSON_GetObjectItemCaseSensitive(alloc, "cpu")) && str(x))
+        ok = ok && cJSON_AddStringToObject(o, "cpu", str(x));
+    if ((x = cJSON_GetObjectItemCaseSensitive(alloc, "memory")) && str(x))
+        ok = ok && cJSON_AddStringToObject(o, "memory", str(x));
+    x = cJSON_GetObjectItemCaseSensitive(alloc, "nvidia.com/gpu");
+    ok = ok && cJSON_AddNumberToObject(o, "gpu", str(x) ? atoi(str(x)) : 0);
+    ok = ok && (l = cJSON_AddObjectToObject(o, "labels"));
+    cJSON_ArrayForEach(x, labels) if (ok && str(x)) ok = cJSON_AddStringToObject(l, x->string, str(x)) != NULL;
+    bool cordoned = cJSON_IsTrue(at(n, "spec", "unschedulable")), ready = false;
+    cJSON_ArrayForEach(x, at(n, "status", "conditions")) {
+        const char *type = str(cJSON_GetObjectItemCaseSensitive(x, "type"));
+        if (type && strcmp(type, "Ready") == 0)
+            ready = str(cJSON_GetObjectItemCaseSensitive(x, "status")) &&
+                    strcmp(str(cJSON_GetObjectItemCaseSensitive(x, "status")), "True") == 0;
+    }
+    ok = ok && cJSON_AddBoolToObject(o, "unschedulable", cordoned || !ready);
+    const cJSON *taints = at(n, "spec", "taints");
+    if (cJSON_GetArraySize(taints) > 0) {
+        ok = ok && (t = cJSON_AddArrayToObject(o, "taints"));
+        cJSON_ArrayForEach(x, taints) {
+            cJSON *e = cJSON_CreateObject();
+            static const char *const keys[] = {"key", "value", "effect"};
+            ok = ok && e && cJSON_AddItemToArray(t, e);
+            for (int i = 0; ok && i < 3; i++) {
+                const char *v = str(cJSON_GetObjectItemCaseSensitive(x, keys[i]));
+                if (v) ok = cJSON_AddStringToObject(e, keys[i], v) != NULL;
+            }
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The node as the engine sees it, one line, with the taints it was given
+ * (key=value:effect, comma-separated). */
+static void log_node(const serve *s, const char *name, const cJSON *taints) {
+    char tl[512] = "none";
+    size_t n = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, taints) {
+        const char *k = str(at(t, "key", NULL)), *v = str(at(t, "value", NULL)), *e = str(at(t, "effect", NULL));
+        n += (size_t)snprintf(tl + n, n < sizeof tl ? sizeof tl - n : 0, "%s%s%s%s:%s", n ? "," : "",
+                              k ? k : "", v ? "=" : "", v ? v : "", e ? e : "");
+    }
+    for (size_t i = 0; i < us_engine_node_count(s->engine); i++) {
+        us_node_info x;
+        if (us_engine_node(s->engine, i, &x) != US_OK || strcmp(x.name, name) != 0) continue;
+        printf("node %s: pool %s, gpu %g, cpu %lldm, memory %lld, taints %s, %s\n", x.name, x.pool,
+               x.capacity.gpu, (long long)x.capacity.cpu, (long long)x.capacity.memory, tl,
+               x.unschedulable ? "unschedulable" : "schedulable");
+        fflush(stdout);
+        return;
+    }
+}
+
+static void on_node(void *ud, sv_event ev, const cJSON *n) {
+    serve *s = ud;
+    us_error err;
+    const char *name = str(at(n, "metadata", "name"));
+    if (!name) return;
+    if (ev == SV_DELETED) {
+        if (us_engine_remove_node(s->engine, name, &err) == US_OK) printf("node %s: removed\n", name);
+        fflush(stdout);
+        return;
+    }
+    cJSON *o = node_object(n);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    if (!text) {
+        fprintf(stderr, "understory serve: node %s: out of memory\n", name);
+    } else if (us_engine_upsert_node_json(s->engine, text, &err) != US_OK) {
+        fprintf(stderr, "understory serve: node %s not taken: %s\n", name, err.message);
+    } else {
+        log_node(s, name, cJSON_GetObjectItemCaseSensitive(o, "taints"));
+    }
+    free(text);
+    cJSON_Delete(o);
+}
+
+static void on_synced(void *ud) {
+    serve *s = ud;
+    printf("nodes synced: %zu in the engine\n", us_engine_node_count(s->engine));
+    fflush(stdout);
+}
+
+static void close_handle(uv_handle_t *h) { (void)h; }
+
+static void on_signal(uv_signal_t *sig, int signum) {
+    serve *s = sig->data;
+    (void)signum;
+    sv_informer_stop(s->nodes);
+    s->nodes = NULL;
+    sv_http_free(s->http);
+    s->http = NULL;
+    uv_close((uv_handle_t *)&s->sigint, close_handle);
+    uv_close((uv_handle_t *)&s->sigterm, close_handle);
+}
+
+int sv_main(int argc, char **argv) {
+    const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL;
+    char err[1024];
+    sv_config cfg;
+    serve s;
+    memset(&s, 0, sizeof s);
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--kubeconfig") && i + 1 < argc) {
+            kubeconfig = argv[++i];
+        } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
+            context = argv[++i];
+        } else {
+            fprintf(stderr, "understory serve: %s %s\n",
+                    argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context"))
+                        ? "missing the value of" : "unknown option",
+                    argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    int rc = kubeconfig && *kubeconfig ? sv_kubeconfig_load(kubeconfig, context, &cfg, err, sizeof err)
+                                       : sv_kubeconfig_in_cluster(SA_DIR, &cfg, err, sizeof err);
+    if (rc < 0) {
+        fprintf(stderr, "understory serve: %s\n", err);
+        return 2;
+    }
+    us_error uerr;
+    if (us_engine_create(NULL, &s.engine, &uerr) != US_OK) {
+        fprintf(stderr, "understory serve: %s\n", uerr.message);
+        sv_config_free(&cfg);
+        return 1;
+    }
+    uv_loop_t *loop = uv_default_loop();
+    s.http = sv_http_new(loop, &cfg, err, sizeof err);
+    fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
+    sv_config_free(&cfg);
+    if (!s.http || !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s))) {
+        fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
+        sv_http_free(s.http);
+        uv_run(loop, UV_RUN_DEFAULT);
+        us_engine_destroy(s.engine);
+        return 1;
+    }
+    uv_signal_init(loop, &s.sigint);
+    uv_signal_init(loop, &s.sigterm);
+    s.sigint.data = s.sigterm.data = &s;
+    uv_signal_start(&s.sigint, on_signal, SIGINT);
+    uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
+    us_engine_destroy(s.engine);
+    fprintf(stderr, "understory serve: stopped\n");
+    return s.status;
+}

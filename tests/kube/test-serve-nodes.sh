@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# tests/kube/test-serve-nodes.sh — `understory serve` keeps a real
+# cluster's nodes in its engine's view: it connects with a ServiceAccount
+# token under the RBAC of examples/kubernetes/rbac.yaml, lists and then
+# watches nodes, and the engine sees each as Kubernetes has it
+# (allocatable, pool label, taints, cordon and readiness), including nodes
+# added, changed and deleted after the list, and across an API server
+# restart that forces a new list (410 Gone).  Without the RBAC binding the
+# API server refuses it (403) and it retries; SIGTERM stops it cleanly.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster=$here/cluster.sh
+understory=${UNDERSTORY:-$root/build/release/understory}
+"$here/build.sh"
+kubectl=$root/build/kube/bin/kubectl
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	"$cluster" down "$work/c" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$work"/*.out "$work"/*.err; do
+		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
+	done
+	exit 1
+}
+
+# until_line FILE LINE WHAT: FILE gets exactly LINE within 60 s.
+until_line() {
+	local end=$((SECONDS + 60))
+	until grep -qxF -- "$2" "$1" 2>/dev/null; do
+		((SECONDS < end)) || fail "$3: no line '$2' in $1"
+		sleep 0.5
+	done
+}
+
+"$cluster" up "$work/c"
+k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
+k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
+k -n understory-system create serviceaccount nobody >/dev/null
+k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+
+# token-kubeconfig SA FILE: a kubeconfig for ServiceAccount SA's token.
+token_kubeconfig() {
+	cat >"$2" <<-YAML
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: test
+		  cluster:
+		    server: https://127.0.0.1:$(cat "$work/c/api-port")
+		    certificate-authority: $work/c/certs/ca.crt
+		users:
+		- name: $1
+		  user:
+		    token: $(k -n understory-system create token "$1")
+		contexts:
+		- name: $1
+		  context: {cluster: test, user: $1}
+		current-context: $1
+	YAML
+}
+token_kubeconfig understory "$work/understory.kubeconfig"
+token_kubeconfig nobody "$work/nobody.kubeconfig"
+
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+serve_pid=$!
+pids+=("$serve_pid")
+until_line "$work/serve.out" "nodes synced: 1 in the engine" "the first list"
+fake=kwok.x-k8s.io/node=fake:NoSchedule
+until_line "$work/serve.out" \
+	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
+	"gpu-0 once KWOK made it Ready"
+
+# Changes after the list come through the watch.
+k apply -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-1
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {type: kwok, kai.scheduler/node-pool: pool-a}
+spec:
+  taints:
+  - {key: kwok.x-k8s.io/node, value: fake, effect: NoSchedule}
+  - {key: nvidia.com/gpu, effect: NoSchedule}
+status:
+  allocatable: {cpu: 7500m, memory: 64Gi, pods: "110", nvidia.com/gpu: "4"}
+  capacity: {cpu: "8", memory: 64Gi, pods: "110", nvidia.com/gpu: "4"}
+YAML
+until_line "$work/serve.out" \
+	"node gpu-1: pool pool-a, gpu 4, cpu 7500m, memory 68719476736, taints $fake,nvidia.com/gpu:NoSchedule, schedulable" \
+	"gpu-1 added after the list"
+k cordon gpu-0 >/dev/null
+until_line "$work/serve.out" \
+	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, unschedulable" \
+	"gpu-0 cordoned"
+k delete node gpu-1 >/dev/null
+until_line "$work/serve.out" "node gpu-1: removed" "gpu-1 deleted"
+
+# Without the binding: refused, and retried.
+"$understory" serve --kubeconfig "$work/nobody.kubeconfig" >"$work/nobody.out" 2>"$work/nobody.err" &
+pids+=("$!")
+end=$((SECONDS + 30))
+until [[ $(grep -c "list /api/v1/nodes: HTTP 403" "$work/nobody.err" 2>/dev/null || true) -ge 2 ]]; do
+	((SECONDS < end)) || fail "serve without RBAC was not refused twice (a retry) with 403"
+	sleep 0.5
+done
+[[ ! -s $work/nobody.out ]] || fail "serve without RBAC saw nodes: $(cat "$work/nobody.out")"
+
+# The API server restarts while serve is frozen (its watch connection
+# dies), a node is deleted and etcd is compacted past what serve saw: its
+# watch cannot resume (410 Gone), so it lists again, and the node deleted
+# while it was away is reported removed.
+kill -STOP "$serve_pid"
+"$cluster" restart "$work/c" kube-apiserver
+k delete node gpu-0 >/dev/null
+etcd=http://127.0.0.1:$(cat "$work/c/etcd-port")
+rev=$(curl -sf -X POST "$etcd/v3/kv/range" -d '{"key": "AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
+[[ -n $rev ]] || fail "could not read etcd's revision"
+curl -sf -X POST "$etcd/v3/kv/compaction" -d "{\"revision\": \"$rev\", \"physical\": true}" >/dev/null ||
+	fail "could not compact etcd"
+kill -CONT "$serve_pid"
+until_line "$work/serve.out" "node gpu-0: removed" "gpu-0 deleted while serve was away"
+grep -q "watch /api/v1/nodes: resource version .* is gone (410); listing again" "$work/serve.err" ||
+	fail "serve saw the delete without listing again after 410"
+# and it watches again from the new list
+k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+until_line "$work/serve.out" \
+	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
+	"gpu-0 added again after the relist"
+
+# SIGTERM: a clean stop.
+kill -TERM "$serve_pid"
+status=0
+wait "$serve_pid" || status=$?
+[[ $status -eq 0 ]] || fail "serve exited $status on SIGTERM"
+grep -qx "understory serve: stopped" "$work/serve.err" || fail "serve did not say it stopped"
+echo "serve: list, watch (add, change, delete), RBAC refusal and retry, SIGTERM: ok"
