@@ -889,6 +889,9 @@ static int take_room(ctx *c, us_use *u, int ni, const us_workload *w, int *slot,
         if (after.v[r] > n->cap.v[r])
             return failk(c, path, "node", "%s has not enough %s for its pre-existing pods%s",
                          quote(q, n->name), us_res_names[r], view);
+    if (us_req_is_fractional(w->request) && w->request.v[US_GPU] > US_GPU_UNIT)
+        return failk(c, path, "node", "no node can hold a pod of %s: it asks for more than one GPU "
+                     "but not whole ones", quote(q, w->name));
     if (!us_use_fits(u, n, w->request, *slot))
         return failk(c, path, "node", "%s has no GPU device left for this pod (a device in fractional "
                      "use is not free for a whole-GPU pod)%s", quote(q, n->name), view);
@@ -1085,13 +1088,14 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
     if (get_enum(c, o, path, "controller", ctrl_names, 4, US_CTRL_NONE, "a controller", &ctrl) < 0)
         goto fail;
     w.controller = (us_controller)ctrl;
-    if (get_int(c, o, path, "replicas", 1, 1, MAX_REPLICAS, &w.replicas) < 0) goto fail;
+    /* an external workload may have no live pod (its last one terminates) */
+    if (get_int(c, o, path, "replicas", 1, w.external ? 0 : 1, MAX_REPLICAS, &w.replicas) < 0) goto fail;
     if (get_int(c, o, path, "min_member",
-                w.controller == US_CTRL_NONE || w.controller == US_CTRL_JOB ? w.replicas : 1, 1,
+                (w.controller == US_CTRL_NONE || w.controller == US_CTRL_JOB) && w.replicas > 0 ? w.replicas : 1, 1,
                 MAX_REPLICAS, &w.min_member) < 0)
         goto fail;
     /* a daemonset's size is its matching nodes, unknown until it runs */
-    if (w.controller != US_CTRL_DAEMONSET && w.min_member > w.replicas) {
+    if (w.controller != US_CTRL_DAEMONSET && !w.external && w.min_member > w.replicas) {
         failk(c, path, "min_member", "%d is more than replicas (%d)", w.min_member, w.replicas);
         goto fail;
     }
