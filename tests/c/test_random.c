@@ -187,6 +187,10 @@ static char *scenario(uint64_t seed, bool hostname) {
                 "\"requests\":{\"gpu\":1,\"cpu\":\"1\"},\"termination_grace\":%d,"
                 "\"pods\":[{\"name\":\"kube-system/agent-n1\",\"node\":\"n1\",\"state\":\"running\"}]}",
             (int)(seed % 2) * 5);
+        for (int k = 0; k < 2; k++) { /* its pod holds 1 GPU and 1 core of n1, now and at the end */
+            rm.used[k][0][0] += 1;
+            rm.used[k][0][1] += 1;
+        }
         first = false;
     }
     for (int k = 0; k < nbg; k++) {
