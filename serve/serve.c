@@ -20,8 +20,8 @@
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
-#include "monitor.h"
 #include "queues.h"
+#include "monitor.h"
 #include "understory.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -265,8 +265,9 @@ int sv_main(int argc, char **argv) {
         !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
                                        on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
-        sv_monitor_close(s.monitor);
         sv_informer_stop(s.nodes);
+        sv_informer_stop(s.queues);
+        sv_monitor_close(s.monitor);
         sv_http_free(s.http);
         sv_queues_free(s.queue_map);
         uv_run(loop, UV_RUN_DEFAULT);
