@@ -21,7 +21,9 @@ DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev l
 # Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
 # tests' control plane (tests/kube) needs certificates, health probes and
 # process groups.  Go itself is /usr/local/go on these machines.
-KUBE_PKGS := openssl curl procps util-linux libyaml-dev
+# serve's admin endpoint parses HTTP with http-parser; its metrics are
+# checked by a real Prometheus parser (tests/prom_check.py).
+KUBE_PKGS := openssl curl procps util-linux libyaml-dev libhttp-parser-dev python3-prometheus-client
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -37,7 +39,8 @@ WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # is marked US_API (bindings/understory.h) or luaopen_understory.
 CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve -Ikube
 LDFLAGS   += $(SANITIZE)
-LDLIBS    += $(LIBS_PKG) -lm
+# -lhttp_parser: serve's admin endpoint (Debian's libhttp-parser-dev has no .pc)
+LDLIBS    += $(LIBS_PKG) -lhttp_parser -lm
 
 # kube/: the Kubernetes object mapping, part of the library like the engine
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c)) $(wildcard kube/*.c)

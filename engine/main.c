@@ -49,11 +49,11 @@ static void usage(FILE *f) {
           "  diff --from DIR --to DIR FILE\n"
           "                   run two policy versions on one scenario and show the\n"
           "                   decisions and summary figures that differ\n"
+          "  serve            connect to a Kubernetes cluster and keep its nodes and\n"
+          "                   queues in the engine's view (README: Kubernetes)\n"
           "  import FILE      turn a Kubernetes List (kubectl get nodes,pods,namespaces,\n"
           "                   queues,podgroups,priorityclasses -A -o json) into a\n"
           "                   scenario document on stdout\n"
-          "  serve            connect to a Kubernetes cluster and keep its nodes in\n"
-          "                   the engine's view (README: Kubernetes)\n"
           "\n"
           "options:\n"
           "  -h, --help       show this help\n"
@@ -79,7 +79,10 @@ static void usage(FILE *f) {
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
     "                        quantity such as 64Mi (default 64Mi)\n"                    \
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
-    "                        (default 500)\n"
+    "                        (default 500)\n"                                           \
+    "  --cycle-budget SECONDS  wall-clock seconds a whole cycle's policy calls may\n"  \
+    "                        run to; past it the rest of the cycle uses the\n"          \
+    "                        built-in policies, with a warning (default %g)\n"
 
 /* The line after an error in a scenario's content: where the format is. */
 #define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
@@ -125,7 +128,7 @@ static void usage_simulate(FILE *f) {
             "\n"
             "exit status: 0 done; 1 the simulation failed; 2 bad usage, or a scenario or\n"
             "policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_check(FILE *f) {
@@ -152,7 +155,7 @@ static void usage_check(FILE *f) {
             "\n"
             "exit status: 0 every check passed; 1 a check failed; 2 bad usage, or a\n"
             "scenario that does not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_diff(FILE *f) {
@@ -176,7 +179,7 @@ static void usage_diff(FILE *f) {
             "\n"
             "exit status: 0 done, whether or not anything differs; 1 a simulation\n"
             "failed; 2 bad usage, or a scenario or policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 /* Short forms for errors: the full help would bury the message. */
@@ -193,7 +196,8 @@ static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
           "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
+          "                           [--time-limit MS] [--cycle-budget SECONDS]\n"
+          "                           [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
@@ -201,6 +205,7 @@ static void brief_usage_simulate(FILE *f) {
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
           "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
+          "                           [--cycle-budget SECONDS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -208,7 +213,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                       [--time-limit MS]\n"
+          "                       [--time-limit MS] [--cycle-budget SECONDS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -397,6 +402,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--cycle-budget", &missing))) {
+            double secs;
+            if (parse_seconds(v, &secs) < 0 || secs <= 0)
+                return bad_usage(brief, "--cycle-budget: \"%s\" is not a positive number of seconds", v);
+            c->sim.cycle.cycle_budget = secs;
         } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
             uint64_t ms;
             if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
@@ -474,6 +484,7 @@ static int simulate(int argc, char **argv) {
         wo.policy_dir = dir;
         wo.sim = c.sim;
         wo.json = c.json;
+        wo.verbose = c.verbose;
         wo.max_runs = (int)c.max_runs;
         status = EXIT_FAILURE;
         if (us_watch_run(stdout, &wo, &err) < 0) {
@@ -781,8 +792,8 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "simulate")) return simulate(argc, argv);
     if (!strcmp(cmd, "check")) return check(argc, argv);
     if (!strcmp(cmd, "diff")) return diff(argc, argv);
-    if (!strcmp(cmd, "import")) return import(argc, argv);
     if (!strcmp(cmd, "serve")) return sv_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return import(argc, argv);
     if (cmd[0] == '-') return bad_usage(brief_usage, "unknown option %s", cmd);
     return bad_usage(brief_usage, "unknown command \"%s\"", cmd);
 }

@@ -889,6 +889,9 @@ static int take_room(ctx *c, us_use *u, int ni, const us_workload *w, int *slot,
         if (after.v[r] > n->cap.v[r])
             return failk(c, path, "node", "%s has not enough %s for its pre-existing pods%s",
                          quote(q, n->name), us_res_names[r], view);
+    if (us_req_is_fractional(w->request) && w->request.v[US_GPU] > US_GPU_UNIT)
+        return failk(c, path, "node", "no node can hold a pod of %s: it asks for more than one GPU "
+                     "but not whole ones", quote(q, w->name));
     if (!us_use_fits(u, n, w->request, *slot))
         return failk(c, path, "node", "%s has no GPU device left for this pod (a device in fractional "
                      "use is not free for a whole-GPU pod)%s", quote(q, n->name), view);

@@ -33,6 +33,10 @@ static int pick_slot(const us_use *u, const us_node *n, int64_t milli) {
 bool us_use_fits(const us_use *u, const us_node *n, us_res req, int slot) {
     if (req.v[US_CPU] > n->cap.v[US_CPU] - u->used.v[US_CPU]) return false;
     if (req.v[US_MEM] > n->cap.v[US_MEM] - u->used.v[US_MEM]) return false;
+    /* more than one GPU but not whole ones (a rule-breaking background
+     * workload may ask so) has no arrangement on devices: it fits nowhere,
+     * so no report can put such a pod on a node (found by fuzz_api) */
+    if (us_req_is_fractional(req) && req.v[US_GPU] > US_GPU_UNIT) return false;
     if (us_req_is_fractional(req)) {
         int64_t m = req.v[US_GPU];
         if (slot < 0) return pick_slot(u, n, m) >= 0;

@@ -273,6 +273,10 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     curl_easy_setopt(r->easy, CURLOPT_WRITEDATA, r);
     curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    /* a plain request that takes a minute has failed; a watch lives as long
+     * as the server keeps it (its timeoutSeconds), kept alive by TCP */
+    if (!data) curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, 60000L);
+    curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, method);
     if (h->cfg.insecure) {

@@ -1,10 +1,10 @@
 /*
  * serve.c — `understory serve`: the engine as the scheduler of a real
  * Kubernetes cluster (../shared/KUBERNETES.md).  This stage connects
- * (kubeconfig or in-cluster), keeps the cluster's nodes in view with an
- * informer, and feeds them to an engine through the public API only
- * (bindings/understory.h, the scenario format's node objects), logging
- * each node as the engine then sees it.  It writes nothing to the cluster
+ * (kubeconfig or in-cluster), keeps the cluster's nodes and KAI's queues
+ * in view with informers, and feeds them to an engine through the public
+ * API only (bindings/understory.h, the scenario format's objects), logging
+ * each as the engine then takes it.  It writes nothing to the cluster
  * yet.  One libuv loop runs everything; SIGINT/SIGTERM stop it.
  */
 #include "serve.h"
@@ -19,6 +19,7 @@
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
+#include "queues.h"
 #include "understory.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -27,7 +28,8 @@
 typedef struct serve {
     us_engine *engine;
     sv_http *http;
-    sv_informer *nodes;
+    sv_informer *nodes, *queues;
+    sv_queues *queue_map;
     uv_signal_t sigint, sigterm;
     int status;
 } serve;
@@ -35,9 +37,9 @@ typedef struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME]\n"
           "\n"
-          "Connect to a Kubernetes API server and keep its nodes in an engine's view,\n"
-          "logging each node as the engine sees it (this stage writes nothing to the\n"
-          "cluster).\n"
+          "Connect to a Kubernetes API server and keep its nodes and KAI queues in an\n"
+          "engine's view, logging each as the engine takes it (this stage writes\n"
+          "nothing to the cluster).\n"
           "\n"
           "options:\n"
           "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
@@ -156,13 +158,26 @@ static void on_synced(void *ud) {
     fflush(stdout);
 }
 
+static void on_queues_synced(void *ud) {
+    serve *s = ud;
+    printf("queues synced: %zu in the engine, %zu waiting for a parent\n",
+           us_engine_queue_count(s->engine), sv_queues_waiting(s->queue_map));
+    fflush(stdout);
+}
+
+static void on_queue(void *ud, sv_event ev, const cJSON *obj) {
+    serve *s = ud;
+    sv_queues_event(s->queue_map, ev, obj);
+}
+
 static void close_handle(uv_handle_t *h) { (void)h; }
 
 static void on_signal(uv_signal_t *sig, int signum) {
     serve *s = sig->data;
     (void)signum;
     sv_informer_stop(s->nodes);
-    s->nodes = NULL;
+    sv_informer_stop(s->queues);
+    s->nodes = s->queues = NULL;
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
@@ -208,9 +223,14 @@ int sv_main(int argc, char **argv) {
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
-    if (!s.http || !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s))) {
+    if (!s.http || !(s.queue_map = sv_queues_new(s.engine)) ||
+        !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
+        !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
+                                       on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
+        sv_informer_stop(s.nodes);
         sv_http_free(s.http);
+        sv_queues_free(s.queue_map);
         uv_run(loop, UV_RUN_DEFAULT);
         us_engine_destroy(s.engine);
         return 1;
@@ -222,6 +242,7 @@ int sv_main(int argc, char **argv) {
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+    sv_queues_free(s.queue_map);
     us_engine_destroy(s.engine);
     fprintf(stderr, "understory serve: stopped\n");
     return s.status;

@@ -3,6 +3,7 @@
  * header only: every call, read back; every error path with its code and
  * message; and that a refused call leaves the engine exactly as it was.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,16 @@ TEST(create_refuses_bad_options) {
     CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
     CHECK(e == NULL);
     CHECK_HAS(err.message, "options.long_grace");
+    us_engine_options_init(&o);
+    CHECK(o.cycle_budget == 0); /* the default: 5 s */
+    o.cycle_budget = -1;
+    e = (us_engine *)&o;
+    CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
+    CHECK(e == NULL);
+    CHECK_HAS(err.message, "options.cycle_budget: -1 is not a number of seconds >= 0");
+    o.cycle_budget = NAN;
+    CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
+    CHECK_HAS(err.message, "options.cycle_budget");
     us_engine_options_init(&o);
     o.policies = "/nonexistent/policies";
     CHECK(us_engine_create(&o, &e, &err) == US_EPOLICY);
@@ -915,6 +926,32 @@ TEST(invalid_utf8_refused_on_every_way_in) {
     us_engine_destroy(e);
 }
 
+/* A pod of a workload asking for more than one GPU but not whole ones
+ * (background work may ask so, and is then never scheduled) fits on no
+ * node: a report that one runs is refused, so no node holds an arrangement
+ * of devices that cannot exist (fuzz_api found the capacity invariant
+ * broken after such a report). */
+TEST(pod_of_a_fractional_multi_gpu_workload_fits_nowhere) {
+    us_engine *e = engine();
+    us_error err;
+    us_workload_spec w;
+    us_pod_spec pod = {"w-0", "w", "n1"};
+    if (!e) return;
+    CHECK(node(e, "n1", 3) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "bg";
+    w.labels = bg_label;
+    w.nlabels = 1;
+    w.requests = (us_resources){1.5, 100, 1 << 20};
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK); /* accepted, never scheduled */
+    REFUSED(e, us_engine_upsert_pod(e, &pod, &err), US_EINVAL,
+            "pod.node: \"n1\" has not enough gpu for pod \"w-0\"");
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    us_engine_destroy(e);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -1182,6 +1219,7 @@ int main(void) {
     RUN(every_call_from_the_callback_works_or_is_busy);
     RUN(callback_may_remove_or_replace_itself);
     RUN(invalid_utf8_refused_on_every_way_in);
+    RUN(pod_of_a_fractional_multi_gpu_workload_fits_nowhere);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);

@@ -47,3 +47,11 @@ run simulate "$TMP/bad-gpu.json"
 expect_status 2
 expect_stdout_empty
 expect_stderr_has "nodes[0].gpu"
+
+# A pre-existing pod of a workload asking for more than one GPU but not
+# whole ones (background work may ask so, and is never scheduled): no node
+# can hold it, and the message says why (found by fuzzing).
+run simulate tests/fuzz/corpus/scenario/regress-fractional-multi-gpu-pod.json
+expect_status 2
+expect_stdout_empty
+expect_stderr_has 'workloads[0].pods[0].node: no node can hold a pod of "w": it asks for more than one GPU but not whole ones'

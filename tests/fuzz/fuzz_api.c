@@ -172,6 +172,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             us_engine_on_event(e, mode ? on_event : NULL, &mode);
             break;
         }
+#ifdef FUZZ_TRACE /* to read a finding: cc -DFUZZ_TRACE, see docs/testing.md */
+        fprintf(stderr, "op %u k %u v %u now %g -> %d %s\n", op, k, v, now, rc,
+                rc == US_OK ? "" : err.message);
+#endif
         if (rc != US_OK && !err.message[0]) abort(); /* a refusal always says why */
     }
     us_engine_destroy(e);
