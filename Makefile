@@ -21,7 +21,9 @@ DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev l
 # Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
 # tests' control plane (tests/kube) needs certificates, health probes and
 # process groups.  Go itself is /usr/local/go on these machines.
-KUBE_PKGS := openssl curl procps util-linux libyaml-dev
+# serve's admin endpoint parses HTTP with http-parser; its metrics are
+# checked by a real Prometheus parser (tests/prom_check.py).
+KUBE_PKGS := openssl curl procps util-linux libyaml-dev libhttp-parser-dev python3-prometheus-client
 
 CC        ?= cc
 BUILD     ?= build/release
@@ -35,11 +37,13 @@ LIBS_PKG   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 WARN      := -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror
 # Hidden by default: the shared library and the Lua module export only what
 # is marked US_API (bindings/understory.h) or luaopen_understory.
-CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve
+CFLAGS    += $(WARN) $(OPT) -fPIC -fvisibility=hidden $(SANITIZE) $(CHECKS) $(CFLAGS_PKG) -Iengine -Ibindings -Iserve -Ikube
 LDFLAGS   += $(SANITIZE)
-LDLIBS    += $(LIBS_PKG) -lm
+# -lhttp_parser: serve's admin endpoint (Debian's libhttp-parser-dev has no .pc)
+LDLIBS    += $(LIBS_PKG) -lhttp_parser -lm
 
-ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
+# kube/: the Kubernetes object mapping, part of the library like the engine
+ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c)) $(wildcard kube/*.c)
 # The default policies compiled in (engine/policysrc.c), so that a policy
 # directory need hold only the files it changes.
 POLICY_FILES := policies/fairshare.lua policies/placement.lua policies/background.lua
@@ -76,7 +80,7 @@ libs: $(PUB_A) $(PUB_SO)
 understory: $(BUILD)/understory
 	cp $< $@
 
-$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h)
+$(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h kube/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c $< -o $@
 

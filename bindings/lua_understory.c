@@ -26,6 +26,9 @@
  *                 (docs/scheduling.md); a violation raises an error naming
  *                 the invariant, the cycle and the objects
  *   time_limit    wall-clock milliseconds a policy call may take (500)
+ *   cycle_budget  wall-clock seconds a whole cycle's policy calls may run to;
+ *                 past it the rest of the cycle uses the built-in policies,
+ *                 with a PolicyFailed warning (5)
  *
  * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
@@ -280,7 +283,8 @@ static bool push_json(lua_State *L, const cJSON *v, int depth) {
 /* ---- simulate ---------------------------------------------------------------- */
 
 static const char *const opt_names[] = {"policies", "plain_ties", "long_grace", "instructions",
-                                        "memory", "check_invariants", "time_limit", NULL};
+                                        "memory", "check_invariants", "time_limit", "cycle_budget",
+                                        NULL};
 
 /* Reads opts (stack index idx) into o; returns the policies directory or
  * NULL.  The directory string stays on the stack, so it outlives the call. */
@@ -296,7 +300,7 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         for (int i = 0; k && opt_names[i]; i++) known |= strcmp(k, opt_names[i]) == 0;
         if (!known)
             luaL_error(L, "opts.%s: unknown option (known: policies, plain_ties, long_grace, "
-                          "instructions, memory, check_invariants, time_limit)",
+                          "instructions, memory, check_invariants, time_limit, cycle_budget)",
                        k ? k : luaL_typename(L, -1));
     }
 
@@ -328,6 +332,15 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         if (!lua_isinteger(L, -1) || lua_tointeger(L, -1) <= 0)
             luaL_error(L, "opts.instructions: expected a positive integer");
         o->limits.instructions = (uint64_t)lua_tointeger(L, -1);
+    }
+    lua_pop(L, 1);
+
+    lua_getfield(L, idx, "cycle_budget");
+    if (!lua_isnil(L, -1)) {
+        if (lua_type(L, -1) != LUA_TNUMBER || !(lua_tonumber(L, -1) > 0) ||
+            !isfinite(lua_tonumber(L, -1)))
+            luaL_error(L, "opts.cycle_budget: expected a positive number of seconds");
+        o->cycle.cycle_budget = lua_tonumber(L, -1);
     }
     lua_pop(L, 1);
 
@@ -525,6 +538,7 @@ static int l_engine(lua_State *L) {
     o.instructions = so.limits.instructions;
     o.memory = so.limits.memory;
     o.time_limit_ms = so.limits.time_ms;
+    o.cycle_budget = so.cycle.cycle_budget;
     lengine *le = lua_newuserdatauv(L, sizeof *le, 1);
     le->e = NULL;
     luaL_setmetatable(L, ENGINE_MT);

@@ -172,6 +172,12 @@ typedef struct us_engine_options {
     /* Wall-clock milliseconds one policy call may take; 0: the default
      * (500).  A call past it is cut off like one past its instructions. */
     unsigned long time_limit_ms;
+    /* Wall-clock seconds one us_engine_run_cycle's policy calls may run
+     * to; 0: the default (5).  Past it, a call still running is cut off
+     * and the rest of the cycle uses the built-in policies, with a Warning
+     * event PolicyFailed (annotation cycle-budget) naming the policy file
+     * and the budget.  Negative or not finite: US_EINVAL. */
+    double cycle_budget;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */

@@ -204,6 +204,9 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     if (!isfinite(o->long_grace) || o->long_grace < 0)
         return fail(err, US_EINVAL, "options.long_grace: %g is not a number of seconds >= 0",
                     o->long_grace);
+    if (!isfinite(o->cycle_budget) || o->cycle_budget < 0)
+        return fail(err, US_EINVAL, "options.cycle_budget: %g is not a number of seconds >= 0",
+                    o->cycle_budget);
     if (!(e = calloc(1, sizeof *e))) return nomem(err);
     us_state_init(&e->st);
     us_cycle_log_init(&e->log);
@@ -215,6 +218,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
     e->limits.time_ms = o->time_limit_ms;
+    if (o->cycle_budget > 0) e->copts.cycle_budget = o->cycle_budget;
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;

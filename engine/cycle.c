@@ -34,6 +34,7 @@ void us_cycle_opts_default(us_cycle_opts *o) {
     o->long_grace = 30;
     o->profile = NULL;
     o->score_cache = true;
+    o->cycle_budget = US_CYCLE_BUDGET;
 #ifdef US_CHECK_INVARIANTS
     o->check_invariants = true;
 #else
@@ -76,12 +77,13 @@ static int collect_pools(const us_state *st, const char ***out, size_t *n) {
 
 static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
                     const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
-                    us_cycle_counts *counts, us_inv *inv, us_err *err) {
+                    us_cycle_counts *counts, us_inv *inv, us_cycle_budget *budget, us_err *err) {
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
     double t0 = o->profile ? us_cycle_clock() : 0;
     if (us_plan_snapshot(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
+    p.budget = budget;
     if (o->profile) o->profile->snapshot += us_cycle_clock() - t0;
     STEP(o, eviction, us_plan_evict_background(&p) < 0 ? us_err_nomem(err) : 0);
     STEP(o, fairshare, us_fairshare_compute(&p, err));
@@ -314,8 +316,11 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         goto out;
     }
     rc = 0;
+    /* one budget for the whole cycle, every pool and policy file */
+    us_cycle_budget budget = {o->cycle_budget, us_cycle_clock() + o->cycle_budget, false};
     for (size_t i = 0; i < npools && rc == 0; i++)
-        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL, err);
+        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL,
+                      &budget, err);
     if (rc < 0) goto out;
     if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0 || take_policy_log(pol, log) < 0) {
         rc = us_err_nomem(err);
@@ -323,6 +328,8 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     }
     if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);
 out:
+    /* the cycle's deadline binds no call made outside it */
+    for (us_policy *v = pol; v; v = us_policy_previous(v)) us_policy_set_cycle_deadline(v, 0, 0);
     free(pools);
     free(own);
     us_inv_free(&inv);

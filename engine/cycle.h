@@ -46,7 +46,16 @@ typedef struct us_cycle_opts {
      * fails the cycle with an error naming it.  On by default in builds
      * with US_CHECK_INVARIANTS defined (the sanitizer flavour of make test). */
     bool check_invariants;
+    /* Seconds of wall clock a whole cycle may spend before its policies are
+     * no longer asked: past it, a call running is cut off and the rest of
+     * the cycle uses the built-in policies, with a Warning event naming the
+     * policy and the budget (a policy legal call by call can still be slow
+     * over a cycle: one call per node class times many classes).  0: no
+     * budget.  Default US_CYCLE_BUDGET. */
+    double cycle_budget;
 } us_cycle_opts;
+
+#define US_CYCLE_BUDGET 5.0
 
 void us_cycle_opts_default(us_cycle_opts *o);
 

@@ -127,6 +127,11 @@ int us_fairshare_compute(us_plan *p, us_err *err) {
     for (us_policy *v = p->pol; v && !done && rc == 0; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
+        int may = us_plan_policy_may_run(p, v, "fairshare.lua");
+        if (may <= 0) {  /* the cycle's budget is spent: the built-in decides */
+            rc = may;
+            break;
+        }
         double t0 = us_plan_policy_start(p);
         int prc = us_policy_fairshare(v, &in, p->fair, &perr);
         us_plan_policy_done(p, t0, 1);

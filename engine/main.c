@@ -4,7 +4,8 @@
  *
  * Owns only argument parsing, locating files and the exit status.  It must
  * never schedule, interpret a scenario or format output itself; those belong
- * to scenario.c, sim.c, output.c, check.c, diff.c and watch.c.
+ * to scenario.c, sim.c, output.c, check.c, diff.c and watch.c, and the
+ * reading of Kubernetes objects to kube/objects.c.
  *
  * Exit status: 0 success; 1 the simulation or its output failed, or (check)
  * a policy failed a check; 2 bad usage, a scenario that does not load, or
@@ -23,6 +24,8 @@
 #include "check.h"
 #include "diff.h"
 #include "figures.h"
+#include "objects.h"
+#include "readfile.h"
 #include "output.h"
 #include "policy.h"
 #include "report.h"
@@ -46,8 +49,11 @@ static void usage(FILE *f) {
           "  diff --from DIR --to DIR FILE\n"
           "                   run two policy versions on one scenario and show the\n"
           "                   decisions and summary figures that differ\n"
-          "  serve            connect to a Kubernetes cluster and keep its nodes in\n"
-          "                   the engine's view (README: Kubernetes)\n"
+          "  serve            connect to a Kubernetes cluster and keep its nodes and\n"
+          "                   queues in the engine's view (README: Kubernetes)\n"
+          "  import FILE      turn a Kubernetes List (kubectl get nodes,pods,namespaces,\n"
+          "                   queues,podgroups,priorityclasses -A -o json) into a\n"
+          "                   scenario document on stdout\n"
           "\n"
           "options:\n"
           "  -h, --help       show this help\n"
@@ -73,7 +79,10 @@ static void usage(FILE *f) {
     "  --memory BYTES        Lua heap the policies may use, in bytes or as a\n"          \
     "                        quantity such as 64Mi (default 64Mi)\n"                    \
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
-    "                        (default 500)\n"
+    "                        (default 500)\n"                                           \
+    "  --cycle-budget SECONDS  wall-clock seconds a whole cycle's policy calls may\n"  \
+    "                        run to; past it the rest of the cycle uses the\n"          \
+    "                        built-in policies, with a warning (default %g)\n"
 
 /* The line after an error in a scenario's content: where the format is. */
 #define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
@@ -119,7 +128,7 @@ static void usage_simulate(FILE *f) {
             "\n"
             "exit status: 0 done; 1 the simulation failed; 2 bad usage, or a scenario or\n"
             "policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_check(FILE *f) {
@@ -146,7 +155,7 @@ static void usage_check(FILE *f) {
             "\n"
             "exit status: 0 every check passed; 1 a check failed; 2 bad usage, or a\n"
             "scenario that does not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 static void usage_diff(FILE *f) {
@@ -170,7 +179,7 @@ static void usage_diff(FILE *f) {
             "\n"
             "exit status: 0 done, whether or not anything differs; 1 a simulation\n"
             "failed; 2 bad usage, or a scenario or policies that do not load.\n",
-            d.cycle.long_grace);
+            d.cycle.long_grace, d.cycle.cycle_budget);
 }
 
 /* Short forms for errors: the full help would bury the message. */
@@ -187,7 +196,8 @@ static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
           "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
+          "                           [--time-limit MS] [--cycle-budget SECONDS]\n"
+          "                           [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
           f);
 }
@@ -195,6 +205,7 @@ static void brief_usage_simulate(FILE *f) {
 static void brief_usage_check(FILE *f) {
     fputs("usage: understory check DIR [--scenario FILE] [--plain-ties] [--long-grace SECONDS]\n"
           "                           [--instructions N] [--memory BYTES] [--time-limit MS]\n"
+          "                           [--cycle-budget SECONDS]\n"
           "Run 'understory check --help' for what each option does.\n",
           f);
 }
@@ -202,7 +213,7 @@ static void brief_usage_check(FILE *f) {
 static void brief_usage_diff(FILE *f) {
     fputs("usage: understory diff --from DIR --to DIR FILE [--json] [--plain-ties]\n"
           "                       [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
-          "                       [--time-limit MS]\n"
+          "                       [--time-limit MS] [--cycle-budget SECONDS]\n"
           "Run 'understory diff --help' for what each option does.\n",
           f);
 }
@@ -391,6 +402,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((v = opt_value(argc, argv, &i, "--instructions", &missing))) {
             if (parse_count(v, &c->sim.limits.instructions) < 0)
                 return bad_usage(brief, "--instructions: \"%s\" is not a positive integer", v);
+        } else if ((v = opt_value(argc, argv, &i, "--cycle-budget", &missing))) {
+            double secs;
+            if (parse_seconds(v, &secs) < 0 || secs <= 0)
+                return bad_usage(brief, "--cycle-budget: \"%s\" is not a positive number of seconds", v);
+            c->sim.cycle.cycle_budget = secs;
         } else if ((v = opt_value(argc, argv, &i, "--time-limit", &missing))) {
             uint64_t ms;
             if (parse_count(v, &ms) < 0 || ms > ULONG_MAX)
@@ -468,6 +484,7 @@ static int simulate(int argc, char **argv) {
         wo.policy_dir = dir;
         wo.sim = c.sim;
         wo.json = c.json;
+        wo.verbose = c.verbose;
         wo.max_runs = (int)c.max_runs;
         status = EXIT_FAILURE;
         if (us_watch_run(stdout, &wo, &err) < 0) {
@@ -621,6 +638,146 @@ cleanup:
     return status;
 }
 
+static void usage_import(FILE *f) {
+    fputs("usage: understory import FILE [--scheduler-name NAME]\n"
+          "\n"
+          "Read FILE (- for standard input), the List that\n"
+          "  kubectl get nodes,pods,namespaces,queues.scheduling.run.ai,\\\n"
+          "    podgroups.scheduling.run.ai,priorityclasses -A -o json\n"
+          "prints, and write the cluster as a scenario document on stdout, for\n"
+          "understory simulate and understory diff (docs/kubernetes-import.md).\n"
+          "\n"
+          "options:\n"
+          "  --scheduler-name NAME  the spec.schedulerName of the pods understory\n"
+          "                         schedules (default " KUBE_DEFAULT_SCHEDULER "); other pods are\n"
+          "                         external workloads that hold their room\n"
+          "  -h, --help             show this help\n"
+          "\n"
+          "exit status: 0 done; 1 out of memory or output failed; 2 bad usage, or a\n"
+          "file that is not such a List (the message names the JSON path).\n",
+          f);
+}
+
+static void brief_usage_import(FILE *f) {
+    fputs("usage: understory import FILE [--scheduler-name NAME]\n"
+          "Run 'understory import --help' for details.\n",
+          f);
+}
+
+/* All of f into a malloc'd, NUL-terminated buffer of at most max bytes;
+ * 0, or -1 with why filled. */
+static int read_stream(FILE *f, size_t max, char **buf, size_t *len, char *why, size_t nwhy) {
+    size_t cap = 1 << 16, n = 0;
+    char *b = malloc(cap + 1);
+    *buf = NULL;
+    if (!b) goto nomem;
+    for (;;) {
+        size_t k = fread(b + n, 1, cap - n, f);
+        n += k;
+        if (k == 0) break;
+        if (n == cap) {
+            char *nb;
+            if (cap >= max) {
+                snprintf(why, nwhy, "larger than %zu bytes", max);
+                free(b);
+                return -1;
+            }
+            cap *= 2;
+            if (!(nb = realloc(b, cap + 1))) goto nomem;
+            b = nb;
+        }
+    }
+    if (ferror(f)) {
+        snprintf(why, nwhy, "cannot read: %s", strerror(errno));
+        free(b);
+        return -1;
+    }
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return 0;
+nomem:
+    free(b);
+    snprintf(why, nwhy, "out of memory");
+    return -1;
+}
+
+/* understory import FILE: a Kubernetes List to a scenario document.  The
+ * document is loaded back before it is printed, so what is printed runs. */
+static int import(int argc, char **argv) {
+    const char *file = NULL, *sched = NULL;
+    char *text = NULL, *out = NULL, why[256];
+    size_t len = 0;
+    cJSON *list = NULL, *doc = NULL;
+    kube_cluster kc;
+    us_scenario sc;
+    us_err err = {0};
+    int status = EXIT_USAGE;
+    memset(&kc, 0, sizeof kc);
+    memset(&sc, 0, sizeof sc);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage_import(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--scheduler-name")) {
+            if (i + 1 >= argc || !*argv[i + 1]) return bad_usage(brief_usage_import, "%s: needs a name", a);
+            sched = argv[++i];
+        } else if (!strncmp(a, "--scheduler-name=", 17)) {
+            if (!a[17]) return bad_usage(brief_usage_import, "%s: needs a name", "--scheduler-name");
+            sched = a + 17;
+        } else if (a[0] == '-' && a[1]) {
+            return bad_usage(brief_usage_import, "unknown option %s", a);
+        } else if (file) {
+            return bad_usage(brief_usage_import, "import: %s", "one FILE only");
+        } else {
+            file = a;
+        }
+    }
+    if (!file) return bad_usage(brief_usage_import, "%s", "import: missing the FILE");
+    if (!strcmp(file, "-")) {
+        /* kubectl get ... -o json | understory import - */
+        if (read_stream(stdin, (size_t)1 << 31, &text, &len, why, sizeof why) < 0) {
+            fprintf(stderr, "understory: standard input: %s\n", why);
+            goto cleanup;
+        }
+        file = "standard input";
+    } else if (us_read_regular(file, (size_t)1 << 31, &text, &len, why, sizeof why) < 0) {
+        fprintf(stderr, "understory: %s: %s\n", file, why);
+        goto cleanup;
+    }
+    if (!(list = cJSON_ParseWithLength(text, len))) {
+        const char *at = cJSON_GetErrorPtr();
+        fprintf(stderr, "understory: %s: not JSON (at byte %td)\n", file, at && at >= text ? at - text : (ptrdiff_t)0);
+        goto cleanup;
+    }
+    const char *base = strrchr(file, '/');
+    kube_opts ko = {sched, base ? base + 1 : file, 0};
+    if (kube_cluster_from_list(list, &kc, &err) < 0 || kube_scenario(&kc, &ko, &doc, &err) < 0) {
+        fprintf(stderr, "understory: %s: %s\n", file, err.msg);
+        if (err.code == US_ENOMEM) status = EXIT_FAILURE;
+        goto cleanup;
+    }
+    status = EXIT_FAILURE;
+    if (!(out = cJSON_Print(doc))) goto cleanup;
+    if (us_scenario_load_string(&sc, out, strlen(out), NULL, &err) < 0) {
+        fprintf(stderr, "understory: %s: the imported scenario does not load: %s\n", file, err.msg);
+        status = err.code == US_ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
+        goto cleanup;
+    }
+    us_scenario_free(&sc);
+    if (puts(out) == EOF || fflush(stdout) != 0) goto cleanup;
+    status = 0;
+cleanup:
+    kube_cluster_free(&kc);
+    cJSON_Delete(doc);
+    cJSON_Delete(list);
+    free(out);
+    free(text);
+    return status;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) return bad_usage(brief_usage, "%s", "missing a command");
     const char *cmd = argv[1];
@@ -636,6 +793,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check")) return check(argc, argv);
     if (!strcmp(cmd, "diff")) return diff(argc, argv);
     if (!strcmp(cmd, "serve")) return sv_main(argc - 1, argv + 1);
+    if (!strcmp(cmd, "import")) return import(argc, argv);
     if (cmd[0] == '-') return bad_usage(brief_usage, "unknown option %s", cmd);
     return bad_usage(brief_usage, "unknown command \"%s\"", cmd);
 }

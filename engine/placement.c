@@ -72,6 +72,16 @@ static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *sc
     /* a version that fails is not asked again this cycle */
     while (p->score_pol && !scored) {
         us_err perr = {0};
+        int may = us_plan_policy_may_run(p, p->score_pol, "placement.lua");
+        if (may < 0) {
+            rc = us_err_nomem(err);
+            goto done;
+        }
+        if (may == 0) {  /* the cycle's budget is spent: built-in scores from here on */
+            p->score_pol = NULL;
+            if (p->classes) us_classes_clear_scores(p->classes);
+            break;
+        }
         double t0 = us_plan_policy_start(p);
         int prc = us_policy_score(p->score_pol, &pv, views, n, scores, &perr);
         us_plan_policy_done(p, t0, n);

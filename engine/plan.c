@@ -13,6 +13,7 @@
 #include "nodelabels.h"
 #include "sort.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,10 +316,48 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
     return US_WHY_NONE;
 }
 
+static bool budget_spent(const us_plan *p) {
+    return p->budget && p->budget->seconds > 0 &&
+           (p->budget->spent || us_cycle_clock() >= p->budget->deadline);
+}
+
+int us_plan_policy_may_run(us_plan *p, us_policy *pol, const char *file) {
+    if (!p->budget || p->budget->seconds <= 0) {
+        us_policy_set_cycle_deadline(pol, 0, 0);
+        return 1;
+    }
+    if (p->budget->spent) return 0;
+    if (!budget_spent(p)) {
+        us_policy_set_cycle_deadline(pol, p->budget->deadline, p->budget->seconds);
+        return 1;
+    }
+    p->budget->spent = true;
+    char secs[32];
+    snprintf(secs, sizeof secs, "%g", p->budget->seconds);
+    const char *ann[] = {"policy", file, "policy-id", us_policy_id(pol), "pool", p->pool,
+                         "cycle-budget", secs, NULL};
+    if (us_log_event(p->log, "Warning", "PolicyFailed", file, ann,
+                     "%s: cycle budget exceeded (%s s) before version %s was asked; the rest of "
+                     "this cycle uses the built-in policies", file, secs, us_policy_id(pol)) < 0)
+        return -1;
+    return 0;
+}
+
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
                          const char *what) {
     const char *ann[] = {"policy", file, "policy-id", us_policy_id(pol), "pool", p->pool, NULL};
     us_policy *prev = us_policy_previous(pol);
+    if (budget_spent(p) && !p->budget->spent) {
+        /* the cycle's budget ran out: no version is asked again this cycle */
+        char secs[32];
+        snprintf(secs, sizeof secs, "%g", p->budget->seconds);
+        const char *bann[] = {"policy", file, "policy-id", us_policy_id(pol), "pool", p->pool,
+                              "cycle-budget", secs, NULL};
+        p->budget->spent = true;
+        return us_log_event(p->log, "Warning", reason, file, bann,
+                            "%s; the cycle budget (%s s) is spent, so the rest of this cycle uses "
+                            "the built-in policies", what, secs);
+    }
     if (prev)
         return us_log_event(p->log, "Warning", reason, file, ann,
                             "%s; this cycle uses the previous version (%s) instead", what,

@@ -24,6 +24,14 @@ enum {
     US_PF_HELD = 4       /* counted in the AI view at snapshot (running/pipelined AI) */
 };
 
+/* The time budget of one cycle (us_cycle_opts.cycle_budget), shared by
+ * the plans of its pools. */
+typedef struct us_cycle_budget {
+    double seconds;      /* 0: none */
+    double deadline;     /* us_cycle_clock() time it runs out */
+    bool spent;          /* said so: no policy is asked again this cycle */
+} us_cycle_budget;
+
 typedef struct us_undo {
     int pod;
     int flag;            /* US_PF_NEW or US_PF_VICTIM */
@@ -86,6 +94,7 @@ typedef struct us_plan {
     bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
                                  moves to the previous version when one fails */
+    us_cycle_budget *budget;  /* the cycle's time budget; NULL: none */
 
     /* placement.c's scratch, grown as needed and reused pod after pod: the
      * candidate classes, their members, scores, the ones not cached yet */
@@ -128,6 +137,12 @@ us_why us_plan_queue_admits(const us_plan *p, int q, us_res req, bool nonpreempt
  * file naming the version and what the cycle uses instead. */
 int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const char *file,
                          const char *what);
+
+/* May version pol be asked now?  1: yes, and none of its calls runs past
+ * the cycle's deadline; 0: the cycle's time budget is spent, so the rest of
+ * the cycle uses the built-in policies (the first time, a Warning event
+ * PolicyFailed on file names pol and the budget); -1: out of memory. */
+int us_plan_policy_may_run(us_plan *p, us_policy *pol, const char *file);
 
 /* Profiling of policy calls: t0 = us_plan_policy_start(p) before a call,
  * us_plan_policy_done(p, t0, lua_calls) after it (no-ops unless profiling). */

@@ -76,6 +76,10 @@ struct us_policy {
     uint64_t steps, step_limit;
     unsigned long time_ms;  /* wall-clock milliseconds a call may take */
     double deadline;        /* of the current call, on the monotonic clock */
+    double cycle_deadline;  /* the cycle's (us_policy_set_cycle_deadline); 0: none */
+    double cycle_budget;    /* its length in seconds, for messages */
+    bool capped;            /* the current call's deadline is the cycle's */
+    bool cut_by_cycle;      /* ... and the cycle's deadline is what ran out */
     bool cut;               /* a budget ran out during this call */
     bool cut_by_time;       /* ... the time budget */
     char cut_at[LUA_IDSIZE + 24];  /* "file:line" where it ran out */
@@ -135,7 +139,10 @@ static double now_seconds(void) {
 
 /* The message of a spent budget, pushed on L. */
 static void push_cut_message(lua_State *L, const us_policy *p) {
-    if (p->cut_by_time)
+    if (p->cut_by_cycle)
+        lua_pushfstring(L, "%s: cycle time budget exceeded (%f s)%s", p->cut_at, (lua_Number)p->cycle_budget,
+                        p->cut_in);
+    else if (p->cut_by_time)
         lua_pushfstring(L, "%s: time budget exceeded (%I ms)%s", p->cut_at, (lua_Integer)p->time_ms,
                         p->cut_in);
     else
@@ -163,6 +170,7 @@ static void cut(us_policy *p, lua_State *L, int lv, bool by_time) {
     lua_Debug ar;
     p->cut = true;
     p->cut_by_time = by_time;
+    p->cut_by_cycle = by_time && p->capped;
     snprintf(p->cut_at, sizeof p->cut_at, "?");
     for (; lua_getstack(L, lv, &ar); lv++)
         if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
@@ -246,6 +254,9 @@ static int fault(task *t, lua_State *co, int st, const char *what) {
     else snprintf(pos, sizeof pos, "%s", t->file);
 
     if (p->cut) {
+        if (p->cut_by_cycle)
+            return us_err_set(t->err, US_EPOLICY, "%s: cycle time budget exceeded (%g s)%s", p->cut_at,
+                              p->cycle_budget, p->cut_in);
         if (p->cut_by_time)
             return us_err_set(t->err, US_EPOLICY, "%s: time budget exceeded (%lu ms)%s", p->cut_at,
                               p->time_ms, p->cut_in);
@@ -303,6 +314,8 @@ static int invoke(task *t, lua_State *L, lua_State *co, int nargs, const char *w
     p->cut_in[0] = '\0';
     p->mem_hit = false;
     p->deadline = now_seconds() + (double)p->time_ms / 1000.0;
+    p->capped = p->cycle_deadline > 0 && p->cycle_deadline < p->deadline;
+    if (p->capped) p->deadline = p->cycle_deadline;
     lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
     st = lua_resume(co, L, nargs, &nres);
     if (st != LUA_OK || p->cut) return fault(t, co, st, what);
@@ -867,7 +880,14 @@ static int sb_require(lua_State *L) {
     lua_pushvalue(L, 1);
     lua_pushboolean(L, 0);
     lua_rawset(L, 2); /* loading */
-    lua_call(L, 0, 1);
+    if (lua_pcall(L, 0, 1, 0) != LUA_OK) {
+        /* not loaded: the next require runs it again (and fails the same
+         * way) rather than reporting a loop */
+        lua_pushvalue(L, 1);
+        lua_pushnil(L);
+        lua_rawset(L, 2);
+        return lua_error(L);
+    }
     if (lua_isnil(L, -1)) {
         lua_pop(L, 1);
         lua_pushboolean(L, 1);
@@ -1221,6 +1241,11 @@ us_policy *us_policy_take_previous(us_policy *p) {
     us_policy *prev = p->previous;
     p->previous = NULL;
     return prev;
+}
+
+void us_policy_set_cycle_deadline(us_policy *p, double deadline, double budget) {
+    p->cycle_deadline = deadline;
+    p->cycle_budget = budget;
 }
 
 unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn) {

@@ -88,6 +88,12 @@ void us_policy_log_clear(us_policy *p);
  * (nodelabels.h).  Owned by p; *n is set, the array may be NULL when 0. */
 const char *const *us_policy_labels(const us_policy *p, size_t *n);
 
+/* No call of p runs past deadline (seconds on the monotonic clock,
+ * us_cycle_clock), the end of the cycle's time budget of budget seconds: a
+ * call still running then is cut off like one past its own time limit
+ * ("cycle time budget exceeded").  deadline 0: no such bound. */
+void us_policy_set_cycle_deadline(us_policy *p, double deadline, double budget);
+
 /* Seed math.random for a cycle, so runs stay deterministic. */
 void us_policy_seed(us_policy *p, uint64_t seed);
 

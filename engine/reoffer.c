@@ -335,6 +335,11 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
     for (us_policy *v = p->pol; v && !decided; v = us_policy_previous(v)) {
         us_err perr = {0};
         char why[512], what[700];
+        int may = us_plan_policy_may_run(p, v, "background.lua");
+        if (may <= 0) {  /* the cycle's budget is spent: the built-in decides */
+            rc = may;
+            break;
+        }
         memset(keep, 0, nkeep * sizeof *keep);
         double t0 = us_plan_policy_start(p);
         int prc = us_policy_reoffer(v, &in, keep, place, &perr);

@@ -1088,13 +1088,14 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
     if (get_enum(c, o, path, "controller", ctrl_names, 4, US_CTRL_NONE, "a controller", &ctrl) < 0)
         goto fail;
     w.controller = (us_controller)ctrl;
-    if (get_int(c, o, path, "replicas", 1, 1, MAX_REPLICAS, &w.replicas) < 0) goto fail;
+    /* an external workload may have no live pod (its last one terminates) */
+    if (get_int(c, o, path, "replicas", 1, w.external ? 0 : 1, MAX_REPLICAS, &w.replicas) < 0) goto fail;
     if (get_int(c, o, path, "min_member",
-                w.controller == US_CTRL_NONE || w.controller == US_CTRL_JOB ? w.replicas : 1, 1,
+                (w.controller == US_CTRL_NONE || w.controller == US_CTRL_JOB) && w.replicas > 0 ? w.replicas : 1, 1,
                 MAX_REPLICAS, &w.min_member) < 0)
         goto fail;
     /* a daemonset's size is its matching nodes, unknown until it runs */
-    if (w.controller != US_CTRL_DAEMONSET && w.min_member > w.replicas) {
+    if (w.controller != US_CTRL_DAEMONSET && !w.external && w.min_member > w.replicas) {
         failk(c, path, "min_member", "%d is more than replicas (%d)", w.min_member, w.replicas);
         goto fail;
     }
@@ -1313,6 +1314,10 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
         us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
         goto fail;
     }
+    /* the tree holds its own copies: the text goes now, not after the
+     * state is built (at 130,000 nodes it is 80 MB of the peak) */
+    free(buf);
+    buf = NULL;
     if (!cJSON_IsObject(root)) {
         us_err_set(err, US_EINVAL, "the document must be a JSON object, not %s", tname(root));
         goto fail;

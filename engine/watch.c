@@ -237,7 +237,7 @@ static void run_once(watch *w) {
     if (!w->last_run) {
         /* the first run that works: the whole account, as simulate prints it */
         int rc = o->json ? us_output_json(f, &res, &sc.state, &err)
-                         : us_output_text(f, &res, &sc.state, &err);
+                         : us_output_account(f, &res, &sc.state, o->verbose, &err);
         if (us_diff_capture(&cur, &res, &sc.state, o->policy_dir, &err) < 0 || rc < 0) {
             fatal(w, &err);
             goto cleanup;

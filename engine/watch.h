@@ -26,6 +26,7 @@ typedef struct us_watch_opts {
     const char *policy_dir;     /* NULL: the built-in C policies */
     us_sim_opts sim;
     bool json;                  /* JSON reports: the output document, then diff documents */
+    bool verbose;               /* text reports list every decision and pod */
     int max_runs;               /* stop after this many runs; 0: until a signal */
     unsigned debounce_ms;       /* 0: the default, 200 */
 } us_watch_opts;

@@ -1,10 +1,10 @@
 /*
  * serve.c — `understory serve`: the engine as the scheduler of a real
  * Kubernetes cluster (../shared/KUBERNETES.md).  This stage connects
- * (kubeconfig or in-cluster), keeps the cluster's nodes in view with an
- * informer, and feeds them to an engine through the public API only
- * (bindings/understory.h, the scenario format's node objects), logging
- * each node as the engine then sees it.  It writes nothing to the cluster
+ * (kubeconfig or in-cluster), keeps the cluster's nodes and KAI's queues
+ * in view with informers, and feeds them to an engine through the public
+ * API only (bindings/understory.h, the scenario format's objects), logging
+ * each as the engine then takes it.  It writes nothing to the cluster
  * yet.  One libuv loop runs everything; SIGINT/SIGTERM stop it.
  */
 #include "serve.h"
@@ -16,9 +16,12 @@
 #include <string.h>
 #include <uv.h>
 
+#include "admin.h"
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
+#include "queues.h"
+#include "monitor.h"
 #include "understory.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -27,26 +30,31 @@
 typedef struct serve {
     us_engine *engine;
     sv_http *http;
-    sv_informer *nodes;
+    sv_informer *nodes, *queues;
+    sv_queues *queue_map;
+    sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
     uv_signal_t sigint, sigterm;
     int status;
 } serve;
 
 static void usage(FILE *f) {
-    fputs("usage: understory serve [--kubeconfig FILE] [--context NAME]\n"
+    fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "\n"
-          "Connect to a Kubernetes API server and keep its nodes in an engine's view,\n"
-          "logging each node as the engine sees it (this stage writes nothing to the\n"
-          "cluster).\n"
+          "Connect to a Kubernetes API server and keep its nodes and KAI queues in an\n"
+          "engine's view, logging each as the engine takes it (this stage writes\n"
+          "nothing to the cluster).\n"
           "\n"
           "options:\n"
           "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
           "                     in-cluster service account)\n"
           "  --context NAME     a context of the kubeconfig (default: its current one)\n"
+          "  --admin-address HOST:PORT\n"
+          "                     serve /healthz, /readyz and /metrics there (default\n"
+          "                     " SV_ADMIN_DEFAULT_ADDRESS "; port 0: a free one, logged)\n"
           "  -h, --help         show this help\n"
           "\n"
-          "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage or no usable\n"
-          "configuration.\n",
+          "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
+          "configuration, or an admin address it cannot listen on.\n",
           f);
 }
 
@@ -156,21 +164,55 @@ static void on_synced(void *ud) {
     fflush(stdout);
 }
 
+static void on_queues_synced(void *ud) {
+    serve *s = ud;
+    printf("queues synced: %zu in the engine, %zu waiting for a parent\n",
+           us_engine_queue_count(s->engine), sv_queues_waiting(s->queue_map));
+    fflush(stdout);
+}
+
+static void on_queue(void *ud, sv_event ev, const cJSON *obj) {
+    serve *s = ud;
+    sv_queues_event(s->queue_map, ev, obj);
+}
+
 static void close_handle(uv_handle_t *h) { (void)h; }
 
 static void on_signal(uv_signal_t *sig, int signum) {
     serve *s = sig->data;
     (void)signum;
+    sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
+    s->monitor = NULL;
     sv_informer_stop(s->nodes);
-    s->nodes = NULL;
+    sv_informer_stop(s->queues);
+    s->nodes = s->queues = NULL;
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
     uv_close((uv_handle_t *)&s->sigterm, close_handle);
 }
 
+/* The admin endpoint on the loop, before anything connects: an address it
+ * cannot listen on is a configuration error.  0, or -1 with err. */
+static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err, size_t errlen) {
+    if (!(s->monitor = sv_monitor_start(loop, address, err, errlen))) return -1;
+    char shown[300];
+    const char *colon = strrchr(address, ':');
+    snprintf(shown, sizeof shown, "%.*s:%d", (int)(colon - address), address, sv_monitor_port(s->monitor));
+    fprintf(stderr, "understory serve: admin endpoint on http://%s\n", shown);
+    return 0;
+}
+
+/* What the admin endpoint reads: the client's requests and each informer
+ * (a new informer is one more call here). */
+static void watch_for_admin(serve *s) {
+    sv_monitor_watch_http(s->monitor, s->http);
+    sv_monitor_watch_informer(s->monitor, "nodes", s->nodes);
+    sv_monitor_watch_informer(s->monitor, "queues", s->queues);
+}
+
 int sv_main(int argc, char **argv) {
-    const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL;
+    const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
     char err[1024];
     sv_config cfg;
     serve s;
@@ -183,9 +225,12 @@ int sv_main(int argc, char **argv) {
             kubeconfig = argv[++i];
         } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
             context = argv[++i];
+        } else if (!strcmp(argv[i], "--admin-address") && i + 1 < argc) {
+            admin_address = argv[++i];
         } else {
             fprintf(stderr, "understory serve: %s %s\n",
-                    argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context"))
+                    argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
+                                              !strcmp(argv[i], "--admin-address"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -205,16 +250,31 @@ int sv_main(int argc, char **argv) {
         return 1;
     }
     uv_loop_t *loop = uv_default_loop();
+    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0) {
+        fprintf(stderr, "understory serve: %s\n", err);
+        sv_config_free(&cfg);
+        uv_run(loop, UV_RUN_DEFAULT); /* what was opened closes */
+        us_engine_destroy(s.engine);
+        return 2;
+    }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
-    if (!s.http || !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s))) {
+    if (!s.http || !(s.queue_map = sv_queues_new(s.engine)) ||
+        !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
+        !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
+                                       on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
+        sv_informer_stop(s.nodes);
+        sv_informer_stop(s.queues);
+        sv_monitor_close(s.monitor);
         sv_http_free(s.http);
+        sv_queues_free(s.queue_map);
         uv_run(loop, UV_RUN_DEFAULT);
         us_engine_destroy(s.engine);
         return 1;
     }
+    watch_for_admin(&s);
     uv_signal_init(loop, &s.sigint);
     uv_signal_init(loop, &s.sigterm);
     s.sigint.data = s.sigterm.data = &s;
@@ -222,6 +282,7 @@ int sv_main(int argc, char **argv) {
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+    sv_queues_free(s.queue_map);
     us_engine_destroy(s.engine);
     fprintf(stderr, "understory serve: stopped\n");
     return s.status;

@@ -3,12 +3,20 @@
  *
  * Generates a synthetic cluster deterministically from a seed, writes it as
  * a scenario document, loads it the way the CLI does, submits everything and
- * times one full scheduling cycle, phase by phase.  Each measurement runs in
- * a child process so that its peak memory is its own.  The same input is run
- * with the default Lua policies and with the same policies compiled in C,
- * side by side, so the figures that matter are ratios.
+ * times full scheduling cycles, phase by phase; then changes 1% of the pods
+ * (completes running AI deployments and submits new ones, half and half)
+ * and times the cycle that follows, the incremental cycle.  Each
+ * measurement runs in a child process so that its peak memory is its own.
+ * The same input is run with the default Lua policies and with the same
+ * policies compiled in C, side by side, so the figures that matter are
+ * ratios.
  *
  *   understory-bench [--nodes N[,N...]] [--seed S] [--policies DIR]
+ *                    [--shape plain|real|plain,real]
+ *                                     (node labels: a zone only, or as real
+ *                                     nodes carry them: a unique hostname,
+ *                                     an instance type and a zone; default
+ *                                     both)
  *                    [--cycles K]     (K cycles, 10 s apart; default 2)
  *                    [--repeat R]     (best of R runs each; default 3)
  *                    [--write FILE]   (write the scenario for N nodes, no run)
@@ -24,7 +32,9 @@
  *   - three background DaemonSets (a pod on every node) and background
  *     single-GPU burn-in pods in the gaps (2 on every node with room);
  *   - a backlog of pending AI work: N*4/5 single-GPU pods in 50-pod
- *     deployments and N/40 gangs of eight 8-GPU pods, over the 50 queues.
+ *     deployments and N/40 gangs of eight 8-GPU pods, over the 50 queues;
+ *   - N/400 + 1 deployments of 20 single-GPU pods held back (submit_at far
+ *     ahead) for the 1% change.
  * At 10,000 nodes that is about 105,000 pods, 10,000 of them pending AI.
  */
 #include <errno.h>
@@ -94,15 +104,24 @@ typedef struct podlist {
     int n;
 } podlist;
 
-static void generate(buf *b, int nodes, uint64_t seed) {
+/* real: label every node as a cloud provider does, with a unique hostname
+ * and an instance type besides the zone.  Nothing selects on them, so both
+ * shapes must decide the same; only what they cost may differ. */
+static void generate(buf *b, int nodes, uint64_t seed, bool real) {
     rng = seed;
     char q[64];
     put(b, "{\"name\": \"bench %d nodes\", \"cycle_interval\": 10, \"horizon\": 0,\n", nodes);
 
     put(b, "\"nodes\": [\n");
-    for (int i = 0; i < nodes; i++)
+    for (int i = 0; i < nodes; i++) {
         put(b, "%s{\"name\": \"node-%05d\", \"cpu\": 128, \"memory\": \"1Ti\", \"gpu\": 8, "
-               "\"labels\": {\"zone\": \"z%d\"}}\n", i ? "," : "", i, i % 4);
+               "\"labels\": {\"zone\": \"z%d\"", i ? "," : "", i, i % 4);
+        if (real)
+            put(b, ", \"kubernetes.io/hostname\": \"ip-10-%d-%d-%d.ec2.internal\", "
+                   "\"node.kubernetes.io/instance-type\": \"%s\"",
+                i >> 16, (i >> 8) & 255, i & 255, i % 3 ? "p4d.24xlarge" : "p5.48xlarge");
+        put(b, "}}\n");
+    }
     put(b, "],\n");
 
     /* queues: quotas add up to 70% of the GPUs */
@@ -213,6 +232,11 @@ static void generate(buf *b, int nodes, uint64_t seed) {
         put(b, ",{\"name\": \"new-gang-%d\", \"queue\": \"%s\", \"replicas\": 8, \"min_member\": 8, "
                "\"requests\": {\"gpu\": 8, \"cpu\": 64, \"memory\": \"512Gi\"}}\n",
             g, leaf((int)(next() % NLEAF), q, sizeof q));
+    /* held back for the 1% change (measure submits them) */
+    for (int d = 0; d < nodes / 400 + 1; d++)
+        put(b, ",{\"name\": \"inc-svc-%d\", \"queue\": \"%s\", \"controller\": \"deployment\", "
+               "\"replicas\": 20, \"submit_at\": 1e9, \"requests\": {\"gpu\": 1, \"cpu\": 8, "
+               "\"memory\": \"64Gi\"}}\n", d, leaf((d * 13) % NLEAF, q, sizeof q));
     put(b, "]}\n");
     free(gang_nodes);
     free(single_nodes);
@@ -229,6 +253,9 @@ typedef struct result {
     double next[MAXCYC];            /* the cycles after the first */
     us_cycle_profile next_prof[MAXCYC];
     int nnext;
+    double inc;                     /* the cycle after 1% of the pods changed */
+    us_cycle_profile inc_prof;
+    size_t changed;                 /* pods completed + pods submitted for it */
     size_t pods, pending_ai;
     long peak_kib;
     int ok;
@@ -239,10 +266,30 @@ static double now(void) { return us_cycle_clock(); }
 static int ncycles = 2;
 static int repeats = 3;
 
-static void measure(int nodes, uint64_t seed, const char *policies, result *r) {
+static bool has_prefix(const char *s, const char *p) { return strncmp(s, p, strlen(p)) == 0; }
+
+/* Change 1% of the pods at time t: complete running AI deployments and
+ * submit held-back ones, half of it each.  Returns the pods changed, or 0
+ * when the state refused (out of memory). */
+static size_t change_one_percent(us_state *st, double t) {
+    size_t target = st->npods / 200, done = 0, added = 0;
+    for (size_t w = 0; w < st->nworkloads && done < target; w++)
+        if (has_prefix(st->workloads[w].name, "run-svc-") && st->workloads[w].state == US_WL_ACTIVE) {
+            if (us_life_complete(st, (int)w, t) < 0) return 0;
+            done += (size_t)st->workloads[w].replicas;
+        }
+    for (size_t w = 0; w < st->nworkloads && added < target; w++)
+        if (has_prefix(st->workloads[w].name, "inc-svc-")) {
+            if (us_life_submit(st, (int)w, t) < 0) return 0;
+            added += (size_t)st->workloads[w].replicas;
+        }
+    return done + added;
+}
+
+static void measure(int nodes, uint64_t seed, bool real, const char *policies, result *r) {
     memset(r, 0, sizeof *r);
     buf b = {0};
-    generate(&b, nodes, seed);
+    generate(&b, nodes, seed, real);
     us_err err = {0};
     us_scenario sc;
     double t0 = now();
@@ -292,6 +339,19 @@ static void measure(int nodes, uint64_t seed, const char *policies, result *r) {
         r->nnext = k;
         us_cycle_log_free(&log);
     }
+    /* the incremental cycle: 1% of the pods changed since the last one */
+    if (r->ok) {
+        double t = 10.0 * ncycles;
+        r->changed = change_one_percent(st, t);
+        r->ok = r->changed > 0;
+        us_cycle_log_init(&log);
+        o.profile = &r->inc_prof;
+        if (pol) us_policy_seed(pol, (uint64_t)ncycles + 1);
+        t0 = now();
+        r->ok = r->ok && us_cycle_run(st, pol, t, &o, &log, NULL, NULL, &err) == 0;
+        r->inc = now() - t0;
+        us_cycle_log_free(&log);
+    }
     us_policy_free(pol);
     us_scenario_free(&sc);
     struct rusage ru;
@@ -299,7 +359,7 @@ static void measure(int nodes, uint64_t seed, const char *policies, result *r) {
     r->peak_kib = ru.ru_maxrss;
 }
 
-static int run_child(int nodes, uint64_t seed, const char *policies, result *r) {
+static int run_child(int nodes, uint64_t seed, bool real, const char *policies, result *r) {
     int fd[2];
     if (pipe(fd) < 0) return -1;
     pid_t pid = fork();
@@ -307,7 +367,7 @@ static int run_child(int nodes, uint64_t seed, const char *policies, result *r) 
     if (pid == 0) {
         close(fd[0]);
         result mine;
-        measure(nodes, seed, policies, &mine);
+        measure(nodes, seed, real, policies, &mine);
         ssize_t k = write(fd[1], &mine, sizeof mine);
         _exit(k == (ssize_t)sizeof mine ? 0 : 1);
     }
@@ -319,14 +379,23 @@ static int run_child(int nodes, uint64_t seed, const char *policies, result *r) 
     return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
 }
 
-/* The fastest of `repeats` runs, Lua and C runs interleaved by the caller:
- * on a shared machine the minimum is the figure least disturbed by others. */
-static int best_of(int nodes, uint64_t seed, const char *policies, result *best) {
+/* The fastest of `repeats` runs: on a shared machine the minimum is the
+ * figure least disturbed by others.  The first cycle and the one after the
+ * 1% change are each the fastest of their own. */
+static int best_of(int nodes, uint64_t seed, bool real, const char *policies, result *best) {
+    double inc = 0;
+    us_cycle_profile inc_prof;
     for (int k = 0; k < repeats; k++) {
         result r;
-        if (run_child(nodes, seed, policies, &r) < 0) return -1;
+        if (run_child(nodes, seed, real, policies, &r) < 0) return -1;
         if (k == 0 || r.cycle < best->cycle) *best = r;
+        if (k == 0 || r.inc < inc) {
+            inc = r.inc;
+            inc_prof = r.inc_prof;
+        }
     }
+    best->inc = inc;
+    best->inc_prof = inc_prof;
     return 0;
 }
 
@@ -347,6 +416,10 @@ static void print_row(const char *label, const result *r) {
         snprintf(name, sizeof name, "%s #%d", label, k + 2);
         print_cycle(name, r->next[k], &r->next_prof[k]);
     }
+    snprintf(name, sizeof name, "%s +1%%", label);
+    print_cycle(name, r->inc, &r->inc_prof);
+    printf("            (+1%%: the cycle after %zu pods changed: deployments completed and submitted)\n",
+           r->changed);
     printf("            peak memory %.0f MiB | scenario load %.3f s, submit %.3f s\n",
            r->peak_kib / 1024.0, r->load, r->submit);
 }
@@ -466,14 +539,28 @@ int main(int argc, char **argv) {
     int scale = 1000000;
     int sizes[16] = {1000, 5000, 10000};
     int nsizes = 3;
+    bool shapes[2] = {true, true};  /* plain, real */
     uint64_t seed = 42;
     const char *policies = "policies", *write_to = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
             nsizes = 0;
             for (char *s = argv[++i]; *s && nsizes < 16;) {
-                sizes[nsizes++] = (int)strtol(s, &s, 10);
+                long v = strtol(s, &s, 10);
+                if (v < 1 || v > 1000000 || (*s && *s != ',')) {
+                    fprintf(stderr, "understory-bench: --nodes: expected sizes like 1000,10000\n");
+                    return 2;
+                }
+                sizes[nsizes++] = (int)v;
                 if (*s == ',') s++;
+            }
+        } else if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            shapes[0] = strcmp(v, "plain") == 0 || strcmp(v, "plain,real") == 0 || strcmp(v, "real,plain") == 0;
+            shapes[1] = strcmp(v, "real") == 0 || strcmp(v, "plain,real") == 0 || strcmp(v, "real,plain") == 0;
+            if (!shapes[0] && !shapes[1]) {
+                fprintf(stderr, "understory-bench: --shape: expected plain, real or plain,real\n");
+                return 2;
             }
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             seed = strtoull(argv[++i], NULL, 10);
@@ -490,14 +577,15 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
             scale = atoi(argv[++i]);
         } else {
-            fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--seed S] [--policies DIR] "
-                            "[--cycles K] [--repeat R] [--write FILE] [--scale N]\n");
+            fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
+                            "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] "
+                            "[--scale N]\n");
             return 2;
         }
     }
     if (write_to) {
         buf b = {0};
-        generate(&b, sizes[0], seed);
+        generate(&b, sizes[0], seed, shapes[1] && !shapes[0]);
         FILE *f = fopen(write_to, "w");
         if (!f || fwrite(b.s, 1, b.n, f) != b.n || fclose(f) != 0) {
             fprintf(stderr, "understory-bench: %s: %s\n", write_to, strerror(errno));
@@ -507,27 +595,35 @@ int main(int argc, char **argv) {
         return 0;
     }
 
-    printf("understory benchmark: %d cycles, seed %llu, policies %s vs built-in C, best of %d runs\n",
-           ncycles, (unsigned long long)seed, policies, repeats);
-    double base = 0;
-    int base_nodes = 0, failed = 0;
-    for (int s = 0; s < nsizes; s++) {
-        result lua, c;
-        if (best_of(sizes[s], seed, policies, &lua) < 0 || best_of(sizes[s], seed, NULL, &c) < 0) {
-            printf("%d nodes: FAILED\n", sizes[s]);
-            failed = 1;
-            continue;
-        }
-        printf("\n%d nodes, %zu pods, %zu pending AI pods\n", sizes[s], lua.pods, lua.pending_ai);
-        print_row("lua", &lua);
-        print_row("c", &c);
-        printf("  lua / c cycle time: %.2fx\n", c.cycle > 0 ? lua.cycle / c.cycle : 0);
-        if (!base_nodes) {
-            base = lua.cycle;
-            base_nodes = sizes[s];
-        } else {
-            printf("  cost per node vs %d nodes: %.2fx (1.00 = linear)\n", base_nodes,
-                   (lua.cycle / sizes[s]) / (base / base_nodes));
+    printf("understory benchmark: %d cycles and one after a 1%% change, seed %llu, policies %s vs "
+           "built-in C, best of %d runs\n", ncycles, (unsigned long long)seed, policies, repeats);
+    int failed = 0;
+    for (int shape = 0; shape < 2; shape++) {
+        if (!shapes[shape]) continue;
+        const char *label = shape ? "real (unique hostname, instance type, zone)" : "plain (a zone)";
+        double base = 0;
+        int base_nodes = 0;
+        for (int s = 0; s < nsizes; s++) {
+            result lua, c;
+            if (best_of(sizes[s], seed, shape, policies, &lua) < 0 ||
+                best_of(sizes[s], seed, shape, NULL, &c) < 0) {
+                printf("%d nodes, %s labels: FAILED\n", sizes[s], label);
+                failed = 1;
+                continue;
+            }
+            printf("\n%d nodes, %zu pods, %zu pending AI pods, node labels %s\n", sizes[s], lua.pods,
+                   lua.pending_ai, label);
+            print_row("lua", &lua);
+            print_row("c", &c);
+            printf("  lua / c cycle time: %.2fx full (#1), %.2fx after the 1%% change (+1%%)\n",
+                   c.cycle > 0 ? lua.cycle / c.cycle : 0, c.inc > 0 ? lua.inc / c.inc : 0);
+            if (!base_nodes) {
+                base = lua.cycle;
+                base_nodes = sizes[s];
+            } else {
+                printf("  cost per node vs %d nodes: %.2fx (1.00 = linear)\n", base_nodes,
+                       (lua.cycle / sizes[s]) / (base / base_nodes));
+            }
         }
     }
     if (scale >= 250 && run_scale_cases(scale)) failed = 1;

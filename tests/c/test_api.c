@@ -3,6 +3,7 @@
  * header only: every call, read back; every error path with its code and
  * message; and that a refused call leaves the engine exactly as it was.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,16 @@ TEST(create_refuses_bad_options) {
     CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
     CHECK(e == NULL);
     CHECK_HAS(err.message, "options.long_grace");
+    us_engine_options_init(&o);
+    CHECK(o.cycle_budget == 0); /* the default: 5 s */
+    o.cycle_budget = -1;
+    e = (us_engine *)&o;
+    CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
+    CHECK(e == NULL);
+    CHECK_HAS(err.message, "options.cycle_budget: -1 is not a number of seconds >= 0");
+    o.cycle_budget = NAN;
+    CHECK(us_engine_create(&o, &e, &err) == US_EINVAL);
+    CHECK_HAS(err.message, "options.cycle_budget");
     us_engine_options_init(&o);
     o.policies = "/nonexistent/policies";
     CHECK(us_engine_create(&o, &e, &err) == US_EPOLICY);

@@ -214,11 +214,16 @@ TEST(placement_property_on_random_clusters) {
             CHECK(pending == (any ? 0 : wls[i].replicas));
             bound_total += bound;
             pending_total += pending;
+            /* a workload no node tolerates is told so, not "not enough room" */
             bool event = false;
             for (size_t v = 0; v < us_engine_event_count(e); v++) {
                 us_event_info ev;
                 us_engine_event(e, v, &ev);
-                event = event || (strcmp(ev.object, wls[i].name) == 0 && strcmp(ev.reason, "Unschedulable") == 0);
+                if (strcmp(ev.object, wls[i].name) != 0 || strcmp(ev.reason, "Unschedulable") != 0) continue;
+                event = true;
+                CHECK_HAS(ev.message, "has a taint the pod does not tolerate (\"");
+                CHECK(ev.nannotations == 1 && strcmp(ev.annotations[0].key, "pending-reason") == 0 &&
+                      strcmp(ev.annotations[0].value, "untolerated-taint") == 0);
             }
             CHECK(event == !any);
         }

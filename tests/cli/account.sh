@@ -36,6 +36,15 @@ expect_stdout_has "  evict     gpu-burn-"
 verbose_decisions=$(grep -cE '^  (bind|pipeline|evict) +[^ ]+ +(->|from) ' "$TMP/out")
 [ "$verbose_decisions" -eq "$decisions" ] || fail "--verbose lists $verbose_decisions decisions of $decisions"
 
+# --watch reports in the same two forms
+run simulate "$seed" --watch --watch-max-runs 1 --verbose
+expect_status 0
+[ "$(grep -cE '^  (bind|pipeline|evict) +[^ ]+ +(->|from) ' "$TMP/out")" -eq "$decisions" ] ||
+    fail "$LAST: not every decision on its own line"
+run simulate "$seed" --watch --watch-max-runs 1
+expect_status 0
+expect_stdout_has "evicted 13 pods of gpu-burn from n3, n4 for train-1  (backgroundpods)"
+
 # natural order: many nodes and pods
 cat >"$TMP/many.json" <<'JSON'
 {"name": "many", "cycle_interval": 10, "horizon": 0,

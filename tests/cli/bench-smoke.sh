@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The benchmark at 1,000 nodes, as a smoke check: it generates its cluster,
-# runs the cycles with the Lua policies and with the built-in C ones, and
-# both place the same pods.  No timing is asserted (machines are noisy);
+# The benchmark at 1,000 nodes, as a smoke check: it generates its cluster
+# in both label shapes, runs the cycles and the one after a 1% change with
+# the Lua policies and with the built-in C ones; both place the same pods,
+# and so do both shapes (nothing selects on a hostname).  No timing is asserted (machines are noisy);
 # the figures themselves are for `make bench` and docs/benchmarks.md.
 # shellcheck source=tests/cli/lib.bash
 . "$(dirname "$0")/lib.bash"
@@ -13,7 +14,8 @@ if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$TMP/err"; then
     cat "$TMP/err" >&2
     fail "bench: sanitizer report"
 fi
-grep -q "1000 nodes, .* pods, 1000 pending AI pods" "$TMP/out" || fail "no 1000-node run: $(cat "$TMP/out")"
+grep -q "1000 nodes, .* pods, 1000 pending AI pods, node labels plain" "$TMP/out" || fail "no 1000-node run: $(cat "$TMP/out")"
+grep -q "1000 nodes, .* pods, 1000 pending AI pods, node labels real" "$TMP/out" || fail "no real-label run: $(cat "$TMP/out")"
 # the Lua policies and the C ones place the same number of pods, each cycle
 lua=$(grep -A1 -E '^  lua #' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ')
 c=$(grep -A1 -E '^  c #' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ')
@@ -21,6 +23,14 @@ c=$(grep -A1 -E '^  c #' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ')
 [ "$lua" = "$c" ] || fail "Lua placed [$lua], C placed [$c]"
 echo "$lua" | head -1 | grep -q 'placed800' || fail "expected 800 pods placed in the first cycle, got: $lua"
 grep -q "lua / c cycle time" "$TMP/out" || fail "no ratio printed"
+# the cycle after the 1% change, in both shapes and both policy kinds
+inc=$(grep -A1 -E '^  (lua|c) \+1%' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ' | sort -u)
+[ "$inc" = "placed60" ] || fail "expected 60 pods placed after the 1% change everywhere, got: $inc"
+grep -q "the cycle after 120 pods changed" "$TMP/out" || fail "no 1% change reported: $(cat "$TMP/out")"
+# both shapes decide the same: the plain run's placements are the real one's
+plain=$(sed -n '/node labels plain/,/node labels real/p' "$TMP/out" | grep -A1 -E '^  lua #' | grep -o 'placed *[0-9]*')
+real=$(sed -n '/node labels real/,$p' "$TMP/out" | grep -A1 -E '^  lua #' | grep -o 'placed *[0-9]*')
+[ -n "$plain" ] && [ "$plain" = "$real" ] || fail "plain labels placed [$plain], real labels [$real]"
 # the paths that must stay linear ran and checked their results
 for what in "scale-down, 20000 replicas to 1" "scenario load, a queue chain 2000 deep" \
     "a chain of 80 queues, one upsert at a time"; do

@@ -17,7 +17,7 @@ expect_stdout_has "understory "
 run simulate --help
 expect_status 0
 expect_stderr_empty
-for opt in --json --policies --plain-ties --check-invariants --long-grace --instructions --memory --time-limit --help; do
+for opt in --json --policies --plain-ties --check-invariants --long-grace --instructions --memory --time-limit --cycle-budget --help; do
     expect_stdout_has "$opt"
 done
 

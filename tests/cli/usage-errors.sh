@@ -27,6 +27,9 @@ check "--instructions" simulate scenario.json --instructions 12x
 check "--memory" simulate scenario.json --memory lots
 check "--time-limit: \"0\" is not a positive number of milliseconds" simulate scenario.json --time-limit 0
 check "--time-limit needs a value" check policies --time-limit
+check "--cycle-budget: \"0\" is not a positive number of seconds" simulate scenario.json --cycle-budget 0
+check "--cycle-budget: \"soon\" is not a positive number of seconds" diff --from policies --to policies s.json --cycle-budget soon
+check "--cycle-budget needs a value" check policies --cycle-budget
 check "--policies needs a value" simulate scenario.json --policies
 check "one scenario at a time" simulate a.json b.json
 check "--bogus" check policies --bogus

@@ -210,6 +210,7 @@ up() {
 		--controllers deployment-controller,replicaset-controller,daemonset-controller,job-controller,garbage-collector-controller,serviceaccount-controller,serviceaccount-token-controller,pod-garbage-collector-controller,namespace-controller,node-lifecycle-controller \
 		--service-account-private-key-file "$c/sa.key" --root-ca-file "$c/ca.crt" \
 		--use-service-account-credentials=false \
+		--kube-api-qps 200 --kube-api-burst 400 \
 		--leader-elect=false --secure-port 0 --profiling=false
 
 	local kwok_port

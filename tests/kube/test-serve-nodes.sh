@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # tests/kube/test-serve-nodes.sh — `understory serve` keeps a real
-# cluster's nodes in its engine's view: it connects with a ServiceAccount
+# cluster's nodes and KAI queues in its engine's view: it connects with a ServiceAccount
 # token under the RBAC of examples/kubernetes/rbac.yaml, lists and then
 # watches nodes, and the engine sees each as Kubernetes has it
 # (allocatable, pool label, taints, cordon and readiness), including nodes
 # added, changed and deleted after the list, and across an API server
-# restart that forces a new list (410 Gone).  Without the RBAC binding the
+# restart that forces a new list (410 Gone).  A token file is read again
+# before each request (rotation).  Without the RBAC binding the
 # API server refuses it (403) and it retries; SIGTERM stops it cleanly.
+# Admin endpoints on port 0: two serves run at once here, and other test
+# runs may share the machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -49,6 +52,13 @@ k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
 k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 k -n understory-system create serviceaccount nobody >/dev/null
 k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
+k wait --for condition=established crd/queues.scheduling.run.ai --timeout=60s >/dev/null
+# 510 more nodes (no kubelet: never Ready), so the list takes two pages
+for i in $(seq -w 1 510); do
+	printf -- '---\napiVersion: v1\nkind: Node\nmetadata: {name: cpu-%s}\n' "$i"
+done >"$work/nodes.yaml"
+k apply -f "$work/nodes.yaml" >/dev/null
 
 # token-kubeconfig SA FILE: a kubeconfig for ServiceAccount SA's token.
 token_kubeconfig() {
@@ -73,10 +83,13 @@ token_kubeconfig() {
 token_kubeconfig understory "$work/understory.kubeconfig"
 token_kubeconfig nobody "$work/nobody.kubeconfig"
 
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
-until_line "$work/serve.out" "nodes synced: 1 in the engine" "the first list"
+until_line "$work/serve.out" "nodes synced: 511 in the engine" "the first list, in pages of 500"
+grep -qxE "node cpu-510: pool default, gpu 0, cpu 0m, memory 0, taints .*, unschedulable" "$work/serve.out" ||
+	fail "the second page of the list did not reach the engine"
+until_line "$work/serve.out" "queues synced: 0 in the engine, 0 waiting for a parent" "the first list of queues"
 fake=kwok.x-k8s.io/node=fake:NoSchedule
 until_line "$work/serve.out" \
 	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
@@ -108,8 +121,40 @@ until_line "$work/serve.out" \
 k delete node gpu-1 >/dev/null
 until_line "$work/serve.out" "node gpu-1: removed" "gpu-1 deleted"
 
+# KAI queues, a child before its parent: the child waits, then both go in
+# with KAI's units converted (millicores, megabytes) and KAI's default
+# priority (100).
+k apply -f - >/dev/null <<'YAML'
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: team-a}
+spec:
+  parentQueue: research
+  priority: 0
+  resources:
+    gpu: {quota: 16, overQuotaWeight: 2, limit: -1}
+    cpu: {quota: 1500, overQuotaWeight: 1, limit: -1}
+    memory: {quota: 2048, overQuotaWeight: 1, limit: 4096}
+YAML
+until_line "$work/serve.err" "understory serve: queue team-a waits for its parent research" "team-a waiting"
+grep -q "^queue team-a" "$work/serve.out" && fail "team-a went in before its parent"
+k apply -f - >/dev/null <<'YAML'
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: research}
+spec:
+  resources:
+    gpu: {quota: 24}
+YAML
+until_line "$work/serve.out" 'queue research: {"name":"research","priority":100,"resources":{"gpu":{"quota":24}}}' \
+	"research taken"
+until_line "$work/serve.out" 'queue team-a: {"name":"team-a","parent":"research","priority":0,"resources":{"gpu":{"quota":16,"limit":-1,"over_quota_weight":2},"cpu":{"quota":"1500m","limit":-1,"over_quota_weight":1},"memory":{"quota":"2048000000","limit":"4096000000","over_quota_weight":1}}}' \
+	"team-a taken once its parent is there"
+k delete queue.scheduling.run.ai team-a >/dev/null
+until_line "$work/serve.out" "queue team-a: removed" "team-a deleted"
+
 # Without the binding: refused, and retried.
-"$understory" serve --kubeconfig "$work/nobody.kubeconfig" >"$work/nobody.out" 2>"$work/nobody.err" &
+"$understory" serve --kubeconfig "$work/nobody.kubeconfig" --admin-address 127.0.0.1:0 >"$work/nobody.out" 2>"$work/nobody.err" &
 pids+=("$!")
 end=$((SECONDS + 30))
 until [[ $(grep -c "list /api/v1/nodes: HTTP 403" "$work/nobody.err" 2>/dev/null || true) -ge 2 ]]; do
@@ -139,6 +184,18 @@ k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
 until_line "$work/serve.out" \
 	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
 	"gpu-0 added again after the relist"
+
+# A token file is read again before each request (service-account tokens
+# rotate): with a bad token serve is refused (401); once the file holds a
+# good one, its next retry gets through.
+sed 's|^    token: .*|    tokenFile: '"$work"'/token|' "$work/understory.kubeconfig" >"$work/rotating.kubeconfig"
+echo "not-a-token" >"$work/token"
+"$understory" serve --kubeconfig "$work/rotating.kubeconfig" >"$work/rotating.out" 2>"$work/rotating.err" &
+pids+=("$!")
+until_line "$work/rotating.err" "understory serve: list /api/v1/nodes: HTTP 401; again in 500 ms" "a bad token refused"
+[[ ! -s $work/rotating.out ]] || fail "serve with a bad token saw nodes"
+k -n understory-system create token understory >"$work/token"
+until_line "$work/rotating.out" "nodes synced: 511 in the engine" "the rotated token used"
 
 # SIGTERM: a clean stop.
 kill -TERM "$serve_pid"

@@ -84,6 +84,21 @@ describe("policy authoring", function()
     end
   end)
 
+  it("a helper that fails says where, every time it is required (not a loop)", function()
+    local dir = dir_with({
+      ["placement.lua"] = "return { score = function(pod, node)\n  return require('util').f()\nend }\n",
+      ["util.lua"] = "error('boom in helper')\n",
+    })
+    local out = H.run(seed, { policies = dir })
+    H.remove_dir(dir)
+    local failed = H.events(out, function(e) return e.reason == "PolicyFailed" end)
+    assert.is_true(#failed >= 2)
+    for _, e in ipairs(failed) do
+      assert.matches("placement.lua:2: util.lua:1: boom in helper", e.message, 1, true)
+      assert.is_nil(e.message:find("loop", 1, true))
+    end
+  end)
+
   it("log lines show with cycle, file and line in the JSON, bounded", function()
     local dir = dir_with({
       ["placement.lua"] = "log('placement', 'loaded', 42)\n" ..

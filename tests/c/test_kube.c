@@ -1,0 +1,142 @@
+/*
+ * test_kube.c — the Kubernetes object mapping (kube/objects.c) as a
+ * control plane calls it: objects from its own caches (no List, no paths),
+ * results fed to the engine through the public JSON calls.  The mapping
+ * never changes its input, names the object in every error, and what it
+ * returns is accepted by us_engine_upsert_*_json as it is.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "check.h"
+#include "objects.h"
+#include "understory.h"
+
+static const char *node_json =
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"labels\":{\"zone\":\"a\"}},"
+    "\"spec\":{\"taints\":[{\"key\":\"nvidia.com/gpu\",\"effect\":\"NoSchedule\"}]},"
+    "\"status\":{\"allocatable\":{\"cpu\":\"7500m\",\"memory\":\"31Gi\",\"nvidia.com/gpu\":\"4\"},"
+    "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}";
+static const char *queue_json =
+    "{\"kind\":\"Queue\",\"metadata\":{\"name\":\"team\"},\"spec\":{\"resources\":{"
+    "\"gpu\":{\"quota\":4,\"overQuotaWeight\":2,\"limit\":-1},"
+    "\"cpu\":{\"quota\":1500},\"memory\":{\"quota\":2048,\"limit\":-1}}}}";
+static const char *ns_json = "{\"kind\":\"Namespace\",\"metadata\":{\"name\":\"t\",\"labels\":{\"kai.scheduler/queue\":\"team\"}}}";
+static const char *pods_json[] = {
+    /* ours, pending, tolerating the GPU taint */
+    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"train\",\"namespace\":\"t\"},\"spec\":{\"schedulerName\":\"understory\","
+    "\"priority\":50,\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}],"
+    "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\",\"cpu\":\"1\"}}}]}}",
+    /* another scheduler's, bound to n1 */
+    "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"dns\",\"namespace\":\"kube-system\"},\"spec\":{\"nodeName\":\"n1\","
+    "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"2\"}}}]}}",
+};
+
+static char *print(const cJSON *o) { return cJSON_PrintUnformatted(o); }
+
+TEST(objects_from_caches_feed_the_engine) {
+    cJSON *node = cJSON_Parse(node_json), *queue = cJSON_Parse(queue_json), *ns = cJSON_Parse(ns_json);
+    cJSON *pods[2] = {cJSON_Parse(pods_json[0]), cJSON_Parse(pods_json[1])};
+    CHECK(node && queue && ns && pods[0] && pods[1]);
+    char *before = print(pods[0]);
+    const cJSON *nodes[] = {node}, *queues[] = {queue}, *nss[] = {ns}, *ps[] = {pods[0], pods[1]};
+    kube_cluster c = {{nodes, NULL, 1}, {ps, NULL, 2}, {nss, NULL, 1}, {queues, NULL, 1}, {0}, {0}};
+    cJSON *doc = NULL, *x = NULL;
+    us_err err = {0};
+    CHECK(kube_scenario(&c, NULL, &doc, &err) == 0);
+    char *after = print(pods[0]);
+    CHECK_STR(after, before); /* pure: the input is as it was */
+
+    CHECK(kube_node(node, "n", &x, &err) == 0);
+    char *n = print(x);
+    CHECK_STR(n, "{\"name\":\"n1\",\"pool\":\"default\",\"cpu\":\"7500m\",\"memory\":\"33285996544\",\"gpu\":4,"
+                 "\"labels\":{\"zone\":\"a\"},\"unschedulable\":false,"
+                 "\"taints\":[{\"key\":\"nvidia.com/gpu\",\"effect\":\"NoSchedule\"}]}");
+    cJSON_Delete(x);
+    CHECK(kube_queue(queue, "q", 0, &x, &err) == 0);
+    char *q = print(x);
+    /* KAI units: millicores, and megabytes of 10^6 bytes */
+    CHECK_STR(q, "{\"name\":\"team\",\"priority\":100,\"resources\":{"
+                 "\"gpu\":{\"quota\":4,\"over_quota_weight\":2,\"limit\":-1},"
+                 "\"cpu\":{\"quota\":\"1500m\"},\"memory\":{\"quota\":\"2048000000\",\"limit\":-1}}}");
+    cJSON_Delete(x);
+
+    /* the engine takes every object as it is */
+    us_engine *e = NULL;
+    us_error ue;
+    CHECK(us_engine_create(NULL, &e, &ue) == US_OK);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "nodes")) {
+        char *s = print(o);
+        CHECK(us_engine_upsert_node_json(e, s, &ue) == US_OK);
+        free(s);
+    }
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "queues")) {
+        char *s = print(o);
+        CHECK(us_engine_upsert_queue_json(e, s, &ue) == US_OK);
+        free(s);
+    }
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "workloads")) {
+        /* the pods are reported with upsert_pod, not in the workload */
+        cJSON *w = cJSON_Duplicate(o, true);
+        cJSON *pl = cJSON_DetachItemFromObject(w, "pods");
+        char *s = print(w);
+        CHECK(us_engine_upsert_workload_json(e, s, 0, &ue) == US_OK);
+        if (ue.code) fprintf(stderr, "  %s\n", ue.message);
+        const cJSON *p;
+        cJSON_ArrayForEach(p, pl) {
+            char *ps2 = NULL;
+            cJSON *pp = cJSON_Duplicate(p, true);
+            cJSON_AddStringToObject(pp, "workload", cJSON_GetObjectItem(w, "name")->valuestring);
+            ps2 = print(pp);
+            CHECK(us_engine_upsert_pod_json(e, ps2, &ue) == US_OK);
+            free(ps2);
+            cJSON_Delete(pp);
+        }
+        cJSON_Delete(pl);
+        cJSON_Delete(w);
+        free(s);
+    }
+    /* the external pod holds 2 of 4 GPUs: train fits beside it */
+    CHECK(us_engine_run_cycle(e, 0, &ue) == US_OK);
+    us_decision_info d;
+    CHECK(us_engine_decision_count(e) == 1);
+    CHECK(us_engine_decision(e, 0, &d) == US_OK && d.op == US_DECISION_BIND && !strcmp(d.node, "n1"));
+    us_engine_destroy(e);
+
+    free(before);
+    free(after);
+    free(n);
+    free(q);
+    cJSON_Delete(doc);
+    cJSON_Delete(node);
+    cJSON_Delete(queue);
+    cJSON_Delete(ns);
+    cJSON_Delete(pods[0]);
+    cJSON_Delete(pods[1]);
+}
+
+TEST(errors_name_the_object_without_a_list) {
+    cJSON *p = cJSON_Parse("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\",\"namespace\":\"t\"},"
+                           "\"spec\":{\"schedulerName\":\"understory\",\"containers\":[{\"name\":\"c\","
+                           "\"resources\":{\"requests\":{\"memory\":\"12Q\"}}}]}}");
+    const cJSON *ps[] = {p};
+    kube_cluster c = {{0}, {ps, NULL, 1}, {0}, {0}, {0}, {0}};
+    cJSON *doc = NULL;
+    us_err err = {0};
+    CHECK(kube_scenario(&c, NULL, &doc, &err) == -1);
+    CHECK(doc == NULL);
+    CHECK(err.code == US_EINVAL);
+    CHECK_STR(err.msg, "pods[0].spec.containers[0].resources.requests[\"memory\"] (Pod \"t/x\"): \"12Q\" is not "
+                       "a memory quantity");
+    cJSON_Delete(p);
+}
+
+int main(void) {
+    RUN(objects_from_caches_feed_the_engine);
+    RUN(errors_name_the_object_without_a_list);
+    return check_report();
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# `understory serve` refuses what it cannot use before connecting anywhere:
+# an unknown option or a missing value (usage, exit 2), a kubeconfig that
+# does not load (exit 2, naming file, line and field), and no kubeconfig
+# outside a pod (exit 2, saying what is missing).  --help exits 0.
+# shellcheck source=tests/cli/lib.bash
+. "$(dirname "$0")/lib.bash"
+
+run serve --help
+expect_status 0
+expect_stdout_has "usage: understory serve [--kubeconfig FILE] [--context NAME]"
+
+run serve --bogus
+expect_status 2
+expect_stderr_has "understory serve: unknown option --bogus"
+expect_stdout_empty
+
+run serve --kubeconfig
+expect_status 2
+expect_stderr_has "understory serve: missing the value of --kubeconfig"
+
+run serve --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "$TMP/none.yaml: No such file or directory"
+expect_stdout_empty
+
+cat >"$TMP/kubeconfig" <<'YAML'
+apiVersion: v1
+kind: Config
+current-context: dev
+contexts:
+- name: dev
+  context: {cluster: dev, user: dev}
+clusters:
+- name: dev
+  cluster: {server: "http://127.0.0.1:1"}
+YAML
+run serve --kubeconfig "$TMP/kubeconfig"
+expect_status 2
+expect_stderr_has "$TMP/kubeconfig:9: clusters[0].cluster.server: http://127.0.0.1:1 (an https:// URL is required)"
+
+run serve --kubeconfig "$TMP/kubeconfig" --context prod
+expect_status 2
+expect_stderr_has "contexts: no context named \"prod\""
+
+# KUBECONFIG is read when --kubeconfig is not given
+KUBECONFIG="$TMP/kubeconfig" run serve
+expect_status 2
+expect_stderr_has "clusters[0].cluster.server"
+
+# neither a kubeconfig nor a pod's environment
+env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT "$UNDERSTORY" serve \
+    >"$TMP/out" 2>"$TMP/err" && fail "serve with no configuration succeeded"
+grep -q "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" "$TMP/err" ||
+    fail "serve with no configuration did not say what is missing: $(cat "$TMP/err")"
