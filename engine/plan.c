@@ -154,11 +154,12 @@ int us_plan_evict_background(us_plan *p) {
         const us_workload *w = &st->workloads[pod->workload];
         if (!us_plan_is_ai(p, (int)i)) {
             /* Pods nothing may move keep their room: an external workload's
-             * (another scheduler placed them), and running pods of AI work
-             * that breaks a rule (never scheduled, but not background:
-             * nothing evicts it).  Planning through them would pipeline
-             * onto room that never frees (found by tests/fuzz/fuzz_scenario). */
-            bool held = w->external || (!w->background && w->blocked && w->state == US_WL_ACTIVE);
+             * (another scheduler placed them), and running pods of work that
+             * breaks a rule (never scheduled, AI or background: nothing
+             * evicts it).  Planning through them would pipeline onto room
+             * that never frees (found by tests/fuzz/fuzz_scenario, and for
+             * background work by tests/fuzz/fuzz_api). */
+            bool held = w->external || (w->blocked && w->state == US_WL_ACTIVE);
             if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
                 !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
                 us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,

@@ -952,6 +952,39 @@ TEST(pod_of_a_fractional_multi_gpu_workload_fits_nowhere) {
     us_engine_destroy(e);
 }
 
+/* Running pods of a workload that breaks a rule (here background work
+ * asking for half a GPU) are never scheduled and never evicted: they keep
+ * their room, and no AI pod is pipelined onto it (fuzz_api found the
+ * capacity invariant broken). */
+TEST(running_pods_of_blocked_background_work_keep_their_room) {
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    us_workload_spec w;
+    us_pod_spec pod = {"b-0", "b", "n1"};
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    if (!e) return;
+    CHECK(node(e, "n1", 1) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "b";
+    w.queue = "bg";
+    w.labels = bg_label;
+    w.nlabels = 1;
+    w.requests = (us_resources){0.5, 100, 1 << 20};
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK); /* blocked: not whole GPUs */
+    CHECK(us_engine_upsert_pod(e, &pod, &err) == US_OK);        /* but it runs */
+    CHECK(workload(e, "a", "q", 2, 0.5, 0) == US_OK);
+    for (int t = 1; t <= 3; t++) CHECK(us_engine_run_cycle(e, t, &err) == US_OK);
+    us_pod_info p;
+    CHECK(pod_named(e, "b-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(count_phase(e, US_PHASE_PIPELINED) == 0);
+    us_engine_destroy(e);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -1220,6 +1253,7 @@ int main(void) {
     RUN(callback_may_remove_or_replace_itself);
     RUN(invalid_utf8_refused_on_every_way_in);
     RUN(pod_of_a_fractional_multi_gpu_workload_fits_nowhere);
+    RUN(running_pods_of_blocked_background_work_keep_their_room);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
