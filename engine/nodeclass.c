@@ -262,8 +262,6 @@ int us_classes_node_changed(us_classes *c, const us_plan *p, int pos) {
     return join(c, p, pos);
 }
 
-int us_classes_count(const us_classes *c) { return c->ncls; }
-
 const int *us_classes_live(const us_classes *c, int *n) {
     *n = c->nlive;
     return c->live;

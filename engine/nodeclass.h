@@ -30,9 +30,8 @@ void us_classes_free(us_classes *c);
  * 0, or -1 when memory runs out. */
 int us_classes_node_changed(us_classes *c, const us_plan *p, int pos);
 
-/* Number of node classes so far (ids are 0..n-1 and never reused). */
-int us_classes_count(const us_classes *c);
-/* Ids of the classes that have members now, ascending; *n of them.  Valid
+/* Ids of the classes that have members now, ascending; *n of them (ids
+ * are never reused; a class left empty keeps its id and cached scores).  Valid
  * until the next change.  Placement scans these, never dead ids: a class
  * is keyed on use, so ids pile up as nodes fill. */
 const int *us_classes_live(const us_classes *c, int *n);

@@ -1314,6 +1314,10 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
         us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
         goto fail;
     }
+    /* the tree holds its own copies: the text goes now, not after the
+     * state is built (at 130,000 nodes it is 80 MB of the peak) */
+    free(buf);
+    buf = NULL;
     if (!cJSON_IsObject(root)) {
         us_err_set(err, US_EINVAL, "the document must be a JSON object, not %s", tname(root));
         goto fail;

@@ -6,9 +6,10 @@
  * member of the group where they displace less background work.
  *
  * Interchangeable: same pool, labels that matter (nodelabels.h: a unique
- * hostname does not tell nodes apart), taints, capacity, GPU devices and cordon,
- * and no AI pod on the node at the snapshot (running, pipelined or
- * terminating), and no bundle pinned there (a DaemonSet pod).  Every such
+ * hostname does not tell nodes apart), taints, capacity, GPU devices and
+ * cordon, no AI pod holding room on the node at the snapshot (running or
+ * pipelined: a terminating one holds none in the AI view and is no victim),
+ * and no bundle pinned there (a DaemonSet pod).  Every such
  * node looks the same to every AI pod of the cycle — to feasibility, to
  * the placement policy's score (which may not depend on names), to victim
  * search (there are no AI pods on them to take) — so swapping two bundles
@@ -33,8 +34,8 @@ int us_ties_displaced(const us_plan *p, int pos, const us_use *ai) {
     const us_state *st = p->st;
     int node = p->nodes[pos];
     const us_node *n = &st->nodes[node];
-    /* the AI end state, as the re-offer judges keep-if-fits: pods still
-     * terminating are gone by then, so they make no one leave */
+    /* beside the AI end state, as the re-offer keeps: terminating pods are
+     * gone by then and displace nothing */
     us_use u = *ai;
     int cnt = p->node_first[pos + 1] - p->node_first[pos];
     const int *list = p->node_pods + p->node_first[pos];
@@ -180,7 +181,11 @@ int us_ties_spare_background(us_plan *p, us_err *err) {
         w.to[pos] = -1;
         for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
             const us_pod *pd = &st->pods[p->node_pods[k]];
-            if (!st->workloads[pd->workload].background) w.npl[pos] = -1;
+            /* an AI pod that holds room in the AI view; one terminating holds
+             * none there and is no victim: the node is still empty for AI */
+            if (!st->workloads[pd->workload].background &&
+                (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+                w.npl[pos] = -1;
             else if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
         }
     }

@@ -2,8 +2,8 @@
  * objects.h — the Kubernetes object mapping: pure functions from the JSON
  * objects an API server serves (v1 Node, Pod and Namespace; KAI's
  * scheduling.run.ai/v2 Queue and v2alpha2 PodGroup; scheduling.k8s.io/v1
- * PriorityClass) to objects of the scenario format (DESIGN.md, "Scenario
- * format"; docs/kubernetes-import.md says field by field what is read).
+ * PriorityClass) to objects of the scenario format (docs/scenario.md;
+ * docs/kubernetes-import.md says field by field what is read).
  *
  * Owns the reading of those objects and nothing else.  It must never talk
  * to a server, touch an engine or keep state between calls: `understory

@@ -18,6 +18,8 @@ struct sv_http {
     sv_config cfg;            /* strings owned here */
     unsigned long answered;
     struct req *inflight;     /* list of requests added to multi */
+    sv_http_observe_fn observe;
+    void *observe_ud;
 };
 
 typedef struct req {
@@ -31,6 +33,8 @@ typedef struct req {
     sv_http_data_fn data;
     sv_http_done_fn done;
     void *ud;
+    char method[16];
+    char *path;               /* for the observer */
     char errbuf[CURL_ERROR_SIZE];
 } req;
 
@@ -69,6 +73,7 @@ static void req_free(req *r) {
     curl_slist_free_all(r->headers);
     free(r->body);
     free(r->buf);
+    free(r->path);
     free(r);
 }
 
@@ -86,6 +91,7 @@ static void check_done(sv_http *h) {
         const char *why = m->data.result == CURLE_OK ? NULL
                           : r->errbuf[0] ? r->errbuf : curl_easy_strerror(m->data.result);
         if (r->buf) r->buf[r->len] = '\0';
+        if (h->observe) h->observe(h->observe_ud, r->method, r->path, status);
         r->done(r->ud, status, r->buf ? r->buf : "", r->len, why);
         req_free(r);
     }
@@ -262,7 +268,8 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     r->data = data;
     r->done = done;
     r->ud = ud;
-    if (!(r->easy = curl_easy_init())) goto fail;
+    snprintf(r->method, sizeof r->method, "%s", method);
+    if (!(r->path = strdup(path)) || !(r->easy = curl_easy_init())) goto fail;
     size_t n = strlen(h->cfg.server) + strlen(path) + 1;
     if (!(url = malloc(n))) goto fail;
     snprintf(url, n, "%s%s", h->cfg.server, path);
@@ -323,3 +330,8 @@ fail:
 }
 
 unsigned long sv_http_count(const sv_http *h) { return h->answered; }
+
+void sv_http_observe(sv_http *h, sv_http_observe_fn fn, void *ud) {
+    h->observe = fn;
+    h->observe_ud = ud;
+}

@@ -37,6 +37,13 @@ void sv_http_free(sv_http *h);
 int sv_http_request(sv_http *h, const char *method, const char *path, const char *body,
                     sv_http_data_fn data, sv_http_done_fn done, void *ud);
 
+/* Called as each request ends (before its done callback), with its
+ * method, path (query included) and status (0: no answer): how the daemon
+ * counts what it asks of the API server (serve/monitor.c).  One observer;
+ * NULL stops it. */
+typedef void (*sv_http_observe_fn)(void *ud, const char *method, const char *path, long status);
+void sv_http_observe(sv_http *h, sv_http_observe_fn fn, void *ud);
+
 /* Requests answered so far, by HTTP status (0: no answer), for logs. */
 unsigned long sv_http_count(const sv_http *h);
 

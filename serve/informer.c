@@ -31,6 +31,7 @@ struct sv_informer {
     char *cont;             /* list continue token */
     bool listing, synced_once, relist, stopped;
     unsigned gen, lists;
+    unsigned watch_ends;    /* watches that ended and were resumed or relisted */
     entry *tab;             /* open addressing, power-of-two size */
     size_t cap, n;
     char *line;             /* watch stream: bytes since the last newline */
@@ -269,6 +270,7 @@ static void on_watch_done(void *ud, long status, const char *body, size_t n, con
     (void)n;
     if (f->stopped) return;
     f->len = 0;
+    f->watch_ends++;
     if (f->relist || status == 410) {
         fprintf(stderr, "understory serve: watch %s: resource version %s is gone (410); listing again\n",
                 f->path, f->rv ? f->rv : "?");
@@ -331,3 +333,9 @@ void sv_informer_stop(sv_informer *f) {
 }
 
 unsigned sv_informer_lists(const sv_informer *f) { return f->lists; }
+
+unsigned sv_informer_watch_restarts(const sv_informer *f) { return f->watch_ends; }
+
+size_t sv_informer_objects(const sv_informer *f) { return f->n; }
+
+bool sv_informer_synced(const sv_informer *f) { return f->synced_once; }

@@ -10,6 +10,8 @@
 #define SV_INFORMER_H
 
 #include <cJSON.h>
+#include <stdbool.h>
+#include <stddef.h>
 
 #include "http.h"
 
@@ -32,7 +34,14 @@ sv_informer *sv_informer_start(sv_http *h, uv_loop_t *loop, const char *path, sv
  * call back; the loop then closes the informer's handles and frees it. */
 void sv_informer_stop(sv_informer *inf);
 
-/* Lists made so far (1 + relists), for logs and tests. */
+/* Lists made so far (1 + relists), for logs, tests and metrics. */
 unsigned sv_informer_lists(const sv_informer *inf);
+/* Watches that ended (the server's timeout, an error, 410) and were
+ * resumed or replaced by a list: for metrics. */
+unsigned sv_informer_watch_restarts(const sv_informer *inf);
+/* Objects present now. */
+size_t sv_informer_objects(const sv_informer *inf);
+/* The first list has completed. */
+bool sv_informer_synced(const sv_informer *inf);
 
 #endif

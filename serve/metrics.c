@@ -217,6 +217,16 @@ int sv_metric_observe(sv_metric *f, const char *const *values, double v) {
     return 0;
 }
 
+void sv_metric_clear(sv_metric *f) {
+    if (!f) return;
+    for (size_t i = 0; i < f->n; i++) {
+        for (size_t j = 0; j < f->nlabels; j++) free(f->s[i].values[j]);
+        free(f->s[i].values);
+        free(f->s[i].buckets);
+    }
+    f->n = 0;
+}
+
 double sv_metric_value(const sv_metric *f, const char *const *values) {
     if (!f) return 0;
     series *s = lookup((sv_metric *)f, values, false);

@@ -43,6 +43,10 @@ int sv_metric_add(sv_metric *f, const char *const *values, double v);
 int sv_metric_set(sv_metric *f, const char *const *values, double v);
 int sv_metric_observe(sv_metric *f, const char *const *values, double v);
 
+/* Drop every series of the family (a gauge recomputed from scratch, such
+ * as pending pods by reason, so that reasons gone are not left behind). */
+void sv_metric_clear(sv_metric *f);
+
 /* The series' current value (a histogram's: its count); 0 when it has
  * none yet.  For tests and logs. */
 double sv_metric_value(const sv_metric *f, const char *const *values);

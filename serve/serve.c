@@ -20,11 +20,13 @@
 #include <time.h>
 #include <uv.h>
 
+#include "admin.h"
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
 #include "objects.h"
 #include "queues.h"
+#include "monitor.h"
 #include "understory.h"
 #include "workloads.h"
 #include "writes.h"
@@ -56,6 +58,7 @@ struct serve {
     sv_queues *queue_map;
     sv_workloads *workloads;
     sv_writes *writes;
+    sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
@@ -68,8 +71,8 @@ struct serve {
 #define NINFORMERS (2 + SV_NKINDS - 1)
 
 static void usage(FILE *f) {
-    fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--dry-run]\n"
-          "                        [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
+    fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
+          "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -80,6 +83,9 @@ static void usage(FILE *f) {
           "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
           "                     in-cluster service account)\n"
           "  --context NAME     a context of the kubeconfig (default: its current one)\n"
+          "  --admin-address HOST:PORT\n"
+          "                     serve /healthz, /readyz and /metrics there (default\n"
+          "                     " SV_ADMIN_DEFAULT_ADDRESS "; port 0: a free one, logged)\n"
           "  --dry-run          compute and log the decisions, write nothing\n"
           "  --cycle-interval SECONDS\n"
           "                     time between cycles (default 1)\n"
@@ -88,8 +94,8 @@ static void usage(FILE *f) {
           "                     understory); other pods hold their room as external\n"
           "  -h, --help         show this help\n"
           "\n"
-          "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage or no usable\n"
-          "configuration.\n",
+          "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
+          "configuration, or an admin address it cannot listen on.\n",
           f);
 }
 
@@ -276,6 +282,8 @@ static void close_handle(uv_handle_t *h) { (void)h; }
 static void on_signal(uv_signal_t *sig, int signum) {
     serve *s = sig->data;
     (void)signum;
+    sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
+    s->monitor = NULL;
     sv_informer_stop(s->nodes);
     sv_informer_stop(s->queues);
     s->nodes = s->queues = NULL;
@@ -291,8 +299,33 @@ static void on_signal(uv_signal_t *sig, int signum) {
     uv_close((uv_handle_t *)&s->sigterm, close_handle);
 }
 
+/* The admin endpoint on the loop, before anything connects: an address it
+ * cannot listen on is a configuration error.  0, or -1 with err. */
+static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err, size_t errlen) {
+    if (!(s->monitor = sv_monitor_start(loop, address, err, errlen))) return -1;
+    char shown[300];
+    const char *colon = strrchr(address, ':');
+    snprintf(shown, sizeof shown, "%.*s:%d", (int)(colon - address), address, sv_monitor_port(s->monitor));
+    fprintf(stderr, "understory serve: admin endpoint on http://%s\n", shown);
+    return 0;
+}
+
+/* What the admin endpoint reads: the client's requests and each informer
+ * (a new informer is one more call here). */
+static void watch_for_admin(serve *s) {
+    sv_monitor_watch_http(s->monitor, s->http);
+    sv_monitor_watch_informer(s->monitor, "nodes", s->nodes);
+    sv_monitor_watch_informer(s->monitor, "queues", s->queues);
+    static const char *const names[SV_NKINDS] = {[SV_PODS] = "pods", [SV_NAMESPACES] = "namespaces",
+                                                 [SV_PODGROUPS] = "podgroups",
+                                                 [SV_PRIORITYCLASSES] = "priorityclasses"};
+    for (int k = 0; k < SV_NKINDS; k++)
+        if (s->kinds[k]) sv_monitor_watch_informer(s->monitor, names[k], s->kinds[k]);
+}
+
 int sv_main(int argc, char **argv) {
-    const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *scheduler = KUBE_DEFAULT_SCHEDULER;
+    const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
+    const char *scheduler = KUBE_DEFAULT_SCHEDULER;
     char err[1024];
     sv_config cfg;
     serve s;
@@ -306,6 +339,8 @@ int sv_main(int argc, char **argv) {
             kubeconfig = argv[++i];
         } else if (!strcmp(argv[i], "--context") && i + 1 < argc) {
             context = argv[++i];
+        } else if (!strcmp(argv[i], "--admin-address") && i + 1 < argc) {
+            admin_address = argv[++i];
         } else if (!strcmp(argv[i], "--dry-run")) {
             s.dry_run = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
@@ -319,7 +354,8 @@ int sv_main(int argc, char **argv) {
         } else {
             fprintf(stderr, "understory serve: %s %s\n",
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
-                                          !strcmp(argv[i], "--scheduler-name") || !strcmp(argv[i], "--cycle-interval"))
+                                          !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
+                                          !strcmp(argv[i], "--cycle-interval"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -339,6 +375,13 @@ int sv_main(int argc, char **argv) {
         return 1;
     }
     uv_loop_t *loop = uv_default_loop();
+    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0) {
+        fprintf(stderr, "understory serve: %s\n", err);
+        sv_config_free(&cfg);
+        uv_run(loop, UV_RUN_DEFAULT); /* what was opened closes */
+        us_engine_destroy(s.engine);
+        return 2;
+    }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
@@ -351,7 +394,9 @@ int sv_main(int argc, char **argv) {
                                        on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
         sv_informer_stop(s.nodes);
+        sv_informer_stop(s.queues);
         for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
+        sv_monitor_close(s.monitor);
         sv_http_free(s.http);
         sv_queues_free(s.queue_map);
         sv_writes_free(s.writes);
@@ -360,6 +405,7 @@ int sv_main(int argc, char **argv) {
         us_engine_destroy(s.engine);
         return 1;
     }
+    watch_for_admin(&s);
     uv_signal_init(loop, &s.sigint);
     uv_signal_init(loop, &s.sigterm);
     s.sigint.data = s.sigterm.data = &s;

@@ -190,6 +190,22 @@ TEST(counters_only_go_up) {
     sv_metrics_free(m);
 }
 
+/* Clearing a family drops its series (the family stays, empty), and
+ * series recorded after it start from zero. */
+TEST(clear) {
+    sv_metrics *m = sv_metrics_new();
+    sv_metric *g = sv_metrics_gauge(m, "understory_pending_pods", "P.", (const char *[]){"reason", NULL});
+    sv_metric_set(g, (const char *[]){"gone"}, 3);
+    sv_metric_set(g, (const char *[]){"quota"}, 2);
+    sv_metric_clear(g);
+    sv_metric_add(g, (const char *[]){"quota"}, 1);
+    char *t = sv_metrics_render(m, NULL);
+    CHECK_STR(t, "# HELP understory_pending_pods P.\n# TYPE understory_pending_pods gauge\n"
+                 "understory_pending_pods{reason=\"quota\"} 1\n");
+    free(t);
+    sv_metrics_free(m);
+}
+
 /* Same records in any order: the same bytes. */
 TEST(deterministic) {
     char *t[2];
@@ -226,6 +242,7 @@ int main(void) {
     RUN(exact_text);
     RUN(conventions);
     RUN(counters_only_go_up);
+    RUN(clear);
     RUN(deterministic);
     char cmd[300];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

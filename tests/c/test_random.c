@@ -83,15 +83,52 @@ static void put(buf *b, const char *fmt, ...) {
     b->n += (size_t)n;
 }
 
+/* Room left on the generated nodes, now (running and terminating pods)
+ * and where the plan ends (running and pipelined pods), so that the pods
+ * a scenario starts with fit as the loader requires. */
+typedef struct room {
+    int n;
+    int gpu[8], cpu[8];
+    bool pool[8];      /* in pool "p2" */
+    int used[2][8][2]; /* [now, end][node][gpu, cpu] */
+} room;
+
+/* `"pods": [...]` for up to count pods of gpu whole GPUs and cpu cores on
+ * random nodes of the pool where they fit; AI pods may be terminating or
+ * pipelined. */
+static void existing(rng *r, buf *b, room *rm, bool p2, int gpu, int cpu, int count, bool ai) {
+    put(b, ",\"pods\":[");
+    bool first = true;
+    for (int i = 0; i < count; i++) {
+        int n = pick(r, rm->n), st = ai ? pick(r, 10) : 0; /* 0-6 running, 7-8 releasing, 9 pipelined */
+        bool now = st <= 8, end = st <= 6 || st == 9;
+        if (rm->pool[n] != p2) continue;
+        if ((now && (rm->used[0][n][0] + gpu > rm->gpu[n] || rm->used[0][n][1] + cpu > rm->cpu[n])) ||
+            (end && (rm->used[1][n][0] + gpu > rm->gpu[n] || rm->used[1][n][1] + cpu > rm->cpu[n])))
+            continue;
+        for (int k = 0; k < 2; k++)
+            if (k == 0 ? now : end) {
+                rm->used[k][n][0] += gpu;
+                rm->used[k][n][1] += cpu;
+            }
+        put(b, "%s{\"node\":\"n%d\",\"state\":\"%s\"}", first ? "" : ",", n + 1,
+            st <= 6 ? "running" : st <= 8 ? "releasing" : "pipelined");
+        first = false;
+    }
+    put(b, "]");
+}
+
 /* The scenario of seed: 2-6 nodes in 1-3 zones (some tainted, some in a
  * second pool), a queue tree of three teams under one parent plus the
  * background queue, 1-3 background workloads (deployments of whole GPUs,
  * DaemonSet agents), 2-7 AI workloads (gangs, elastic deployments,
  * fractional GPUs, selectors, tolerations, priorities and
- * preemptibility), and a timeline that deletes, completes, removes nodes
- * and cordons.  With hostname, every node also carries a unique
- * kubernetes.io/hostname and an instance id, as real nodes do: nothing
- * selects on them, and they draw nothing from the generator. */
+ * preemptibility), some of them already running at t=0 (AI pods also
+ * terminating or pipelined), and a timeline that deletes, completes,
+ * removes nodes and cordons; one seed in three, an external workload.
+ * With hostname, every node also carries a unique kubernetes.io/hostname
+ * and an instance id, as real nodes do: nothing selects on them, and they
+ * draw nothing from the generator. */
 static char *scenario(uint64_t seed, bool hostname) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
     for (int i = 0; i < 8; i++) next(&r);
@@ -103,20 +140,35 @@ static char *scenario(uint64_t seed, bool hostname) {
     bool pools = coin(&r, 20); /* a second node pool "p2": odd nodes, some workloads */
     put(&b, "{\"name\":\"random %llu\",\"cycle_interval\":10,\"horizon\":150,\"nodes\":[",
         (unsigned long long)seed);
+    /* every draw is its own statement: the order in which a call's
+     * arguments are evaluated is unspecified, the seed's scenario must not be */
+    room rm;
+    memset(&rm, 0, sizeof rm);
+    rm.n = nnodes;
     for (int i = 0; i < nnodes; i++) {
         static const int sizes[] = {2, 4, 8, 8};
+        int gpu = sizes[pick(&r, 4)];
+        int cpu = coin(&r, 70) ? 64 : 16;
+        const char *zone = zones[pick(&r, nzones)];
+        bool taint = coin(&r, 25);
+        rm.gpu[i] = gpu;
+        rm.cpu[i] = cpu;
+        rm.pool[i] = pools && i % 2;
         put(&b, "%s{\"name\":\"n%d\",\"gpu\":%d,\"cpu\":\"%d\",\"memory\":\"256Gi\","
                 "\"labels\":{\"zone\":\"%s\"",
-            i ? "," : "", i + 1, sizes[pick(&r, 4)], coin(&r, 70) ? 64 : 16, zones[pick(&r, nzones)]);
+            i ? "," : "", i + 1, gpu, cpu, zone);
         if (hostname) put(&b, ",\"kubernetes.io/hostname\":\"n%d\",\"instance-id\":\"i-%04x\"", i + 1, i * 7919 + 13);
-        put(&b, "},\"pool\":\"%s\"%s}", pools && i % 2 ? "p2" : "default",
-            coin(&r, 25) ? ",\"taints\":[{\"key\":\"gpu\",\"value\":\"only\",\"effect\":\"NoSchedule\"}]" : "");
+        put(&b, "},\"pool\":\"%s\"%s}", rm.pool[i] ? "p2" : "default",
+            taint ? ",\"taints\":[{\"key\":\"gpu\",\"value\":\"only\",\"effect\":\"NoSchedule\"}]" : "");
     }
     put(&b, "],\"queues\":[{\"name\":\"org\",\"resources\":{\"gpu\":{\"quota\":%d}}}", 4 * pick(&r, 6));
     for (int q = 0; q < 3; q++) {
+        int prio = coin(&r, 20) ? 1 : 0;
+        int quota = 2 * pick(&r, 5);
+        int weight = 1 + pick(&r, 3);
         put(&b, ",{\"name\":\"t%d\",\"parent\":\"org\",\"priority\":%d,\"resources\":{\"gpu\":{"
                 "\"quota\":%d,\"over_quota_weight\":%d",
-            q, coin(&r, 20) ? 1 : 0, 2 * pick(&r, 5), 1 + pick(&r, 3));
+            q, prio, quota, weight);
         if (coin(&r, 20)) put(&b, ",\"limit\":%d", 4 + 4 * pick(&r, 4));
         put(&b, "}}}");
     }
@@ -126,6 +178,21 @@ static char *scenario(uint64_t seed, bool hostname) {
     put(&b, ",\"workloads\":[");
     int nai = 2 + pick(&r, 6), nbg = 1 + pick(&r, 3);
     bool first = true;
+    /* one seed in three: pods another scheduler placed (an external
+     * workload, one pod running on n1 from t=0, one pending that nothing
+     * may place); drawn from the seed, not the generator, so that the
+     * other seeds make the scenarios they always made */
+    if (seed % 3 == 0) {
+        put(&b, "{\"name\":\"kube-system/agent\",\"external\":true,\"replicas\":2,"
+                "\"requests\":{\"gpu\":1,\"cpu\":\"1\"},\"termination_grace\":%d,"
+                "\"pods\":[{\"name\":\"kube-system/agent-n1\",\"node\":\"n1\",\"state\":\"running\"}]}",
+            (int)(seed % 2) * 5);
+        for (int k = 0; k < 2; k++) { /* its pod holds 1 GPU and 1 core of n1, now and at the end */
+            rm.used[k][0][0] += 1;
+            rm.used[k][0][1] += 1;
+        }
+        first = false;
+    }
     for (int k = 0; k < nbg; k++) {
         /* background work: a deployment of whole GPUs, or a DaemonSet agent */
         bool ds = coin(&r, 40);
@@ -133,14 +200,18 @@ static char *scenario(uint64_t seed, bool hostname) {
         int cpu = 1 + pick(&r, 8);
         bool sel = coin(&r, 25);
         const char *zone = zones[pick(&r, nzones)];
+        bool p2 = pools && coin(&r, 50);
+        bool tol = coin(&r, 40);
         put(&b, "%s{\"name\":\"bg%d\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":"
                 "\"true\"},\"termination_grace\":%d",
             first ? "" : ",", k, grace);
         if (ds) put(&b, ",\"controller\":\"daemonset\",\"requests\":{\"cpu\":\"%d\"%s}", cpu, g > 1 ? ",\"gpu\":1" : "");
         else put(&b, ",\"controller\":\"deployment\",\"replicas\":%d,\"requests\":{\"gpu\":%d}", reps, g);
         if (sel) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zone);
-        if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
-        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
+        if (p2) put(&b, ",\"pool\":\"p2\"");
+        if (tol) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
+        /* some deployments already run somewhere at t=0 (no selector: any node of the pool) */
+        if (!ds && !sel && coin(&r, 30)) existing(&r, &b, &rm, p2, g, 0, reps, false);
         put(&b, "}");
         first = false;
     }
@@ -151,15 +222,27 @@ static char *scenario(uint64_t seed, bool hostname) {
         int minm = deploy ? 1 : 1 + pick(&r, reps);
         const char *g = gpus[pick(&r, 6)];
         if (strcmp(g, "0.5") == 0) g = coin(&r, 50) ? "0.5" : "0.25";
+        int queue = pick(&r, 3);
+        const char *prio = prios[pick(&r, 6)];
+        int grace = coin(&r, 50) ? 0 : 5;
+        int submit = 10 * (1 + pick(&r, 6));
+        int cpu = 1 + pick(&r, 8);
+        bool sel = coin(&r, 30);
+        const char *zone = zones[pick(&r, nzones)];
+        bool p2 = pools && coin(&r, 50);
+        bool tol = coin(&r, 40);
+        /* some whole-GPU workloads already run at t=0, a pod or two maybe
+         * terminating or pipelined */
+        bool pre = !sel && atof(g) >= 1 && coin(&r, 25);
         put(&b, "%s{\"name\":\"ai%d\",\"queue\":\"t%d\",\"priority\":%s,\"replicas\":%d,"
                 "\"termination_grace\":%d,\"submit_at\":%d,\"requests\":{\"gpu\":%s,\"cpu\":\"%d\"}",
-            first ? "" : ",", k, pick(&r, 3), prios[pick(&r, 6)], reps, coin(&r, 50) ? 0 : 5,
-            10 * (1 + pick(&r, 6)), g, 1 + pick(&r, 8));
+            first ? "" : ",", k, queue, prio, reps, grace, pre ? 0 : submit, g, cpu);
         if (deploy) put(&b, ",\"controller\":\"deployment\"");
         else put(&b, ",\"min_member\":%d", minm);
-        if (coin(&r, 30)) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zones[pick(&r, nzones)]);
-        if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
-        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
+        if (sel) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zone);
+        if (p2) put(&b, ",\"pool\":\"p2\"");
+        if (tol) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
+        if (pre) existing(&r, &b, &rm, p2, atoi(g), cpu, reps, true);
         put(&b, "}");
         first = false;
         if (coin(&r, 40) && ndel < 8) del[ndel++] = k;
@@ -167,15 +250,19 @@ static char *scenario(uint64_t seed, bool hostname) {
     put(&b, "],\"timeline\":[");
     first = true;
     for (int i = 0; i < ndel; i++) {
-        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"workload\":\"ai%d\"}", first ? "" : ",",
-            30 + 10 * pick(&r, 10), coin(&r, 50) ? "delete" : "complete", del[i]);
+        int at = 30 + 10 * pick(&r, 10);
+        const char *act = coin(&r, 50) ? "delete" : "complete";
+        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"workload\":\"ai%d\"}", first ? "" : ",", at, act,
+            del[i]);
         first = false;
     }
     int nnode_ev = pick(&r, 3);
     for (int i = 0; i < nnode_ev; i++) {
         static const char *acts[] = {"remove_node", "cordon", "uncordon"};
-        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"node\":\"n%d\"}", first ? "" : ",",
-            20 + 10 * pick(&r, 10), acts[pick(&r, 3)], 1 + pick(&r, nnodes));
+        int at = 20 + 10 * pick(&r, 10);
+        const char *act = acts[pick(&r, 3)];
+        int node = 1 + pick(&r, nnodes);
+        put(&b, "%s{\"at\":%d,\"action\":\"%s\",\"node\":\"n%d\"}", first ? "" : ",", at, act, node);
         first = false;
     }
     put(&b, "]}");
@@ -449,6 +536,20 @@ static void unique_labels_change_nothing(uint64_t seed, const char *text) {
     free(tagged);
 }
 
+/* Decisions of a run that name a pod of the external workload: never one
+ * (nothing places, moves or evicts another scheduler's pods). */
+static int n_external_seeds;
+static int external_decisions(const cJSON *doc) {
+    int n = 0;
+    const cJSON *c, *d;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cycles"))
+        cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "decisions")) {
+            const cJSON *pod = cJSON_GetObjectItem(d, "pod");
+            if (cJSON_IsString(pod) && strncmp(pod->valuestring, "kube-system/", 12) == 0) n++;
+        }
+    return n;
+}
+
 static void one_seed(uint64_t seed, bool verbose) {
     char *text = scenario(seed, false);
     policies = policy_set[seed % 4];
@@ -459,6 +560,12 @@ static void one_seed(uint64_t seed, bool verbose) {
     simulate(text, false, true, NULL, &uncached);
     CHECK(ran("invariants", seed, &base));
     CHECK(ran("uncached scores", seed, &uncached));
+    if (base.doc && seed % 3 == 0) {
+        n_external_seeds++;
+        if (external_decisions(base.doc))
+            printf("seed %llu: a decision names a pod of the external workload\n", (unsigned long long)seed);
+        CHECK(external_decisions(base.doc) == 0);
+    }
     if (base.json && uncached.json)
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
     run_free(&base);
@@ -483,6 +590,7 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
      * AI placement displaces, and a tie-break that spares some of it */
     CHECK(n_bg_evictions > 0);
     CHECK(n_spared > 0);
+    CHECK(n_external_seeds > 0);
 }
 
 /* The example of issue 8, item 4: spare the background pod on n1 and p2
@@ -552,6 +660,44 @@ TEST(tie_break_spares_background_between_identical_nodes) {
     run_free(&plain);
 }
 
+/* A node whose only AI pod is terminating is empty in the AI view, and
+ * what terminates is gone where the plan ends: placement picks a2 by name
+ * (where hog would go), the tie-break moves new to its twin b1, where it
+ * fits beside agent once old has left, and nothing is evicted. */
+TEST(tie_break_counts_terminating_pods_as_gone) {
+    const char *text =
+        "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":60,"
+        "\"nodes\":[{\"name\":\"a2\",\"gpu\":8,\"cpu\":\"64\"},{\"name\":\"b1\",\"gpu\":8,\"cpu\":\"64\"}],"
+        "\"queues\":[{\"name\":\"ml\",\"resources\":{\"gpu\":{\"quota\":16},\"cpu\":{\"quota\":-1},"
+        "\"memory\":{\"quota\":-1}}},"
+        "{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+        "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+        "\"workloads\":["
+        "{\"name\":\"agent\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"requests\":{\"cpu\":\"10\"},\"termination_grace\":5,\"pods\":[{\"node\":\"b1\",\"state\":\"running\"}]},"
+        "{\"name\":\"hog\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":\"true\"},"
+        "\"requests\":{\"cpu\":\"30\"},\"termination_grace\":5,\"pods\":[{\"node\":\"a2\",\"state\":\"running\"}]},"
+        "{\"name\":\"old\",\"queue\":\"ml\",\"requests\":{\"gpu\":1,\"cpu\":\"40\"},\"termination_grace\":30,"
+        "\"pods\":[{\"node\":\"b1\",\"state\":\"running\"}]},"
+        "{\"name\":\"new\",\"queue\":\"ml\",\"requests\":{\"gpu\":1,\"cpu\":\"40\"},\"submit_at\":10}],"
+        "\"timeline\":[{\"at\":10,\"action\":\"delete\",\"workload\":\"old\"}]}";
+    run aware, plain;
+    simulate(text, true, true, NULL, &aware);
+    simulate(text, true, false, NULL, &plain);
+    CHECK(ran("aware", 0, &aware) && ran("plain", 0, &plain));
+    if (aware.doc && plain.doc) {
+        CHECK_HAS(plain.json, "\"op\":\"evict\",\"pod\":\"hog-0\"");
+        CHECK(strstr(aware.json, "\"op\":\"evict\"") == NULL);
+        CHECK_HAS(aware.json, "\"op\":\"pipeline\",\"pod\":\"new-0\",\"node\":\"b1\",\"waits_for\":[\"old-0\"]");
+        char *a = ai_outcome(aware.doc), *p = ai_outcome(plain.doc);
+        CHECK(same("aware and plain", 0, a, p));
+        free(a);
+        free(p);
+    }
+    run_free(&aware);
+    run_free(&plain);
+}
+
 int main(void) {
     us_err err = {0};
     const char *root = getenv("UNDERSTORY_ROOT");
@@ -567,6 +713,7 @@ int main(void) {
     policies = policy_set[0];
     RUN(tie_break_never_costs_an_ai_pod_its_node);
     RUN(tie_break_spares_background_between_identical_nodes);
+    RUN(tie_break_counts_terminating_pods_as_gone);
     RUN(random_scenarios_keep_invariants_and_differential_properties);
     for (int i = 0; i < 3; i++) us_policy_free(policy_set[i]);
     return check_report();

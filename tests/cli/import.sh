@@ -63,9 +63,9 @@ diff <(grep -v '"name":.*"\(standard input\|kubectl-seed-story.json\)"' "$TMP/ou
     fail "import - and import FILE differ"
 expect_stderr_empty
 cp "$TMP/out" "$TMP/imported.json"
-run simulate "$TMP/imported.json" --check-invariants --verbose
+run simulate "$TMP/imported.json" --check-invariants
 expect_status 0
-expect_stdout_has "pipeline  team-a/train-1-0"
+expect_stdout_has "pipelined 2 pods of team-a/train-1 onto n2, n4"
 run diff --from policies --to examples/policies/spread "$TMP/imported.json"
 expect_status 0
 expect_stdout_has "understory diff: kubectl-seed-story.json"

@@ -8,6 +8,8 @@
 # restart that forces a new list (410 Gone).  A token file is read again
 # before each request (rotation).  Without the RBAC binding the
 # API server refuses it (403) and it retries; SIGTERM stops it cleanly.
+# Admin endpoints on port 0: two serves run at once here, and other test
+# runs may share the machine.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -81,7 +83,7 @@ token_kubeconfig() {
 token_kubeconfig understory "$work/understory.kubeconfig"
 token_kubeconfig nobody "$work/nobody.kubeconfig"
 
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
 until_line "$work/serve.out" "nodes synced: 511 in the engine" "the first list, in pages of 500"
@@ -152,7 +154,7 @@ k delete queue.scheduling.run.ai team-a >/dev/null
 until_line "$work/serve.out" "queue team-a: removed" "team-a deleted"
 
 # Without the binding: refused, and retried.
-"$understory" serve --kubeconfig "$work/nobody.kubeconfig" >"$work/nobody.out" 2>"$work/nobody.err" &
+"$understory" serve --kubeconfig "$work/nobody.kubeconfig" --admin-address 127.0.0.1:0 >"$work/nobody.out" 2>"$work/nobody.err" &
 pids+=("$!")
 end=$((SECONDS + 30))
 until [[ $(grep -c "list /api/v1/nodes: HTTP 403" "$work/nobody.err" 2>/dev/null || true) -ge 2 ]]; do

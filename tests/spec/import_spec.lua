@@ -178,6 +178,10 @@ describe("understory import", function()
                     { running(out, "infra/gpu-burn"), running(out, "infra/node-check"),
                       running(out, "team-a/train-1"), running(out, "team-a/serve-1") })
     assert.are.equal(15, running(out, "infra/gpu-burn"))
+    -- as many burn-in pods evicted as in the seed story: the fewest that
+    -- free two whole nodes (the captured layout has 8 on n2 and 5 on n4)
+    assert.are.equal(ref.summary.background_evictions, out.summary.background_evictions)
+    assert.are.equal(13, out.summary.background_evictions)
     assert.are.equal("n1", final["team-a/serve-1"][1].node)
     -- the external pods: untouched where they ran; the unbound one never placed
     assert.are.same({ "n1", "running", true },

@@ -1,0 +1,224 @@
+/*
+ * monitor.c — the admin endpoint's routes and the daemon's metrics
+ * (monitor.h).  Counts it can read (informers) are read at scrape time,
+ * so a scrape always agrees with the informers; what happens once (an API
+ * answer, a cycle, a reload) is counted as it happens.  Never writes to
+ * the cluster, never touches the engine.
+ */
+#include "monitor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admin.h"
+#include "metrics.h"
+
+#define MAX_INFORMERS 16
+
+typedef struct watched {
+    char resource[64];
+    const sv_informer *inf;
+} watched;
+
+struct sv_monitor {
+    sv_admin *admin;
+    sv_metrics *reg;
+    sv_http *http;
+    watched inf[MAX_INFORMERS];
+    size_t ninf;
+    sv_metric *api_requests, *lists, *watch_restarts, *objects, *synced;
+    sv_metric *cycle, *decisions, *evictions, *pending, *reloads, *leader;
+    sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds;
+};
+
+static const char *const RESOURCE[] = {"resource", NULL};
+
+/* The Kubernetes verb of a request, as the API server's own metrics name
+ * it: after /api/VERSION or /apis/GROUP/VERSION an odd number of segments
+ * names a collection (nodes; namespaces/NS/pods), an even one an object. */
+const char *sv_monitor_k8s_verb(const char *method, const char *path) {
+    const char *q = strchr(path, '?');
+    size_t len = q ? (size_t)(q - path) : strlen(path), segs = 0;
+    for (size_t i = 0; i < len; i++)
+        if (path[i] == '/' && i + 1 < len && path[i + 1] != '/') segs++;
+    size_t prefix = strncmp(path, "/apis/", 6) == 0 ? 3 : 2;
+    bool collection = segs > prefix && (segs - prefix) % 2 == 1;
+    if (strcmp(method, "GET") == 0) {
+        if (q && (strstr(q, "watch=1") || strstr(q, "watch=true"))) return "watch";
+        return collection ? "list" : "get";
+    }
+    if (strcmp(method, "POST") == 0) return "create";
+    if (strcmp(method, "PUT") == 0) return "update";
+    if (strcmp(method, "PATCH") == 0) return "patch";
+    if (strcmp(method, "DELETE") == 0) return collection ? "deletecollection" : "delete";
+    return "other";
+}
+
+static void on_api_answer(void *ud, const char *method, const char *path, long status) {
+    sv_monitor *m = ud;
+    char code[16];
+    snprintf(code, sizeof code, "%ld", status);
+    sv_metric_add(m->api_requests, (const char *[]){sv_monitor_k8s_verb(method, path), code}, 1);
+}
+
+/* The informers' counts as of now. */
+static void refresh(sv_monitor *m) {
+    for (size_t i = 0; i < m->ninf; i++) {
+        const char *r[] = {m->inf[i].resource};
+        unsigned lists = sv_informer_lists(m->inf[i].inf);
+        sv_metric_set(m->lists, r, lists);
+        sv_metric_set(m->watch_restarts, r, sv_informer_watch_restarts(m->inf[i].inf));
+        sv_metric_set(m->objects, r, (double)sv_informer_objects(m->inf[i].inf));
+        sv_metric_set(m->synced, r, sv_informer_synced(m->inf[i].inf) ? 1 : 0);
+    }
+}
+
+static void healthz(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    (void)ud, (void)rq;
+    sv_admin_respond(rp, 200, "text/plain; charset=utf-8", "ok\n", 3); /* answered: the loop runs */
+}
+
+static void readyz(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    sv_monitor *m = ud;
+    char body[2048];
+    size_t n = 0;
+    (void)rq;
+    for (size_t i = 0; i < m->ninf; i++) {
+        if (sv_informer_synced(m->inf[i].inf)) continue;
+        n += (size_t)snprintf(body + n, n < sizeof body ? sizeof body - n : 0, "not ready: %s not synced yet\n",
+                              m->inf[i].resource);
+    }
+    if (!m->ninf) n = (size_t)snprintf(body, sizeof body, "not ready: nothing watched yet\n");
+    if (n >= sizeof body) n = sizeof body - 1;
+    if (n) sv_admin_respond(rp, 503, "text/plain; charset=utf-8", body, n);
+    else sv_admin_respond(rp, 200, "text/plain; charset=utf-8", "ok\n", 3);
+}
+
+char *sv_monitor_render(sv_monitor *m, size_t *len) {
+    refresh(m);
+    return sv_metrics_render(m->reg, len);
+}
+
+static void metrics(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    sv_monitor *m = ud;
+    size_t len;
+    (void)rq;
+    char *text = sv_monitor_render(m, &len);
+    if (text) sv_admin_respond(rp, 200, SV_METRICS_CONTENT_TYPE, text, len);
+    free(text); /* no answer when out of memory: the admin server says 500 */
+}
+
+static bool make_metrics(sv_monitor *m) {
+    static const double cycle_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                          0.25,  0.5,    1,     2.5,  5,     10};
+    sv_metrics *r = m->reg;
+    m->api_requests = sv_metrics_counter(r, "understory_api_requests_total",
+                                         "Requests made of the Kubernetes API server, by verb and HTTP status "
+                                         "code (0: no answer).",
+                                         (const char *[]){"verb", "code", NULL});
+    m->lists = sv_metrics_counter(r, "understory_informer_lists_total",
+                                  "Full lists made by an informer: 1 at start, then one per relist.", RESOURCE);
+    m->watch_restarts = sv_metrics_counter(r, "understory_informer_watch_restarts_total",
+                                           "Watches that ended and were resumed or replaced by a relist.", RESOURCE);
+    m->objects = sv_metrics_gauge(r, "understory_informer_objects", "Objects an informer holds now.", RESOURCE);
+    m->synced = sv_metrics_gauge(r, "understory_informer_synced", "1 once an informer's first list is complete.",
+                                 RESOURCE);
+    m->cycle = sv_metrics_histogram(r, "understory_cycle_duration_seconds",
+                                    "Time a scheduling cycle spent, by phase (total: the whole cycle).",
+                                    (const char *[]){"phase", NULL}, cycle_bounds,
+                                    sizeof cycle_bounds / sizeof *cycle_bounds);
+    m->decisions = sv_metrics_counter(r, "understory_decisions_total", "Scheduling decisions made, by action.",
+                                      (const char *[]){"action", NULL});
+    m->evictions = sv_metrics_counter(r, "understory_evictions_total", "Pods evicted, by the action that evicted them.",
+                                      (const char *[]){"action", NULL});
+    m->pending = sv_metrics_gauge(r, "understory_pending_pods",
+                                  "Pods waiting to be scheduled, by kind (ai, background) and reason.",
+                                  (const char *[]){"kind", "reason", NULL});
+    m->reloads = sv_metrics_counter(r, "understory_policy_reloads_total", "Policy reloads, by result (ok, refused).",
+                                    (const char *[]){"result", NULL});
+    m->leader = sv_metrics_gauge(r, "understory_leader", "1 while this replica is the leader, 0 on standby.", NULL);
+    m->bg_gpus = sv_metrics_gauge(r, "understory_background_gpus", "GPUs held by background pods now.", NULL);
+    m->idle_gpus = sv_metrics_gauge(r, "understory_idle_gpus", "GPUs held by no pod now.", NULL);
+    m->bg_gpu_seconds = sv_metrics_counter(r, "understory_background_gpu_seconds_total",
+                                           "GPU-seconds background pods have used.", NULL);
+    return m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
+           m->evictions && m->pending && m->reloads && m->leader && m->bg_gpus && m->idle_gpus && m->bg_gpu_seconds &&
+           sv_metric_set(m->leader, NULL, 1) == 0;
+}
+
+sv_monitor *sv_monitor_start(uv_loop_t *loop, const char *address, char *err, size_t errlen) {
+    sv_monitor *m = calloc(1, sizeof *m);
+    if (!m || !(m->reg = sv_metrics_new()) || !make_metrics(m)) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    if (!(m->admin = sv_admin_start(loop, address, NULL, err, errlen))) goto fail;
+    if (sv_admin_route(m->admin, "GET", "/healthz", healthz, m) < 0 ||
+        sv_admin_route(m->admin, "GET", "/readyz", readyz, m) < 0 ||
+        sv_admin_route(m->admin, "GET", "/metrics", metrics, m) < 0) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    return m;
+fail:
+    sv_monitor_close(m);
+    return NULL;
+}
+
+void sv_monitor_close(sv_monitor *m) {
+    if (!m) return;
+    if (m->http) sv_http_observe(m->http, NULL, NULL);
+    sv_admin_close(m->admin); /* its connections close: no handler runs after this */
+    sv_metrics_free(m->reg);
+    free(m);
+}
+
+int sv_monitor_port(const sv_monitor *m) { return sv_admin_port(m->admin); }
+
+void sv_monitor_watch_http(sv_monitor *m, sv_http *h) {
+    m->http = h;
+    sv_http_observe(h, on_api_answer, m);
+}
+
+int sv_monitor_watch_informer(sv_monitor *m, const char *resource, const sv_informer *inf) {
+    if (m->ninf == MAX_INFORMERS || !inf) return -1;
+    snprintf(m->inf[m->ninf].resource, sizeof m->inf[m->ninf].resource, "%s", resource);
+    m->inf[m->ninf++].inf = inf;
+    return 0;
+}
+
+void sv_monitor_cycle(sv_monitor *m, const char *phase, double seconds) {
+    if (m) sv_metric_observe(m->cycle, (const char *[]){phase}, seconds);
+}
+
+void sv_monitor_decisions(sv_monitor *m, const char *action, unsigned n) {
+    if (m) sv_metric_add(m->decisions, (const char *[]){action}, n);
+}
+
+void sv_monitor_evictions(sv_monitor *m, const char *action, unsigned n) {
+    if (m) sv_metric_add(m->evictions, (const char *[]){action}, n);
+}
+
+void sv_monitor_pending_clear(sv_monitor *m) {
+    if (m) sv_metric_clear(m->pending);
+}
+
+void sv_monitor_pending(sv_monitor *m, const char *kind, const char *reason, unsigned n) {
+    if (m) sv_metric_set(m->pending, (const char *[]){kind, reason}, n);
+}
+
+void sv_monitor_reload(sv_monitor *m, const char *result) {
+    if (m) sv_metric_add(m->reloads, (const char *[]){result}, 1);
+}
+
+void sv_monitor_leader(sv_monitor *m, bool leader) {
+    if (m) sv_metric_set(m->leader, NULL, leader ? 1 : 0);
+}
+
+void sv_monitor_harvest(sv_monitor *m, double background_gpus, double idle_gpus, double background_gpu_seconds) {
+    if (!m) return;
+    sv_metric_set(m->bg_gpus, NULL, background_gpus);
+    sv_metric_set(m->idle_gpus, NULL, idle_gpus);
+    if (background_gpu_seconds > 0) sv_metric_add(m->bg_gpu_seconds, NULL, background_gpu_seconds);
+}
