@@ -1163,7 +1163,8 @@ static int adoptable(const us_state *st, int w, int n, const char *pod, us_error
     int best = -1;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
-        if (p->gone || p->workload != w || p->state != US_POD_PENDING) continue;
+        /* a pod a caller named already is that pod, not a free place */
+        if (p->gone || p->workload != w || p->state != US_POD_PENDING || p->named) continue;
         if (wl->controller == US_CTRL_DAEMONSET && n >= 0 && p->pin != n) continue;
         if (best < 0 || p->seq > st->pods[best].seq) best = (int)i;
     }
@@ -1218,11 +1219,16 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
             if (!copy) return nomem(err);
             free(pd->name);
             pd->name = copy;
+            pd->named = true;
             e->names_stale = true;
             return ok(err);
         }
-        if (pd->state == US_POD_PENDING) return ok(err);
+        if (pd->state == US_POD_PENDING) {
+            pd->named = true;
+            return ok(err);
+        }
         if (us_life_pod_lost(st, p, false, e->now) < 0) return nomem(err);
+        pd->named = true; /* the same real pod, pending again */
         tidy(e);
         return ok(err);
     }
@@ -1244,6 +1250,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
         pd->name = copy;
         e->names_stale = true;
     }
+    pd->named = true;
     /* its device slot: where it fits next to the pods there now */
     us_use u = {0};
     for (size_t i = 0; i < st->npods; i++) {

@@ -241,6 +241,7 @@ int us_life_evict(us_state *st, int pod, double now) {
     p->state = US_POD_PENDING;
     p->node = -1;
     p->shared_dev = -1;
+    p->named = false; /* a new incarnation: its name is a placeholder */
     p->seq = st->next_seq++;
     return pod;
 }
@@ -324,6 +325,7 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
         p->state = US_POD_PENDING;
         p->node = -1;
         p->shared_dev = -1;
+        p->named = false; /* the controller's new pod takes this place */
         if (recreated) p->seq = st->next_seq++;
     }
     us_state_compact_pods(st);

@@ -221,6 +221,8 @@ typedef struct us_pod {
     double release_at;     /* releasing pods: when their resources are free */
     uint64_t seq;          /* creation order, for stable ordering */
     bool gone;             /* left the cluster; dropped by us_state_compact_pods */
+    bool named;            /* its name is a real pod's, given by the caller
+                              (us_engine_upsert_pod): no other pod adopts it */
 } us_pod;
 
 typedef struct us_state {

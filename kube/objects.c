@@ -887,12 +887,14 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
         (!external && !cJSON_AddNumberToObject(w, "min_member", min)) ||
         !(arr = cJSON_AddArrayToObject(w, "pods")))
         return us_err_nomem(err);
+    bool pending = k->o && k->o->pending_pods;
     for (size_t i = 0; i < n; i++) {
-        if (!pods[i].node) continue;
+        if (!pods[i].node && !pending) continue;
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(arr, p) || !cJSON_AddStringToObject(p, "name", pods[i].key) ||
-            !cJSON_AddStringToObject(p, "node", pods[i].node) ||
-            !cJSON_AddStringToObject(p, "state", pods[i].releasing ? "releasing" : "running"))
+            (pods[i].node && !cJSON_AddStringToObject(p, "node", pods[i].node)) ||
+            !cJSON_AddStringToObject(p, "state", pods[i].releasing ? "releasing"
+                                                 : pods[i].node ? "running" : "pending"))
             return us_err_nomem(err);
     }
     return 0;

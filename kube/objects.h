@@ -36,6 +36,11 @@ typedef struct kube_opts {
      * (metadata.creationTimestamp) become created_at relative to it.  0:
      * the newest creation time of a Queue, Pod or PodGroup in the input. */
     double epoch;
+    /* Non-zero: unbound pods of ours are listed in their workload's pods
+     * too, with state "pending" (a control plane reports them by their
+     * real names, us_engine_upsert_pod; a scenario document must not have
+     * them: the simulator creates its pending pods itself). */
+    int pending_pods;
 } kube_opts;
 
 /* The objects of a cluster, by kind, each an object of the API (not

@@ -295,7 +295,10 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     set_blob(r->easy, CURLOPT_SSLKEY_BLOB, CURLOPT_SSLKEY, &h->cfg.key);
     r->headers = curl_slist_append(NULL, "Accept: application/json");
     if (body) {
-        struct curl_slist *s = curl_slist_append(r->headers, "Content-Type: application/json");
+        /* a PATCH is a strategic merge patch: conditions merge by type */
+        struct curl_slist *s = curl_slist_append(r->headers, strcmp(method, "PATCH") == 0
+                                                                 ? "Content-Type: application/strategic-merge-patch+json"
+                                                                 : "Content-Type: application/json");
         if (!s || !(r->body = strdup(body))) goto fail;
         r->headers = s;
         curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body);

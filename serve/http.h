@@ -32,7 +32,7 @@ sv_http *sv_http_new(uv_loop_t *loop, const sv_config *cfg, char *err, size_t er
 void sv_http_free(sv_http *h);
 
 /* Start `method path` (path includes the query) with an optional JSON
- * body (copied; NULL: none).  data NULL: the body is collected for done.
+ * body (copied; NULL: none; a PATCH's is a strategic merge patch).  data NULL: the body is collected for done.
  * 0, or -1 when the request could not be started (out of memory). */
 int sv_http_request(sv_http *h, const char *method, const char *path, const char *body,
                     sv_http_data_fn data, sv_http_done_fn done, void *ud);

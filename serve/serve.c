@@ -1,11 +1,14 @@
 /*
  * serve.c — `understory serve`: the engine as the scheduler of a real
  * Kubernetes cluster (../shared/KUBERNETES.md).  This stage connects
- * (kubeconfig or in-cluster), keeps the cluster's nodes and KAI's queues
- * in view with informers, and feeds them to an engine through the public
- * API only (bindings/understory.h, the scenario format's objects), logging
- * each as the engine then takes it.  It writes nothing to the cluster
- * yet.  One libuv loop runs everything; SIGINT/SIGTERM stop it.
+ * (kubeconfig or in-cluster), keeps the cluster's nodes, KAI's queues,
+ * pods and what they refer to in view with informers, and feeds them to an
+ * engine through the public API only (bindings/understory.h, the scenario
+ * format's objects; pods through workloads.c).  Once every informer has
+ * listed, a timer runs a cycle every --cycle-interval and writes.c turns
+ * its decisions into API calls (none under --dry-run).  One libuv loop
+ * runs everything; SIGINT/SIGTERM stop it.  Owns the command line and
+ * the wiring; it decides nothing itself.
  */
 #include "serve.h"
 
@@ -14,35 +17,67 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <uv.h>
 
 #include "admin.h"
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
+#include "objects.h"
 #include "queues.h"
 #include "monitor.h"
 #include "understory.h"
+#include "workloads.h"
+#include "writes.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define POOL_LABEL "kai.scheduler/node-pool"
 
-typedef struct serve {
+/* The informers of the objects pods refer to, by sv_kind (nodes apart:
+ * they feed the engine themselves and the caches too). */
+static const char *const kind_paths[SV_NKINDS] = {
+    [SV_PODS] = "/api/v1/pods",
+    [SV_NAMESPACES] = "/api/v1/namespaces",
+    [SV_PODGROUPS] = "/apis/scheduling.run.ai/v2alpha2/podgroups",
+    [SV_PRIORITYCLASSES] = "/apis/scheduling.k8s.io/v1/priorityclasses",
+};
+
+typedef struct serve serve;
+
+typedef struct kind_feed {
+    serve *s;
+    sv_kind kind;
+} kind_feed;
+
+struct serve {
     us_engine *engine;
     sv_http *http;
-    sv_informer *nodes, *queues;
+    sv_informer *nodes, *queues, *kinds[SV_NKINDS];
+    kind_feed feeds[SV_NKINDS];
     sv_queues *queue_map;
+    sv_workloads *workloads;
+    sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
     uv_signal_t sigint, sigterm;
+    uv_timer_t cycle;
+    double epoch, interval;
+    bool dry_run;
+    int synced; /* informers whose first list is complete */
     int status;
-} serve;
+};
+
+/* Every informer has listed once: the engine sees the whole cluster. */
+#define NINFORMERS (2 + SV_NKINDS - 1)
 
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
+          "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
           "\n"
-          "Connect to a Kubernetes API server and keep its nodes and KAI queues in an\n"
-          "engine's view, logging each as the engine takes it (this stage writes\n"
-          "nothing to the cluster).\n"
+          "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
+          "PodGroups, namespaces and priority classes in an engine's view, and once\n"
+          "every list is complete run a scheduling cycle every interval, writing its\n"
+          "decisions to the cluster (binds, nominations, evictions, conditions, events).\n"
           "\n"
           "options:\n"
           "  --kubeconfig FILE  the kubeconfig to use (default: $KUBECONFIG, else the\n"
@@ -51,6 +86,12 @@ static void usage(FILE *f) {
           "  --admin-address HOST:PORT\n"
           "                     serve /healthz, /readyz and /metrics there (default\n"
           "                     " SV_ADMIN_DEFAULT_ADDRESS "; port 0: a free one, logged)\n"
+          "  --dry-run          compute and log the decisions, write nothing\n"
+          "  --cycle-interval SECONDS\n"
+          "                     time between cycles (default 1)\n"
+          "  --scheduler-name NAME\n"
+          "                     the spec.schedulerName of the pods to schedule (default\n"
+          "                     understory); other pods hold their room as external\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -140,6 +181,7 @@ static void on_node(void *ud, sv_event ev, const cJSON *n) {
     us_error err;
     const char *name = str(at(n, "metadata", "name"));
     if (!name) return;
+    sv_workloads_event(s->workloads, SV_NODES, ev, n);
     if (ev == SV_DELETED) {
         if (us_engine_remove_node(s->engine, name, &err) == US_OK) printf("node %s: removed\n", name);
         fflush(stdout);
@@ -160,12 +202,60 @@ static void on_node(void *ud, sv_event ev, const cJSON *n) {
 
 static void on_synced(void *ud) {
     serve *s = ud;
+    s->synced++;
     printf("nodes synced: %zu in the engine\n", us_engine_node_count(s->engine));
     fflush(stdout);
 }
 
+static void on_kind(void *ud, sv_event ev, const cJSON *obj) {
+    kind_feed *f = ud;
+    sv_workloads_event(f->s->workloads, f->kind, ev, obj);
+}
+
+static void on_kind_synced(void *ud) {
+    kind_feed *f = ud;
+    f->s->synced++;
+    printf("%s synced\n", kind_paths[f->kind]);
+    fflush(stdout);
+}
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* One cycle: the caches into the engine, us_engine_run_cycle, the
+ * decisions out.  Nothing is decided before every informer has listed
+ * once (a cache half full would look like free room). */
+static void on_cycle(uv_timer_t *t) {
+    serve *s = t->data;
+    us_error err;
+    if (s->synced < NINFORMERS) return;
+    double now = wall(), at = now - s->epoch;
+    if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
+    /* binds not seen within a minute did not happen */
+    sv_workloads_expire(s->workloads, now, 60);
+    sv_workloads_sync(s->workloads, at);
+    if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
+        fprintf(stderr, "understory serve: cycle: %s\n", err.message);
+        return;
+    }
+    sv_writes_apply(s->writes, now);
+}
+
+/* --cycle-interval's value: seconds, above 0 and at most a day. */
+static bool parse_interval(const char *v, double *out) {
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d > 0) || d > 86400) return false;
+    *out = d;
+    return true;
+}
+
 static void on_queues_synced(void *ud) {
     serve *s = ud;
+    s->synced++;
     printf("queues synced: %zu in the engine, %zu waiting for a parent\n",
            us_engine_queue_count(s->engine), sv_queues_waiting(s->queue_map));
     fflush(stdout);
@@ -174,6 +264,17 @@ static void on_queues_synced(void *ud) {
 static void on_queue(void *ud, sv_event ev, const cJSON *obj) {
     serve *s = ud;
     sv_queues_event(s->queue_map, ev, obj);
+}
+
+/* The informers of pods and what they refer to; -1 when out of memory. */
+static int start_kinds(serve *s, uv_loop_t *loop) {
+    for (int k = 0; k < SV_NKINDS; k++) {
+        if (!kind_paths[k]) continue;
+        s->feeds[k] = (kind_feed){s, (sv_kind)k};
+        if (!(s->kinds[k] = sv_informer_start(s->http, loop, kind_paths[k], on_kind, on_kind_synced, &s->feeds[k])))
+            return -1;
+    }
+    return 0;
 }
 
 static void close_handle(uv_handle_t *h) { (void)h; }
@@ -186,6 +287,12 @@ static void on_signal(uv_signal_t *sig, int signum) {
     sv_informer_stop(s->nodes);
     sv_informer_stop(s->queues);
     s->nodes = s->queues = NULL;
+    for (int k = 0; k < SV_NKINDS; k++) {
+        sv_informer_stop(s->kinds[k]);
+        s->kinds[k] = NULL;
+    }
+    uv_timer_stop(&s->cycle);
+    uv_close((uv_handle_t *)&s->cycle, close_handle);
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
@@ -209,14 +316,21 @@ static void watch_for_admin(serve *s) {
     sv_monitor_watch_http(s->monitor, s->http);
     sv_monitor_watch_informer(s->monitor, "nodes", s->nodes);
     sv_monitor_watch_informer(s->monitor, "queues", s->queues);
+    static const char *const names[SV_NKINDS] = {[SV_PODS] = "pods", [SV_NAMESPACES] = "namespaces",
+                                                 [SV_PODGROUPS] = "podgroups",
+                                                 [SV_PRIORITYCLASSES] = "priorityclasses"};
+    for (int k = 0; k < SV_NKINDS; k++)
+        if (s->kinds[k]) sv_monitor_watch_informer(s->monitor, names[k], s->kinds[k]);
 }
 
 int sv_main(int argc, char **argv) {
     const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
+    const char *scheduler = KUBE_DEFAULT_SCHEDULER;
     char err[1024];
     sv_config cfg;
     serve s;
     memset(&s, 0, sizeof s);
+    s.interval = 1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -227,10 +341,21 @@ int sv_main(int argc, char **argv) {
             context = argv[++i];
         } else if (!strcmp(argv[i], "--admin-address") && i + 1 < argc) {
             admin_address = argv[++i];
+        } else if (!strcmp(argv[i], "--dry-run")) {
+            s.dry_run = true;
+        } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
+            scheduler = argv[++i];
+        } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
+            if (!parse_interval(argv[++i], &s.interval)) {
+                fprintf(stderr, "understory serve: --cycle-interval: \"%s\" is not a number of seconds "
+                        "(above 0, at most 86400)\n", argv[i]);
+                return 2;
+            }
         } else {
             fprintf(stderr, "understory serve: %s %s\n",
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
-                                              !strcmp(argv[i], "--admin-address"))
+                                          !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
+                                          !strcmp(argv[i], "--cycle-interval"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -260,16 +385,22 @@ int sv_main(int argc, char **argv) {
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
+    s.epoch = wall();
     if (!s.http || !(s.queue_map = sv_queues_new(s.engine)) ||
+        !(s.workloads = sv_workloads_new(s.engine, scheduler, s.epoch)) ||
+        !(s.writes = sv_writes_new(s.http, s.engine, s.workloads, s.dry_run)) || start_kinds(&s, loop) < 0 ||
         !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
         !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
                                        on_queues_synced, &s))) {
         fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
         sv_informer_stop(s.nodes);
         sv_informer_stop(s.queues);
+        for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
         sv_monitor_close(s.monitor);
         sv_http_free(s.http);
         sv_queues_free(s.queue_map);
+        sv_writes_free(s.writes);
+        sv_workloads_free(s.workloads);
         uv_run(loop, UV_RUN_DEFAULT);
         us_engine_destroy(s.engine);
         return 1;
@@ -280,9 +411,16 @@ int sv_main(int argc, char **argv) {
     s.sigint.data = s.sigterm.data = &s;
     uv_signal_start(&s.sigint, on_signal, SIGINT);
     uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+    uv_timer_init(loop, &s.cycle);
+    s.cycle.data = &s;
+    uint64_t ms = (uint64_t)(s.interval * 1000);
+    uv_timer_start(&s.cycle, on_cycle, ms ? ms : 1, ms ? ms : 1);
+    if (s.dry_run) fprintf(stderr, "understory serve: dry run: decisions are logged, not written\n");
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     sv_queues_free(s.queue_map);
+    sv_writes_free(s.writes);
+    sv_workloads_free(s.workloads);
     us_engine_destroy(s.engine);
     fprintf(stderr, "understory serve: stopped\n");
     return s.status;

@@ -596,6 +596,50 @@ TEST(pod_reports) {
     us_engine_destroy(e);
 }
 
+/* A control plane reports the pods of a workload by their real names, bound
+ * or not, in any order: each takes a place of its own (none takes another's
+ * name away), whatever the mix, and one more than the replicas is refused.
+ * Then a cycle binds each under its real name. */
+TEST(reported_pods_each_take_a_place_of_their_own) {
+    static const char *const order[][4] = {{"p0", "p1", "p2", "p3"}, {"p3", "p2", "p1", "p0"}, {"p2", "p0", "p3", "p1"}};
+    for (int mix = 0; mix < 8; mix++)
+        for (int o = 0; o < 3; o++) {
+            us_engine *e = engine();
+            us_error err;
+            us_pod_info p;
+            CHECK(node(e, "n1", 8) == US_OK);
+            CHECK(queue(e, "q", NULL, 16) == US_OK);
+            CHECK(workload(e, "w", "q", 4, 1, 0) == US_OK);
+            for (int i = 0; i < 4; i++) {
+                const char *name = order[o][i];
+                /* mix's bit i: pod i already bound (n1), else pending */
+                us_pod_spec s = {name, "w", (mix >> (name[1] - '0')) & 1 ? "n1" : NULL};
+                CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
+                /* and reported again (a control plane resends its state): no change */
+                CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
+            }
+            for (int i = 0; i < 4; i++) {
+                char name[4] = {'p', (char)('0' + i), 0};
+                CHECK(pod_named(e, name, &p));
+                CHECK(p.phase == (((mix >> i) & 1) ? US_PHASE_RUNNING : US_PHASE_PENDING));
+            }
+            us_pod_spec extra = {"p4", "w", NULL};
+            REFUSED(e, us_engine_upsert_pod(e, &extra, &err), US_EINVAL, "pod.workload: \"w\" has no pending pod");
+            CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+            size_t binds = 0;
+            for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+                us_decision_info d;
+                CHECK(us_engine_decision(e, i, &d) == US_OK);
+                if (d.op != US_DECISION_BIND) continue;
+                CHECK(d.pod[0] == 'p' && d.pod[1] >= '0' && d.pod[1] <= '3' && !((mix >> (d.pod[1] - '0')) & 1));
+                binds++;
+            }
+            /* all pending (a gang of 4 whole): each binds under its own name */
+            if (mix == 0) CHECK(binds == 4);
+            us_engine_destroy(e);
+        }
+}
+
 TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
     us_engine *e = engine();
     us_error err;
@@ -1245,6 +1289,7 @@ int main(void) {
     RUN(workload_errors);
     RUN(workload_resend_scale_and_finish);
     RUN(pod_reports);
+    RUN(reported_pods_each_take_a_place_of_their_own);
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);

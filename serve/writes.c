@@ -1,0 +1,385 @@
+/*
+ * writes.c — a cycle's decisions as the API calls of KUBERNETES.md's
+ * table: bind = POST pods/NAME/binding; pipeline = PATCH pods/NAME/status
+ * with status.nominatedNodeName; evict = PATCH status adding the condition
+ * DisruptionTarget=True (reason PreemptionByScheduler), then DELETE with
+ * preconditions.uid and the pod's own grace period; a pending pod's
+ * PodScheduled=False condition (Unschedulable with the engine's reason, or
+ * WaitingForIdleResources for a background pod); Evict events as
+ * events.k8s.io/v1 Events.  A write that would change nothing (the cached
+ * object already says it) is not made.  Owns the requests in flight;
+ * never decides anything: the engine did.
+ */
+#include "writes.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct req {
+    struct req *next, *prev;
+    struct sv_writes *x;
+    char *what;      /* "bind ns/name -> node", for the log */
+    char *pod;       /* the pod's key, for a bind */
+    char *then_path; /* evict: the DELETE after the PATCH */
+    char *then_body;
+    char *then_what;
+} req;
+
+struct sv_writes {
+    sv_http *http;
+    us_engine *engine;
+    sv_workloads *wl;
+    bool dry_run;
+    req *inflight;
+    unsigned long count;
+};
+
+sv_writes *sv_writes_new(sv_http *h, us_engine *e, sv_workloads *w, bool dry_run) {
+    sv_writes *x = calloc(1, sizeof *x);
+    if (!x) return NULL;
+    x->http = h;
+    x->engine = e;
+    x->wl = w;
+    x->dry_run = dry_run;
+    return x;
+}
+
+static void req_free(req *r) {
+    if (!r) return;
+    free(r->what);
+    free(r->pod);
+    free(r->then_path);
+    free(r->then_body);
+    free(r->then_what);
+    free(r);
+}
+
+static void unlink_req(req *r) {
+    if (r->prev) r->prev->next = r->next;
+    else r->x->inflight = r->next;
+    if (r->next) r->next->prev = r->prev;
+}
+
+void sv_writes_free(sv_writes *x) {
+    if (!x) return;
+    while (x->inflight) {
+        req *r = x->inflight;
+        x->inflight = r->next;
+        req_free(r);
+    }
+    free(x);
+}
+
+unsigned long sv_writes_count(const sv_writes *x) { return x->count; }
+
+static const cJSON *at(const cJSON *o, const char *a, const char *b) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, a);
+    return b ? cJSON_GetObjectItemCaseSensitive(v, b) : v;
+}
+
+static const char *str(const cJSON *v) { return cJSON_IsString(v) ? v->valuestring : NULL; }
+
+static void on_done(void *ud, long status, const char *body, size_t n, const char *errmsg);
+
+/* Start method path body, logged as what; pod: a bind's pod. */
+static int send_req(sv_writes *x, const char *method, const char *path, const char *body, const char *what,
+                const char *pod, const char *then_path, const char *then_body) {
+    req *r = calloc(1, sizeof *r);
+    if (!r || !(r->what = strdup(what)) || (pod && !(r->pod = strdup(pod))) ||
+        (then_path && !(r->then_path = strdup(then_path))) || (then_body && !(r->then_body = strdup(then_body))))
+        goto fail;
+    /* the PATCH before a DELETE logs as what it adds, the DELETE as what */
+    if (then_path) {
+        size_t n = strlen(what) + 32;
+        if (!(r->then_what = r->what) || !(r->what = malloc(n))) goto fail;
+        snprintf(r->what, n, "%s: DisruptionTarget", what);
+    }
+    r->x = x;
+    if (sv_http_request(x->http, method, path, body, NULL, on_done, r) < 0) goto fail;
+    r->next = x->inflight;
+    if (x->inflight) x->inflight->prev = r;
+    x->inflight = r;
+    x->count++;
+    return 0;
+fail:
+    fprintf(stderr, "understory serve: %s: out of memory\n", what);
+    req_free(r);
+    return -1;
+}
+
+static void on_done(void *ud, long status, const char *body, size_t n, const char *errmsg) {
+    req *r = ud;
+    sv_writes *x = r->x;
+    (void)n;
+    unlink_req(r);
+    if (status >= 200 && status < 300) {
+        printf("%s: done (%ld)\n", r->what, status);
+        if (r->then_path) send_req(x, "DELETE", r->then_path, r->then_body, r->then_what, NULL, NULL, NULL);
+    } else if (status == 409 && r->pod) {
+        /* someone else bound it: the watch will say where */
+        printf("%s: already bound (409)\n", r->what);
+    } else {
+        const cJSON *msg = NULL;
+        cJSON *b = body ? cJSON_Parse(body) : NULL;
+        msg = cJSON_GetObjectItemCaseSensitive(b, "message");
+        printf("%s: failed (%ld): %s\n", r->what, status,
+               str(msg) ? str(msg) : errmsg ? errmsg : "no message");
+        cJSON_Delete(b);
+        /* the bind did not happen: the pod is pending again as the cache says */
+        if (r->pod) sv_workloads_forget(x->wl, r->pod);
+    }
+    fflush(stdout);
+    req_free(r);
+}
+
+/* "ns/name" into ns and name; false when it has no '/'. */
+static bool split(const char *key, char *ns, size_t nl, char *name, size_t ml) {
+    const char *s = strchr(key, '/');
+    if (!s) return false;
+    snprintf(ns, nl, "%.*s", (int)(s - key), key);
+    snprintf(name, ml, "%s", s + 1);
+    return true;
+}
+
+static void now_rfc3339(char *buf, size_t len, bool micro) {
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t k = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (micro) snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
+    else snprintf(buf + k, len - k, "Z");
+}
+
+/* Write body (owned, freed) to method path, or log it under --dry-run. */
+static void write_json(sv_writes *x, const char *method, const char *path, cJSON *body, const char *what,
+                       const char *pod, const char *then_path, cJSON *then_body) {
+    char *text = body ? cJSON_PrintUnformatted(body) : NULL;
+    char *then = then_body ? cJSON_PrintUnformatted(then_body) : NULL;
+    if (x->dry_run) {
+        printf("%s: dry run, not written\n", what);
+    } else if ((body && !text) || (then_body && !then)) {
+        fprintf(stderr, "understory serve: %s: out of memory\n", what);
+    } else {
+        if (pod) sv_workloads_assume(x->wl, pod, (double)time(NULL));
+        send_req(x, method, path, text, what, pod, then_path, then);
+    }
+    free(text);
+    free(then);
+    cJSON_Delete(body);
+    cJSON_Delete(then_body);
+}
+
+static void bind_pod(sv_writes *x, const us_decision_info *d) {
+    char ns[256], name[256], path[800], what[800];
+    if (!sv_workloads_is_pending(x->wl, d->pod) || !split(d->pod, ns, sizeof ns, name, sizeof name)) return;
+    cJSON *b = cJSON_CreateObject(), *md, *t;
+    bool ok = b && cJSON_AddStringToObject(b, "apiVersion", "v1") && cJSON_AddStringToObject(b, "kind", "Binding") &&
+              (md = cJSON_AddObjectToObject(b, "metadata")) && cJSON_AddStringToObject(md, "name", name) &&
+              (t = cJSON_AddObjectToObject(b, "target")) && cJSON_AddStringToObject(t, "apiVersion", "v1") &&
+              cJSON_AddStringToObject(t, "kind", "Node") && cJSON_AddStringToObject(t, "name", d->node);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/binding", ns, name);
+    snprintf(what, sizeof what, "bind %s -> %s", d->pod, d->node);
+    if (!ok) {
+        cJSON_Delete(b);
+        fprintf(stderr, "understory serve: %s: out of memory\n", what);
+        return;
+    }
+    write_json(x, "POST", path, b, what, d->pod, NULL, NULL);
+}
+
+/* The pod's condition of type, or NULL. */
+static const cJSON *condition(const cJSON *pod, const char *type) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, at(pod, "status", "conditions")) {
+        const char *t = str(at(c, "type", NULL));
+        if (t && !strcmp(t, type)) return c;
+    }
+    return NULL;
+}
+
+/* A status patch: {"status": {"conditions": [cond]}} plus nominated. */
+static cJSON *status_patch(const char *type, const char *status, const char *reason, const char *message,
+                           const char *nominated) {
+    char now[40];
+    now_rfc3339(now, sizeof now, false);
+    cJSON *p = cJSON_CreateObject(), *s, *cs, *c;
+    bool ok = p && (s = cJSON_AddObjectToObject(p, "status"));
+    if (ok && nominated) ok = cJSON_AddStringToObject(s, "nominatedNodeName", nominated) != NULL;
+    if (ok && type)
+        ok = (cs = cJSON_AddArrayToObject(s, "conditions")) && (c = cJSON_CreateObject()) && cJSON_AddItemToArray(cs, c) &&
+             cJSON_AddStringToObject(c, "type", type) && cJSON_AddStringToObject(c, "status", status) &&
+             cJSON_AddStringToObject(c, "reason", reason) && cJSON_AddStringToObject(c, "message", message) &&
+             cJSON_AddStringToObject(c, "lastTransitionTime", now);
+    if (!ok) {
+        cJSON_Delete(p);
+        return NULL;
+    }
+    return p;
+}
+
+static void pipeline(sv_writes *x, const us_decision_info *d) {
+    char ns[256], name[256], path[800], what[800];
+    if (!d->action || !sv_workloads_is_pending(x->wl, d->pod) || !split(d->pod, ns, sizeof ns, name, sizeof name))
+        return;
+    const cJSON *pod = sv_workloads_get(x->wl, SV_PODS, d->pod);
+    const char *cur = str(at(pod, "status", "nominatedNodeName"));
+    if (cur && !strcmp(cur, d->node)) return;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    snprintf(what, sizeof what, "nominate %s -> %s", d->pod, d->node);
+    cJSON *p = status_patch(NULL, NULL, NULL, NULL, d->node);
+    if (p) write_json(x, "PATCH", path, p, what, NULL, NULL, NULL);
+}
+
+static void evict(sv_writes *x, const us_decision_info *d) {
+    char ns[256], name[256], path[800], what[800], msg[800];
+    const cJSON *pod = sv_workloads_get(x->wl, SV_PODS, d->pod);
+    const char *uid = str(at(pod, "metadata", "uid"));
+    /* not a real pod, or already being deleted */
+    if (!pod || !uid || at(pod, "metadata", "deletionTimestamp") || !split(d->pod, ns, sizeof ns, name, sizeof name))
+        return;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+    snprintf(what, sizeof what, "evict %s from %s (%s)", d->pod, d->node, d->action ? d->action : "evict");
+    snprintf(msg, sizeof msg, "Evicted by understory's %s action for %s", d->action ? d->action : "evict",
+             d->evictor ? d->evictor : "no evictor");
+    const cJSON *g = at(pod, "spec", "terminationGracePeriodSeconds");
+    cJSON *del = cJSON_CreateObject(), *pre;
+    bool ok = del && cJSON_AddStringToObject(del, "apiVersion", "v1") &&
+              cJSON_AddStringToObject(del, "kind", "DeleteOptions") && (pre = cJSON_AddObjectToObject(del, "preconditions")) &&
+              cJSON_AddStringToObject(pre, "uid", uid) &&
+              cJSON_AddNumberToObject(del, "gracePeriodSeconds", cJSON_IsNumber(g) ? g->valuedouble : 30);
+    cJSON *p = status_patch("DisruptionTarget", "True", "PreemptionByScheduler", msg, NULL);
+    if (!ok || !p) {
+        cJSON_Delete(del);
+        cJSON_Delete(p);
+        fprintf(stderr, "understory serve: %s: out of memory\n", what);
+        return;
+    }
+    char spath[820];
+    snprintf(spath, sizeof spath, "%s/status", path);
+    write_json(x, "PATCH", spath, p, what, NULL, path, del);
+}
+
+/* The object an Evict event about workload wl is regarding: its PodGroup,
+ * else its pods' top owner, else the pod (a pod of wl from the cache). */
+static cJSON *regarding(sv_writes *x, const char *wl) {
+    const cJSON *pod = NULL;
+    for (size_t i = 0; i < us_engine_pod_count(x->engine) && !pod; i++) {
+        us_pod_info p;
+        if (us_engine_pod(x->engine, i, &p) == US_OK && !strcmp(p.workload, wl))
+            pod = sv_workloads_get(x->wl, SV_PODS, p.name);
+    }
+    char ns[256], name[256];
+    if (!split(wl, ns, sizeof ns, name, sizeof name)) return NULL;
+    const char *kind = "Pod", *api = "v1", *uid = NULL, *oname = name;
+    const char *pg = str(at(at(pod, "metadata", "annotations"), "pod-group-name", NULL));
+    const cJSON *ref = cJSON_GetArrayItem(at(pod, "metadata", "ownerReferences"), 0);
+    char key[600];
+    if (pg) {
+        kind = "PodGroup";
+        api = "scheduling.run.ai/v2alpha2";
+        oname = pg;
+        snprintf(key, sizeof key, "%s/%s", ns, pg);
+        uid = str(at(sv_workloads_get(x->wl, SV_PODGROUPS, key), "metadata", "uid"));
+    } else if (ref && str(at(ref, "kind", NULL)) && !strcmp(str(at(ref, "kind", NULL)), "ReplicaSet") &&
+               strcmp(str(at(ref, "name", NULL)), name)) {
+        kind = "Deployment"; /* a ReplicaSet "<deployment>-<hash>" stands for its Deployment */
+        api = "apps/v1";
+    } else if (ref) {
+        kind = str(at(ref, "kind", NULL));
+        api = str(at(ref, "apiVersion", NULL));
+        oname = str(at(ref, "name", NULL));
+        uid = str(at(ref, "uid", NULL));
+    } else if (pod) {
+        uid = str(at(pod, "metadata", "uid"));
+    }
+    cJSON *r = cJSON_CreateObject();
+    bool ok = r && kind && api && oname && cJSON_AddStringToObject(r, "apiVersion", api) &&
+              cJSON_AddStringToObject(r, "kind", kind) && cJSON_AddStringToObject(r, "namespace", ns) &&
+              cJSON_AddStringToObject(r, "name", oname) && (!uid || cJSON_AddStringToObject(r, "uid", uid));
+    if (!ok) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    return r;
+}
+
+static void event(sv_writes *x, const us_event_info *ev) {
+    char ns[256], name[256], path[600], what[800], now[40];
+    if (strcmp(ev->reason, "Evict") != 0 || !split(ev->object, ns, sizeof ns, name, sizeof name)) return;
+    const char *action = "evict";
+    for (size_t i = 0; i < ev->nannotations; i++)
+        if (!strcmp(ev->annotations[i].key, "evictor-action-type")) action = ev->annotations[i].value;
+    now_rfc3339(now, sizeof now, true);
+    cJSON *e = cJSON_CreateObject(), *md, *an, *reg = regarding(x, ev->object);
+    bool ok = e && reg && cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1") &&
+              cJSON_AddStringToObject(e, "kind", "Event") && (md = cJSON_AddObjectToObject(e, "metadata")) &&
+              cJSON_AddStringToObject(md, "generateName", "understory-evict-") &&
+              cJSON_AddStringToObject(md, "namespace", ns) && (an = cJSON_AddObjectToObject(md, "annotations")) &&
+              cJSON_AddStringToObject(e, "eventTime", now) &&
+              cJSON_AddStringToObject(e, "reportingController", "understory") &&
+              cJSON_AddStringToObject(e, "reportingInstance", "understory") &&
+              cJSON_AddStringToObject(e, "action", action) && cJSON_AddStringToObject(e, "reason", ev->reason) &&
+              cJSON_AddStringToObject(e, "type", ev->type) && cJSON_AddStringToObject(e, "note", ev->message);
+    for (size_t i = 0; ok && i < ev->nannotations; i++)
+        ok = cJSON_AddStringToObject(an, ev->annotations[i].key, ev->annotations[i].value) != NULL;
+    ok = ok && cJSON_AddItemToObject(e, "regarding", reg);
+    if (!ok) {
+        if (!cJSON_GetObjectItemCaseSensitive(e, "regarding")) cJSON_Delete(reg);
+        cJSON_Delete(e);
+        fprintf(stderr, "understory serve: event about %s: out of memory\n", ev->object);
+        return;
+    }
+    snprintf(path, sizeof path, "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    snprintf(what, sizeof what, "event %s %s %s", ev->reason, action, ev->object);
+    write_json(x, "POST", path, e, what, NULL, NULL, NULL);
+}
+
+/* The PodScheduled=False condition of a real pending pod, when it changes. */
+static void unschedulable(sv_writes *x, const us_pod_info *p, const char *why) {
+    char ns[256], name[256], path[800], what[800];
+    if (!sv_workloads_is_pending(x->wl, p->name) || !split(p->name, ns, sizeof ns, name, sizeof name)) return;
+    const char *reason = p->background ? "WaitingForIdleResources" : "Unschedulable";
+    const char *msg = p->background ? "a background pod waits for idle resources" : why ? why : "not scheduled yet";
+    const cJSON *c = condition(sv_workloads_get(x->wl, SV_PODS, p->name), "PodScheduled");
+    if (c && str(at(c, "status", NULL)) && !strcmp(str(at(c, "status", NULL)), "False") && str(at(c, "reason", NULL)) &&
+        !strcmp(str(at(c, "reason", NULL)), reason) && str(at(c, "message", NULL)) &&
+        !strcmp(str(at(c, "message", NULL)), msg))
+        return;
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+    snprintf(what, sizeof what, "pending %s: %s (%s)", p->name, reason, msg);
+    cJSON *b = status_patch("PodScheduled", "False", reason, msg, NULL);
+    if (b) write_json(x, "PATCH", path, b, what, NULL, NULL, NULL);
+}
+
+void sv_writes_apply(sv_writes *x, double t) {
+    (void)t;
+    for (size_t i = 0; i < us_engine_decision_count(x->engine); i++) {
+        us_decision_info d;
+        if (us_engine_decision(x->engine, i, &d) != US_OK) continue;
+        if (d.op == US_DECISION_BIND) bind_pod(x, &d);
+        else if (d.op == US_DECISION_PIPELINE) pipeline(x, &d);
+        else evict(x, &d);
+    }
+    for (size_t i = 0; i < us_engine_event_count(x->engine); i++) {
+        us_event_info ev;
+        if (us_engine_event(x->engine, i, &ev) == US_OK) event(x, &ev);
+    }
+    /* pods left pending: the engine's reason is its NotScheduled event's message */
+    for (size_t i = 0; i < us_engine_pod_count(x->engine); i++) {
+        us_pod_info p;
+        if (us_engine_pod(x->engine, i, &p) != US_OK || p.phase != US_PHASE_PENDING || p.external) continue;
+        const char *why = NULL;
+        for (size_t j = 0; j < us_engine_event_count(x->engine) && !why; j++) {
+            us_event_info ev;
+            if (us_engine_event(x->engine, j, &ev) == US_OK && !strcmp(ev.object, p.workload) &&
+                strcmp(ev.reason, "Evict") != 0)
+                why = ev.message;
+        }
+        unschedulable(x, &p, why);
+    }
+    fflush(stdout);
+}

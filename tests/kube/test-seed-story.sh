@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# tests/kube/test-seed-story.sh — `understory serve` schedules the seed
+# story (examples/kubernetes/seed-story/) on a real control plane, under
+# the ServiceAccount and RBAC of examples/kubernetes/rbac.yaml, checked
+# with kubectl only:
+#   - a --dry-run daemon logs its binds and writes nothing (no pod's
+#     resourceVersion moves);
+#   - the burn-in fills the idle GPUs (28 bound), the health checks bind,
+#     the inference server waits with the engine's reason as its condition;
+#   - training arrives: exactly the burn-in pods on the gang's nodes are
+#     deleted, each evicted with the DisruptionTarget condition, and Evict
+#     events (action backgroundpods) name the evictor; their replacements
+#     are recreated; understory evicts no health check; training binds
+#     after the grace period;
+#   - deleting training brings the burn-in back (28 bound); burn-in beyond
+#     the idle GPUs waits with PodScheduled=False WaitingForIdleResources.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+cluster=$here/cluster.sh
+understory=${UNDERSTORY:-$root/build/release/understory}
+"$here/build.sh"
+kubectl=$root/build/kube/bin/kubectl
+story=$root/examples/kubernetes/seed-story
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	"$cluster" down "$work/c" 2>/dev/null
+	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$work"/*.out "$work"/*.err; do
+		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
+	done
+	exit 1
+}
+
+# until_ok SECONDS WHAT COMMAND...: COMMAND succeeds within SECONDS.
+until_ok() {
+	local end=$((SECONDS + $1)) what=$2
+	shift 2
+	until "$@"; do
+		((SECONDS < end)) || fail "$what (after waiting $1 s)"
+		sleep 1
+	done
+}
+
+"$cluster" up "$work/c"
+k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
+k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
+k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+k apply -f "$story/00-cluster.yaml" >/dev/null
+k apply -f "$story/10-background.yaml" -f "$story/20-serve.yaml" >/dev/null
+
+cat >"$work/understory.kubeconfig" <<-YAML
+	apiVersion: v1
+	kind: Config
+	clusters:
+	- name: test
+	  cluster:
+	    server: https://127.0.0.1:$(cat "$work/c/api-port")
+	    certificate-authority: $work/c/certs/ca.crt
+	users:
+	- name: understory
+	  user:
+	    token: $(k -n understory-system create token understory --duration 1h)
+	contexts:
+	- name: understory
+	  context: {cluster: test, user: understory}
+	current-context: understory
+YAML
+
+# bound_count NS SELECTOR: pods matching SELECTOR in NS with a node.
+bound_count() {
+	k -n "$1" get pods -l "$2" -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true
+}
+# pods (name, uid, node, resourceVersion) of every namespace, sorted
+pod_table() {
+	k get pods -A -o jsonpath='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.metadata.uid} {.spec.nodeName} {.metadata.resourceVersion}{"\n"}{end}' | sort
+}
+
+# The controllers have created every pod: 28 burn-in, 4 checks, serve-1.
+until_ok 60 "the controllers created the seed story's pods" \
+	bash -c "[[ \$('$kubectl' --kubeconfig '$work/c/kubeconfig' get pods -A --no-headers | wc -l) -eq 33 ]]"
+
+# --- dry run: decisions logged, nothing written -------------------------
+pod_table >"$work/before-dry.txt"
+"$understory" serve --dry-run --kubeconfig "$work/understory.kubeconfig" >"$work/dry.out" 2>"$work/dry.err" &
+dry_pid=$!
+pids+=("$dry_pid")
+has_dry_binds() { [[ $(grep -c -- ' -> n[1-4]: dry run, not written$' "$work/dry.out") -ge 33 ]]; }
+until_ok 60 "the dry-run daemon logged the binds of all 33 pods" has_dry_binds
+sleep 3 # three more cycles, each of which would write if it could
+kill -TERM "$dry_pid"
+wait "$dry_pid" || fail "the dry-run daemon did not stop cleanly on SIGTERM"
+pod_table >"$work/after-dry.txt"
+diff -u "$work/before-dry.txt" "$work/after-dry.txt" >&2 ||
+	fail "a --dry-run daemon changed pods (resourceVersions above)"
+[[ $(k get events.events.k8s.io -A -o jsonpath='{range .items[?(@.reportingController=="understory")]}x{"\n"}{end}' | grep -c x || true) -eq 0 ]] ||
+	fail "a --dry-run daemon created events"
+
+# --- the daemon schedules ------------------------------------------------
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+serve_pid=$!
+pids+=("$serve_pid")
+burn28() { [[ $(bound_count infra app=gpu-burn) -eq 28 ]]; }
+until_ok 90 "the burn-in fills the idle GPUs (28 bound)" burn28
+checks4() { [[ $(bound_count infra app=node-check) -eq 4 ]]; }
+until_ok 30 "a health check on every node" checks4
+# serve-1 is non-preemptible and its queue's cpu quota is 0 (00-cluster.yaml):
+# KAI's rule keeps it pending, and the engine's reason is on the pod
+serve1() {
+	[[ $(k -n team-a get pod serve-1 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].status} {.status.conditions[?(@.type=="PodScheduled")].reason}') == "False Unschedulable" ]] &&
+		k -n team-a get pod serve-1 -o jsonpath='{.status.conditions[?(@.type=="PodScheduled")].message}' | grep -q 'quota'
+}
+until_ok 30 "serve-1 PodScheduled=False Unschedulable with the engine's reason" serve1
+# never two binds of one pod: each bind is written once
+dup=$(grep -E '^bind .* -> n[1-4]: done' "$work/serve.out" | awk '{print $2}' | sort | uniq -d)
+[[ -z $dup ]] || fail "bound twice: $dup"
+# bound pods' GPUs fit their nodes (the API server does not check)
+k get pods -A -o jsonpath='{range .items[*]}{.spec.nodeName} {.spec.containers[0].resources.requests.nvidia\.com/gpu}{"\n"}{end}' |
+	awk '$1 != "" && $2 != "" {g[$1] += $2} END {for (n in g) if (g[n] > 8) {print n, g[n]; bad = 1}; exit bad}' ||
+	fail "a node holds more than 8 GPUs of bound pods"
+
+k -n infra get pods -l app=gpu-burn -o jsonpath='{range .items[*]}{.metadata.name} {.metadata.uid} {.spec.nodeName}{"\n"}{end}' |
+	sort >"$work/burn-before.txt"
+
+# --- training arrives -----------------------------------------------------
+k apply -f "$story/30-train.yaml" >/dev/null
+train_bound() {
+	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
+}
+until_ok 120 "training binds once its room is free" train_bound
+train_nodes=$(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
+[[ $(echo "$train_nodes" | wc -l) -eq 2 ]] || fail "the gang's two 8-GPU pods on one node: $train_nodes"
+# the burn-in pods that were on the gang's nodes, and only those, are gone
+expected=$(awk -v nodes="$(echo $train_nodes)" 'BEGIN {split(nodes, a, " "); for (i in a) on[a[i]] = 1} on[$3] {print $2}' \
+	"$work/burn-before.txt" | sort)
+k -n infra get pods -l app=gpu-burn -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}' | sort >"$work/burn-uids-after.txt"
+gone=$(awk '{print $2}' "$work/burn-before.txt" | sort | comm -23 - "$work/burn-uids-after.txt")
+[[ -n $expected && $gone == "$expected" ]] ||
+	fail "evicted burn-in pods: $(echo $gone | wc -w), expected exactly those on $train_nodes: $(echo $expected | wc -w)"
+n_evicted=$(echo "$expected" | wc -l)
+# each eviction logged, one Evict event per evicted workload naming the evictor
+[[ $(grep -cE '^evict infra/gpu-burn-[^ ]+ from n[1-4] \(backgroundpods\): DisruptionTarget: done \(200\)$' "$work/serve.out") -eq $n_evicted ]] ||
+	fail "expected $n_evicted DisruptionTarget conditions written in the log"
+[[ $(grep -cE '^evict infra/gpu-burn-[^ ]+ from n[1-4] \(backgroundpods\): done \(200\)$' "$work/serve.out") -eq $n_evicted ]] ||
+	fail "expected $n_evicted deletions in the log"
+events=$(k -n infra get events.events.k8s.io -o jsonpath='{range .items[?(@.reason=="Evict")]}{.reportingController} {.action} {.regarding.kind}/{.regarding.name} {.metadata.annotations.evictor-action-type} {.metadata.annotations.num-evicted-pods} {.metadata.annotations.evictor-pod-group-name}{"\n"}{end}')
+echo "$events" | grep -qxE "understory backgroundpods Deployment/gpu-burn backgroundpods [0-9]+ team-a/train-1" ||
+	fail "no Evict event (action backgroundpods, regarding Deployment gpu-burn, evictor team-a/train-1): $events"
+total=$(echo "$events" | awk '{s += $5} END {print s + 0}')
+[[ $total -eq $n_evicted ]] || fail "events count $total evicted pods, $n_evicted were"
+# the health checks are not evicted, and one still runs on every node
+# (their pods may be replaced by the DaemonSet controller: a pending
+# DaemonSet pod is not yet bound to the node its affinity names, see
+# docs/kubernetes.md, so their uids are not compared)
+! grep -qE '^evict infra/node-check' "$work/serve.out" || fail "understory evicted a health check"
+until_ok 30 "a health check on every node while training runs" checks4
+# --- training leaves: the burn-in comes back ---------------------------
+k -n team-a delete job train-1 --wait=true >/dev/null
+k -n team-a delete podgroup train-1 >/dev/null
+until_ok 90 "the burn-in back on every idle GPU (28 bound)" burn28
+# more burn-in than idle GPUs (4): the 3 pods beyond them wait for idle
+# resources, with that condition
+k -n infra scale deployment gpu-burn --replicas 35 >/dev/null
+burn32() { [[ $(bound_count infra app=gpu-burn) -eq 32 ]]; }
+until_ok 60 "the burn-in on all 32 GPUs" burn32
+waiting3() {
+	[[ $(k -n infra get pods -l app=gpu-burn -o jsonpath='{range .items[*]}{.spec.nodeName}:{.status.conditions[?(@.type=="PodScheduled")].status}:{.status.conditions[?(@.type=="PodScheduled")].reason}{"\n"}{end}' |
+		grep -cx ':False:WaitingForIdleResources' || true) -eq 3 ]]
+}
+until_ok 30 "3 burn-in pods PodScheduled=False WaitingForIdleResources" waiting3
+kill -TERM "$serve_pid"
+wait "$serve_pid" || fail "the daemon did not stop cleanly on SIGTERM"
+echo "ok: seed story on a real control plane ($n_evicted burn-in pods evicted for training)"
