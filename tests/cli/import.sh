@@ -63,7 +63,7 @@ diff <(grep -v '"name":.*"\(standard input\|kubectl-seed-story.json\)"' "$TMP/ou
     fail "import - and import FILE differ"
 expect_stderr_empty
 cp "$TMP/out" "$TMP/imported.json"
-run simulate "$TMP/imported.json" --check-invariants
+run simulate "$TMP/imported.json" --check-invariants --verbose
 expect_status 0
 expect_stdout_has "pipeline  team-a/train-1-0"
 run diff --from policies --to examples/policies/spread "$TMP/imported.json"
