@@ -9,12 +9,15 @@
 #   make kube    build the Kubernetes control plane the tests run (tests/kube)
 #   make bench   the benchmark (docs/benchmarks.md)
 #   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
+#   make fuzz    build the libFuzzer targets in build/fuzz (docs/testing.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
 
 PKGS      := lua5.4 libcjson libuv libcurl yaml-0.1
-DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git
+DEB_PKGS  := liblua5.4-dev lua5.4 libuv1-dev libcjson-dev libcurl4-openssl-dev lua-busted pkg-config gcc make valgrind git \
+             clang libclang-rt-14-dev chromium
+# clang, libclang-rt-14-dev: make fuzz (libFuzzer); chromium: tests/cli/report.sh renders the HTML report headless
 # Kubernetes: libyaml reads kubeconfig files (`understory serve`); the
 # tests' control plane (tests/kube) needs certificates, health probes and
 # process groups.  Go itself is /usr/local/go on these machines.
@@ -37,7 +40,11 @@ LDFLAGS   += $(SANITIZE)
 LDLIBS    += $(LIBS_PKG) -lm
 
 ENGINE_SRC := $(filter-out engine/main.c,$(wildcard engine/*.c))
-ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+# The default policies compiled in (engine/policysrc.c), so that a policy
+# directory need hold only the files it changes.
+POLICY_FILES := policies/fairshare.lua policies/placement.lua policies/background.lua
+GEN_SRC    := $(BUILD)/gen/default_policies.c
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o) $(BUILD)/gen/default_policies.o
 MAIN_OBJ   := $(BUILD)/engine/main.o
 # `understory serve` (serve/): the command line's, not the library's
 SERVE_SRC  := $(wildcard serve/*.c)
@@ -62,7 +69,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed install uninstall
+.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed install uninstall fuzz fuzz-targets
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -71,6 +78,20 @@ understory: $(BUILD)/understory
 
 $(BUILD)/%.o: %.c $(wildcard engine/*.h bindings/*.h serve/*.h)
 	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(GEN_SRC): $(POLICY_FILES) Makefile
+	@mkdir -p $(dir $@)
+	@{ echo '#include <stddef.h>'; i=0; for f in $(POLICY_FILES); do \
+	    echo "static const char d$$i[] = {"; od -An -v -tx1 $$f | sed 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	    echo '0};'; i=$$((i + 1)); done; \
+	  echo 'extern const char *const us_policysrc_default_text[3];'; \
+	  echo 'extern const size_t us_policysrc_default_len[3];'; \
+	  echo 'const char *const us_policysrc_default_text[3] = {d0, d1, d2};'; \
+	  echo 'const size_t us_policysrc_default_len[3] = {sizeof d0 - 1, sizeof d1 - 1, sizeof d2 - 1};'; \
+	} >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/gen/default_policies.o: $(GEN_SRC)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(LIB_A): $(ENGINE_OBJ)
@@ -131,6 +152,7 @@ test: deps-check
 	    SANITIZE="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
 	    CHECKS=-DUS_CHECK_INVARIANTS >/dev/null
 	@$(MAKE) --no-print-directory all >/dev/null
+	@$(MAKE) --no-print-directory fuzz >/dev/null
 	@tests/run.sh
 
 $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
@@ -185,6 +207,23 @@ kube:
 
 deps-check:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries: run 'make deps'"; exit 1; }
+
+# libFuzzer targets (tests/fuzz/fuzz_*.c; docs/testing.md): the engine built
+# again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the
+# fuzzer's coverage, in build/fuzz.  make test runs each briefly on its seed
+# corpus (tests/fuzz/corpus/<target>); long runs are in docs/testing.md.
+FUZZ_TARGETS := scenario quantity policy_result api
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-targets BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+	    SANITIZE="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+
+fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build understory

@@ -16,8 +16,8 @@
  *   policies      directory holding fairshare.lua, placement.lua and
  *                 background.lua; default: the environment variable
  *                 UNDERSTORY_POLICIES, else the built-in C policies
- *   plain_ties    true: ties between equally scored nodes go by node name
- *                 only (default false: background-aware ties)
+ *   plain_ties    true: AI pods stay where placement put them, ties by
+ *                 node name (default false: background-aware ties)
  *   long_grace    seconds of termination grace above which a background pod
  *                 draws a warning (default 30)
  *   instructions  Lua instructions a policy call may run
@@ -27,7 +27,7 @@
  *                 the invariant, the cycle and the objects
  *   time_limit    wall-clock milliseconds a policy call may take (500)
  *
- * Returns the output document of DESIGN.md as a Lua table: objects become
+ * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
  * node has no `node` field).  Any failure raises a Lua error with the
  * engine's message (`workloads[3].queue: "team-z" is not a queue`); errors
@@ -644,7 +644,8 @@ static void push_event(lua_State *L, const us_event_info *ev) {
     }
 }
 
-/* e:run_cycle(now) -> {decisions = {...}, events = {...}}; then the
+/* e:run_cycle(now) -> {decisions = {...}, events = {...}, log = {{file,
+ * line, message}, ...}}; then the
  * on_event function, if any, once per event. */
 static int l_run_cycle(lua_State *L) {
     us_engine *e = check_engine(L);
@@ -683,6 +684,19 @@ static int l_run_cycle(lua_State *L) {
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "events");
+    size_t nl = us_engine_policy_log_count(e);
+    lua_createtable(L, (int)nl, 0);
+    for (size_t i = 0; i < nl; i++) {
+        us_policy_log_info l;
+        us_engine_policy_log(e, i, &l);
+        lua_createtable(L, 0, 3);
+        set_str(L, "file", l.file);
+        lua_pushinteger(L, l.line);
+        lua_setfield(L, -2, "line");
+        set_str(L, "message", l.message);
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    lua_setfield(L, -2, "log");
     /* the callback runs after the cycle, outside the engine: an error in it
      * is an ordinary Lua error from run_cycle, the cycle itself done */
     if (lua_getiuservalue(L, 1, 1) == LUA_TFUNCTION) {
@@ -720,6 +734,8 @@ static int l_pods(lua_State *L) {
         set_str(L, "state", p.phase_name);
         lua_pushboolean(L, p.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, p.external);
+        lua_setfield(L, -2, "external");
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     return 1;
@@ -775,6 +791,8 @@ static int l_workloads(lua_State *L) {
         set_str(L, "state", phases[w.phase]);
         lua_pushboolean(L, w.background);
         lua_setfield(L, -2, "background");
+        lua_pushboolean(L, w.external);
+        lua_setfield(L, -2, "external");
         set_str(L, "blocked", w.blocked);
         if (w.running_since >= 0) {
             lua_pushnumber(L, w.running_since);

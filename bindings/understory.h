@@ -149,8 +149,11 @@ typedef struct us_engine_options {
     /* Directory holding fairshare.lua, placement.lua and background.lua
      * (docs/policies.md); NULL: the built-in C policies.  Copied. */
     const char *policies;
-    /* Non-zero: ties between equally scored nodes go by node name only;
-     * 0 (default): prefer the node that displaces the least background work. */
+    /* Non-zero: AI pods stay where placement put them (ties by node name);
+     * 0 (default): a node's new AI pods may move to a node interchangeable
+     * with it for every AI pod of the cycle where they displace less
+     * background work, which never changes an AI outcome
+     * (docs/scheduling.md). */
     int plain_ties;
     /* Seconds of termination grace above which a background workload draws
      * a warning event (default 30). */
@@ -291,7 +294,7 @@ typedef enum us_controller_kind {
 
 typedef struct us_workload_spec {
     const char *name;              /* required, unique among live workloads */
-    const char *queue;             /* required: a leaf queue */
+    const char *queue;             /* required: a leaf queue (NULL when external) */
     int priority;                  /* default US_PRIORITY_TRAIN */
     us_preemption preemptibility;
     us_controller_kind controller;
@@ -308,6 +311,13 @@ typedef struct us_workload_spec {
     us_resources requests;         /* per pod */
     const us_toleration *tolerations; /* the node taints its pods tolerate */
     size_t ntolerations;
+    /* Non-zero: an external workload, whose pods another scheduler places
+     * (kube-system pods, pods of another schedulerName).  The caller reports
+     * its pods with us_engine_upsert_pod; they hold their room on their
+     * nodes in every view, and the engine never places, evicts or reports
+     * them pending.  queue must be NULL (it is in no queue); the background
+     * label does not apply. */
+    int external;
 } us_workload_spec;
 
 /* Fill w with the defaults (and NULL name and queue).  Thread-safe. */
@@ -368,8 +378,8 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err);
 
 /* Run one scheduling cycle at time now (not before the engine's time):
  * terminating pods whose grace has ended leave, pipelined pods whose room
- * is free bind, then the full cycle of DESIGN.md runs.  The engine's state
- * follows its own decisions (a bound pod is running, an evicted one
+ * is free bind, then the full cycle of docs/scheduling.md runs.  The
+ * engine's state follows its own decisions (a bound pod is running, an evicted one
  * terminating) until the caller reports otherwise.  Replaces the previous
  * cycle's decisions and events, then calls the event callback once per
  * event.  A failing policy never fails a cycle: it draws an event and the
@@ -425,6 +435,24 @@ US_API int us_engine_decision(const us_engine *e, size_t i, us_decision_info *ou
 US_API size_t us_engine_event_count(const us_engine *e);
 US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out);
 
+/* A line a policy logged with log(...) during the last cycle (or since the
+ * cycle before: lines logged while policies load come with the next
+ * cycle).  Same lifetime as a decision.  At most 200 lines a cycle are
+ * kept, each cut at 400 bytes; us_engine_policy_log_dropped counts those
+ * left out. */
+typedef struct us_policy_log_info {
+    const char *file;                /* "placement.lua", or a helper's file */
+    int line;                        /* 0 when unknown */
+    const char *message;             /* the arguments, as tostring shows them,
+                                        separated by spaces */
+} us_policy_log_info;
+
+US_API size_t us_engine_policy_log_count(const us_engine *e);
+/* Fill *out with log line i of the last cycle; US_ENOENT when out of range. */
+US_API int us_engine_policy_log(const us_engine *e, size_t i, us_policy_log_info *out);
+/* Lines over the bound, left out in the last cycle. */
+US_API unsigned long us_engine_policy_log_dropped(const us_engine *e);
+
 /* Called once per event at the end of every cycle, in order.  The callback
  * may read the engine (counts, infos) but not change it: such calls fail
  * with US_EBUSY.  ev and its strings are valid during the call only. */
@@ -455,6 +483,7 @@ typedef struct us_pod_info {
     us_pod_phase phase;
     const char *phase_name;  /* "pending", "pipelined", "running", "releasing" */
     int background;          /* non-zero: a background pod */
+    int external;            /* non-zero: a pod of an external workload */
 } us_pod_info;
 
 typedef struct us_node_info {
@@ -487,6 +516,7 @@ typedef struct us_workload_info {
                                 background rule), or NULL */
     double running_since;    /* when its gang last started running; < 0 if
                                 it does not run */
+    int external;            /* non-zero: scheduled by someone else */
 } us_workload_info;
 
 US_API size_t us_engine_pod_count(const us_engine *e);

@@ -32,6 +32,7 @@
 #include "reload.h"
 #include "scenario.h"
 #include "state.h"
+#include "utf8.h"
 
 struct us_engine {
     us_state st;
@@ -106,6 +107,7 @@ static int fail(us_error *err, int code, const char *fmt, ...) {
         err->code = code;
         vsnprintf(err->message, sizeof err->message, fmt, ap);
         va_end(ap);
+        us_text_escape(err->message, sizeof err->message);
     }
     return code;
 }
@@ -278,6 +280,27 @@ US_API const char *us_engine_policy_id(const us_engine *e) {
 
 /* ---- JSON in ---------------------------------------------------------------------- */
 
+/* Every string of o (keys and values) valid UTF-8, or US_EINVAL naming
+ * the first that is not, by its path below what, and the byte offset.
+ * Names and labels reach the output, which must stay valid. */
+static int utf8_tree(const cJSON *o, const char *what, us_error *err) {
+    char path[256];
+    long bad;
+    if (o->string && (bad = us_utf8_invalid(o->string, strlen(o->string))) >= 0)
+        return fail(err, US_EINVAL, "%s: a key is not valid UTF-8 (byte offset %ld)", what, bad);
+    if (cJSON_IsString(o) && (bad = us_utf8_invalid(o->valuestring, strlen(o->valuestring))) >= 0)
+        return fail(err, US_EINVAL, "%s: invalid UTF-8 at byte offset %ld", what, bad);
+    int i = 0;
+    for (const cJSON *c = o->child; c; c = c->next, i++) {
+        if (c->string) snprintf(path, sizeof path, "%s.%s", what, c->string);
+        else snprintf(path, sizeof path, "%s[%d]", what, i);
+        /* a key that is itself invalid is reported under its parent */
+        int rc = utf8_tree(c, c->string && us_utf8_invalid(c->string, strlen(c->string)) >= 0 ? what : path, err);
+        if (rc != US_OK) return rc;
+    }
+    return US_OK;
+}
+
 /* Parse a JSON text holding one object; what names it in messages. */
 static int parse_text(const char *json, const char *what, cJSON **out, us_error *err) {
     const char *end = NULL;
@@ -296,7 +319,12 @@ static int parse_text(const char *json, const char *what, cJSON **out, us_error 
         }
         return fail(err, US_EINVAL, "%s: invalid JSON at line %d, column %d", what, line, col);
     }
-    return US_OK;
+    int rc = utf8_tree(*out, what, err);
+    if (rc != US_OK) {
+        cJSON_Delete(*out);
+        *out = NULL;
+    }
+    return rc;
 }
 
 /* o[key], JSON null read as absent. */
@@ -485,6 +513,7 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     }
     add_str(b, o, "name", s->name);
     add_str(b, o, "queue", s->queue);
+    if (s->external) add(b, o, "external", cJSON_CreateBool(true));
     add(b, o, "priority", cJSON_CreateNumber(s->priority));
     if ((unsigned)s->preemptibility > US_PREEMPTION_SEMI_PREEMPTIBLE) {
         b->code = US_EINVAL;
@@ -519,8 +548,12 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
 }
 
 /* Report a builder failure (and free what was built). */
-static int built(build *b, cJSON *o, us_error *err) {
-    if (!b->code) return US_OK;
+static int built(build *b, cJSON *o, const char *what, us_error *err) {
+    int rc;
+    if (!b->code) {
+        if ((rc = utf8_tree(o, what, err)) != US_OK) cJSON_Delete(o);
+        return rc;
+    }
     cJSON_Delete(o);
     if (b->code == US_ENOMEM) return nomem(err);
     return fail(err, b->code, "%s", b->msg);
@@ -845,7 +878,7 @@ US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_erro
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "node: NULL spec");
     o = node_object(spec, &b);
-    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    if ((rc = built(&b, o, "node", err)) != US_OK) return rc;
     rc = upsert_node(e, o, err);
     cJSON_Delete(o);
     return rc;
@@ -934,7 +967,7 @@ US_API int us_engine_upsert_queue(us_engine *e, const us_queue_spec *spec, us_er
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "queue: NULL spec");
     o = queue_object(spec, &b);
-    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    if ((rc = built(&b, o, "queue", err)) != US_OK) return rc;
     rc = upsert_queue(e, o, err);
     cJSON_Delete(o);
     return rc;
@@ -997,6 +1030,7 @@ static bool labels_same(const us_labels *a, const us_labels *b) {
 /* The first field a live workload may not change that w changes, or NULL. */
 static const char *immutable_change(const us_workload *cur, const us_workload *w) {
     if (cur->queue != w->queue) return "queue";
+    if (cur->external != w->external) return "external";
     if (cur->priority != w->priority) return "priority";
     if (cur->preemptibility != w->preemptibility) return "preemptibility";
     if (cur->controller != w->controller) return "controller";
@@ -1063,7 +1097,7 @@ US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec,
     GUARD_ONLY(e, err); /* no settle: submissions batch up */
     if (!spec) return fail(err, US_EINVAL, "workload: NULL spec");
     o = workload_object(spec, &b);
-    if ((rc = built(&b, o, err)) != US_OK) return rc;
+    if ((rc = built(&b, o, "workload", err)) != US_OK) return rc;
     rc = upsert_workload(e, o, now, err);
     cJSON_Delete(o);
     return rc;
@@ -1149,6 +1183,10 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
     const char *res;
     int live, rel, w, n = -1, p;
     if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
+    /* as the loader's names: a Kubernetes name is at most 253 characters */
+    if (strlen(name) > 253)
+        return fail(err, US_EINVAL, "pod.name: is %zu characters long, more than the 253 a "
+                    "Kubernetes name may have", strlen(name));
     if (node && (n = find_node(st, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
@@ -1219,6 +1257,9 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err) {
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "pod: NULL spec");
+    if (spec->name && us_utf8_invalid(spec->name, strlen(spec->name)) >= 0)
+        return fail(err, US_EINVAL, "pod.name: invalid UTF-8 at byte offset %ld",
+                    us_utf8_invalid(spec->name, strlen(spec->name)));
     return upsert_pod(e, spec->name, spec->workload, spec->node, err);
 }
 
@@ -1422,6 +1463,18 @@ US_API int us_engine_event(const us_engine *e, size_t i, us_event_info *out) {
     return US_OK;
 }
 
+US_API size_t us_engine_policy_log_count(const us_engine *e) { return e ? e->log.nlines : 0; }
+
+US_API int us_engine_policy_log(const us_engine *e, size_t i, us_policy_log_info *out) {
+    if (!e || !out || i >= e->log.nlines) return US_ENOENT;
+    out->file = e->log.lines[i].file;
+    out->line = e->log.lines[i].line;
+    out->message = e->log.lines[i].text;
+    return US_OK;
+}
+
+US_API unsigned long us_engine_policy_log_dropped(const us_engine *e) { return e ? e->log.dropped_lines : 0; }
+
 /* ---- reading the state ------------------------------------------------------------------ */
 
 static const char *const phase_names[] = {"pending", "pipelined", "running", "releasing"};
@@ -1451,6 +1504,7 @@ US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
     }
     out->phase_name = phase_names[out->phase];
     out->background = w->background;
+    out->external = w->external;
     return US_OK;
 }
 
@@ -1514,5 +1568,6 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
     out->background = w->background;
     out->blocked = w->blocked;
     out->running_since = w->started_at;
+    out->external = w->external;
     return US_OK;
 }

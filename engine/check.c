@@ -17,10 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "readfile.h"
+#include "policysrc.h"
 #include "sim.h"
-
-#define MAX_FILE ((size_t)16 << 20) /* the same cap the policy host puts on a file */
 
 /* Cycle 1 (t=0) calls every function: the fair share of a queue tree; a
  * gang and a pinned evaluation job to place on three nodes; four burn-in
@@ -216,21 +214,6 @@ void us_check_opts_default(us_check_opts *o) {
     us_cycle_opts_default(&o->cycle);
 }
 
-/* Read dir/name whole; on failure *why says so and -1 is returned. */
-static int read_policy_file(const char *dir, const char *name, char **buf, size_t *len,
-                            char *why, size_t n) {
-    char path[4096], reason[256];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
-        snprintf(why, n, "%s: path too long", name);
-        return -1;
-    }
-    if (us_read_regular(path, MAX_FILE, buf, len, reason, sizeof reason) < 0) {
-        snprintf(why, n, "%s: cannot read it: %s", name, reason);
-        return -1;
-    }
-    return 0;
-}
-
 /* A problem line: messages that start with a file name get the directory
  * in front, so that the line reads path:line: message, as compilers write
  * them and CI annotators read them. */
@@ -247,12 +230,19 @@ static void problem(FILE *out, const char *dir, const char *msg, const char *ext
  * or -1 when memory runs out. */
 static int check_syntax(FILE *out, const char *dir) {
     int problems = 0;
+    us_err e = {0};
+    if (us_policysrc_check_dir(dir, &e) < 0) {
+        problem(out, dir, e.msg, NULL);
+        return 1;
+    }
     for (int m = 0; m < US_POLICY_NFN; m++) {
         char why[1200], chunk[64];
         char *buf = NULL;
         size_t len = 0;
-        if (read_policy_file(dir, us_policy_files[m], &buf, &len, why, sizeof why) < 0) {
-            problem(out, dir, why, NULL);
+        bool is_default = false;
+        if (us_policysrc_read(dir, m, &buf, &len, &is_default, &e) < 0) {
+            if (e.code == US_ENOMEM) return -1;
+            problem(out, dir, e.msg, NULL);
             problems++;
             continue;
         }
@@ -326,6 +316,82 @@ cleanup:
     return rc;
 }
 
+/* ---- names: a score must not depend on node or pod names ------------------- */
+
+/* Run a copy of sc (its state cloned; sc is left as it was) with a fresh
+ * load of dir, with or without the class cache.  0, or -1 with err. */
+static int run_copy(const us_scenario *sc, const char *dir, const us_check_opts *o, bool no_cache,
+                    us_sim_result *res, us_err *err) {
+    us_scenario copy = *sc; /* shares name and timeline, which a run only reads */
+    us_sim_opts so;
+    us_policy *pol = NULL;
+    int rc = -1;
+    if (us_state_clone(&copy.state, &sc->state) < 0) return us_err_nomem(err);
+    if (!(pol = us_policy_load(dir, &o->limits, err))) goto cleanup;
+    us_sim_opts_default(&so);
+    so.cycle = o->cycle;
+    so.cycle.score_cache = !no_cache;
+    so.cycle.profile = NULL;
+    rc = us_sim_run(&copy, pol, &so, res, err);
+cleanup:
+    us_policy_free(pol);
+    us_state_free(&copy.state);
+    return rc;
+}
+
+static bool same_str(const char *a, const char *b) { return (!a && !b) || (a && b && !strcmp(a, b)); }
+
+static bool same_decision(const us_decision *a, const us_decision *b) {
+    return a->op == b->op && a->action == b->action && same_str(a->pod, b->pod) && same_str(a->node, b->node) &&
+           same_str(a->evictor, b->evictor);
+}
+
+static void describe(char *buf, size_t n, const us_decision *d) {
+    if (!d) snprintf(buf, n, "nothing");
+    else snprintf(buf, n, "%s %s %s %s", us_op_names[d->op], d->pod ? d->pod : "-",
+                  d->op == US_OP_EVICT ? "from" : "on", d->node ? d->node : "-");
+}
+
+/* The engine scores a (pod class, node class) pair once (nodeclass.h), so a
+ * score that reads names gives decisions that change when every pair is
+ * scored on its own.  Runs sc both ways and compares the decisions.
+ * Returns the number of problems (0 or 1), or -1 with err. */
+static int check_names(FILE *out, const char *dir, const us_scenario *sc, const us_check_opts *o, us_err *err) {
+    us_sim_result a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    int rc = -1;
+    if (run_copy(sc, dir, o, false, &a, err) < 0) goto cleanup;
+    if (run_copy(sc, dir, o, true, &b, err) < 0) goto cleanup;
+    rc = 0;
+    for (size_t i = 0; i < a.ncycles || i < b.ncycles; i++) {
+        const us_cycle_log *la = i < a.ncycles ? &a.cycles[i].log : NULL, *lb = i < b.ncycles ? &b.cycles[i].log : NULL;
+        size_t na = la ? la->ndecisions : 0, nb = lb ? lb->ndecisions : 0;
+        for (size_t k = 0; k < na || k < nb; k++) {
+            const us_decision *da = k < na ? &la->decisions[k] : NULL, *db = k < nb ? &lb->decisions[k] : NULL;
+            if (da && db && same_decision(da, db)) continue;
+            char wa[300], wb[300], msg[900];
+            describe(wa, sizeof wa, da);
+            describe(wb, sizeof wb, db);
+            const us_sim_cycle *c = i < a.ncycles ? &a.cycles[i] : &b.cycles[i];
+            snprintf(msg, sizeof msg, "placement.lua: the score depends on node or pod names: scored once per "
+                     "class of identical nodes and pods, cycle %d (t=%gs) decides %s; with every (pod, node) "
+                     "pair scored on its own, %s", c->index, c->time, wa, wb);
+            problem(out, dir, msg, NULL);
+            rc = 1;
+            goto done;
+        }
+    }
+done:
+    fprintf(out, "  %-4s score independent of names: %s\n", rc ? "FAIL" : "ok",
+            rc ? "decisions change when every (pod, node) pair is scored on its own"
+               : "the same decisions with every (pod, node) pair scored on its own");
+cleanup:
+    us_sim_result_free(&a);
+    us_sim_result_free(&b);
+    return rc;
+}
+
 /* The checks proper, in order, each printing its line; a stage that fails
  * ends them (a file that does not compile cannot be run).  sc is the
  * loaded scenario; *loaded says whether it still is (the built-in scenario
@@ -349,10 +415,24 @@ static int run_checks(FILE *out, const char *dir, us_scenario *sc, bool *loaded,
     }
     fprintf(out, "  ok   required functions: compute, score, reoffer (policy id %s)\n",
             us_policy_id(pol));
+    for (int m = 0; m < US_POLICY_NFN; m++)
+        if (us_policy_file_is_default(pol, (us_policy_fn)m))
+            fprintf(out, "  note %s is not in %s: the default is used\n", us_policy_files[m], dir);
     us_policy_free(pol);
 
     bool background = us_check_has_background(&sc->state);
+    us_check_drop_reloads(sc);
+    int named = check_names(out, dir, sc, o, err);
+    if (named < 0) {
+        if (err && err->code != US_ENOMEM) {
+            /* a policy that fails to run is the contract check's to report */
+            named = 0;
+        } else {
+            return -1;
+        }
+    }
     if ((problems = check_contract(out, dir, sc, o, calls, err)) < 0) return -1;
+    problems += named;
     if (!o->scenario || (calls[0] && calls[1] && calls[2] && background)) return problems;
 
     /* The scenario left a function unexercised: check it on the built-in

@@ -89,7 +89,9 @@ int us_commit_broken_gangs(us_state *st, double now, us_cycle_log *log, us_err *
     int rc = 0;
     for (size_t w = 0; w < nw && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
-        if (wl->state != US_WL_ACTIVE || holding[w] == 0 || holding[w] >= wl->min_member) continue;
+        /* an external workload's gang is its own scheduler's business */
+        if (wl->state != US_WL_ACTIVE || wl->external || holding[w] == 0 || holding[w] >= wl->min_member)
+            continue;
         size_t npods = st->npods;  /* recreated pods are appended past this */
         int count = 0;
         for (size_t i = 0; i < npods && rc == 0; i++) {

@@ -105,8 +105,26 @@ out:
     return rc;
 }
 
+/* A node without cpu or memory can never run a pod that asks for them,
+ * which is almost every pod: most likely a typo in its spec.  Said once. */
+static int node_warnings(us_state *st, us_cycle_log *log) {
+    for (size_t i = 0; i < st->nnodes; i++) {
+        us_node *n = &st->nodes[i];
+        bool cpu = n->cap.v[US_CPU] > 0, mem = n->cap.v[US_MEM] > 0;
+        if (n->removed || n->warned || (cpu && mem)) continue;
+        n->warned = true;
+        if (us_log_event(log, "Warning", "IncompleteCapacity", n->name, NULL,
+                         "node has no %s capacity: it can never run a pod that requests %s",
+                         !cpu && !mem ? "cpu and no memory" : !cpu ? "cpu" : "memory",
+                         !cpu && !mem ? "either" : !cpu ? "cpu" : "memory") < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Warnings a workload draws once: a broken background rule, a long grace. */
 static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log) {
+    if (node_warnings(st, log) < 0) return -1;
     for (size_t i = 0; i < st->nworkloads; i++) {
         us_workload *w = &st->workloads[i];
         if (w->state != US_WL_ACTIVE || w->warned) continue;
@@ -140,11 +158,13 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
 /* Report pending pods once per change of status.  For background work,
  * pending is the normal steady state, so it is a Normal event. */
 static int pending_reports(us_state *st, us_cycle_log *log) {
-    int *pending = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pending);
-    int *pinned = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *pinned);
-    if (!pending || !pinned) {
+    size_t nw = st->nworkloads ? st->nworkloads : 1;
+    int *pending = calloc(nw, sizeof *pending), *pinned = calloc(nw, sizeof *pinned);
+    int *holding = calloc(nw, sizeof *holding);
+    if (!pending || !pinned || !holding) {
         free(pending);
         free(pinned);
+        free(holding);
         return -1;
     }
     /* a daemonset's pods each have their own node: it is blocked only when
@@ -152,11 +172,13 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
      * some pending pod is not blocked) */
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
+        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+            holding[pd->workload]++;
         if (pd->state != US_POD_PENDING) continue;
         pending[pd->workload]++;
         if (pd->pin < 0 || pinned[pd->workload] < 0) continue;
         char ignored[8];
-        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, ignored,
+        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, 1, ignored,
                                                sizeof ignored) != US_BLOCK_NONE ? pd->pin + 1 : -1;
     }
     int rc = 0;
@@ -164,15 +186,18 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         us_workload *w = &st->workloads[i];
         char msg[512], why[400];
         const char *reason, *code = "resources";
-        if (w->state != US_WL_ACTIVE || w->blocked || pending[i] == 0) {
+        if (w->state != US_WL_ACTIVE || w->blocked || w->external || pending[i] == 0) {
             free(w->last_status);
             w->last_status = NULL;
             continue;
         }
         /* a cause that no free room would cure comes before the load */
         us_blocker b = US_BLOCK_NONE;
-        if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, why, sizeof why);
-        else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, why, sizeof why);
+        /* a gang that holds nothing needs min_member pods at once; one that
+         * runs only waits for elastic pods, one at a time */
+        int need = holding[i] == 0 ? w->min_member : 1;
+        if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, need, why, sizeof why);
+        else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, 1, why, sizeof why);
         if (b != US_BLOCK_NONE) {
             reason = w->background ? "NotScheduled" : "Unschedulable";
             code = us_blocker_names[b];
@@ -215,6 +240,7 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
     }
     free(pending);
     free(pinned);
+    free(holding);
     return rc;
 }
 
@@ -242,6 +268,20 @@ static int gang_clock(us_state *st, double now) {
     }
     free(running);
     free(holding);
+    return 0;
+}
+
+/* The lines the policy in force and the versions it falls back to logged
+ * since the last cycle, moved into the cycle's log. */
+static int take_policy_log(us_policy *pol, us_cycle_log *log) {
+    for (us_policy *v = pol; v; v = us_policy_previous(v)) {
+        for (size_t i = 0; i < us_policy_log_count(v); i++) {
+            const us_policy_log_line *l = us_policy_log_at(v, i);
+            if (us_log_line_add(log, l->file, l->line, l->text) < 0) return -1;
+        }
+        log->dropped_lines += us_policy_log_dropped(v);
+        us_policy_log_clear(v);
+    }
     return 0;
 }
 
@@ -277,7 +317,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     for (size_t i = 0; i < npools && rc == 0; i++)
         rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL, err);
     if (rc < 0) goto out;
-    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0) {
+    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0 || take_policy_log(pol, log) < 0) {
         rc = us_err_nomem(err);
         goto out;
     }

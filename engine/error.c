@@ -2,6 +2,7 @@
  * error.c — filling us_err values.
  */
 #include "error.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,6 +16,8 @@ int us_err_set(us_err *err, int code, const char *fmt, ...) {
         err->code = code;
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* names and policy errors reach terminals: no escape sequences */
+        us_text_escape(err->msg, sizeof err->msg);
     }
     return -1;
 }
@@ -38,4 +41,5 @@ void us_err_prefix(us_err *err, const char *fmt, ...) {
     if (len >= room) len = room - 1;
     memcpy(err->msg + n, tail, len);
     err->msg[(size_t)n + len] = '\0';
+    us_text_escape(err->msg, sizeof err->msg);
 }

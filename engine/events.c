@@ -2,6 +2,7 @@
  * events.c — appending decisions and events to a cycle log.
  */
 #include "events.h"
+#include "utf8.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,14 +33,36 @@ static void event_free(us_event *e) {
 void us_cycle_log_free(us_cycle_log *log) {
     for (size_t i = 0; i < log->ndecisions; i++) decision_free(&log->decisions[i]);
     for (size_t i = 0; i < log->nevents; i++) event_free(&log->events[i]);
+    for (size_t i = 0; i < log->nlines; i++) {
+        free(log->lines[i].file);
+        free(log->lines[i].text);
+    }
     free(log->decisions);
     free(log->events);
+    free(log->lines);
     memset(log, 0, sizeof *log);
 }
 
+int us_log_line_add(us_cycle_log *log, const char *file, int line, const char *text) {
+    if (us_grow((void **)&log->lines, &log->cap_lines, log->nlines, sizeof *log->lines) < 0) return -1;
+    us_log_line *l = &log->lines[log->nlines];
+    l->file = strdup(file ? file : "?");
+    l->text = strdup(text ? text : "");
+    l->line = line;
+    if (!l->file || !l->text) {
+        free(l->file);
+        free(l->text);
+        return -1;
+    }
+    log->nlines++;
+    return 0;
+}
+
+/* A copy of s, made valid UTF-8: messages carry what policies raise and
+ * buffers may cut a character in two, and the output must stay valid. */
 static char *dup_or_null(const char *s, int *fail) {
     if (!s) return NULL;
-    char *c = strdup(s);
+    char *c = us_utf8_dup_valid(s);
     if (!c) *fail = 1;
     return c;
 }

@@ -45,11 +45,22 @@ typedef struct us_event {
     us_labels annotations;
 } us_event;
 
+/* A line a policy logged with log(...): where, and what (policy.h bounds
+ * its length and how many a cycle keeps). */
+typedef struct us_log_line {
+    char *file;           /* "placement.lua", or a helper module's file */
+    int line;             /* 0 when unknown */
+    char *text;
+} us_log_line;
+
 typedef struct us_cycle_log {
     us_decision *decisions;
     size_t ndecisions, cap_decisions;
     us_event *events;
     size_t nevents, cap_events;
+    us_log_line *lines;   /* policy log lines, in the order logged */
+    size_t nlines, cap_lines;
+    unsigned long dropped_lines;  /* lines over the bound, not kept */
 } us_cycle_log;
 
 void us_cycle_log_init(us_cycle_log *log);
@@ -65,5 +76,8 @@ int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod,
 int us_log_event(us_cycle_log *log, const char *type, const char *reason,
                  const char *object, const char *const *annotations,
                  const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* Append a policy log line (strings copied).  0 or -1. */
+int us_log_line_add(us_cycle_log *log, const char *file, int line, const char *text);
 
 #endif

@@ -43,8 +43,9 @@ static const char *check(const us_fs_input *in, const double *fair, char *buf, s
             double f = fair[q * US_NRES + r];
             const us_fs_queue *x = &in->queues[q];
             if (!isfinite(f) || f < -slack(0)) {
+                /* in the policy's units: devices for gpu, as compute returned it */
                 snprintf(buf, len, "fair share of queue \"%s\" for %s is %g: must be a finite number >= 0",
-                         x->name, us_res_names[r], f);
+                         x->name, us_res_names[r], r == US_GPU ? f / US_GPU_UNIT : f);
                 bad = buf;
                 break;
             }

@@ -146,10 +146,9 @@ static const char *num_dec(char *buf, size_t n, double v, int dec) {
     return buf;
 }
 
-/* Figures (GPU-seconds, seconds, devices) as the outputs print them. */
-static const char *num(char *buf, size_t n, double v) { return num_dec(buf, n, v, 3); }
+const char *us_fig_num(char *buf, size_t n, double v) { return num_dec(buf, n, v, 3); }
 
-static const char *ratio_text(char *buf, size_t n, double r) {
+const char *us_fig_ratio_text(char *buf, size_t n, double r) {
     r = us_fig_ratio(r);
     if (r < 0) {
         snprintf(buf, n, "-");
@@ -160,16 +159,16 @@ static const char *ratio_text(char *buf, size_t n, double r) {
 
 static const char *secs(char *buf, size_t n, double v) {
     char b[48];
-    snprintf(buf, n, "%ss", num(b, sizeof b, v));
+    snprintf(buf, n, "%ss", us_fig_num(b, sizeof b, v));
     return buf;
 }
 
 static void text_row(FILE *f, const char *name, int wn, const us_hv_figures *x, bool harvest) {
     char a[48], b[48], c[48], d[48], e[48];
     if (harvest)
-        fprintf(f, "  %-*s  %10s  %10s  %10s  %10s  %7s\n", wn, name, num(a, sizeof a, x->capacity),
-                num(b, sizeof b, x->ai), num(c, sizeof c, x->background), num(d, sizeof d, x->idle),
-                ratio_text(e, sizeof e, x->harvest_ratio));
+        fprintf(f, "  %-*s  %10s  %10s  %10s  %10s  %7s\n", wn, name, us_fig_num(a, sizeof a, x->capacity),
+                us_fig_num(b, sizeof b, x->ai), us_fig_num(c, sizeof c, x->background), us_fig_num(d, sizeof d, x->idle),
+                us_fig_ratio_text(e, sizeof e, x->harvest_ratio));
     else
         fprintf(f, "  %-*s  %9d  %6d  %8zu  %8s  %6s  %6s\n", wn, name, x->evictions, x->needed, x->waits,
                 secs(a, sizeof a, x->wait_total), secs(b, sizeof b, x->wait_p50),
@@ -243,7 +242,7 @@ static void res_cells(FILE *f, us_res r, bool quota) {
     char b[48];
     for (int i = 0; i < US_NRES; i++) {
         if (quota && r.v[i] == US_UNLIMITED) fputs(",-1", f);
-        else if (i == US_GPU) fprintf(f, ",%s", num(b, sizeof b, (double)r.v[i] / US_GPU_UNIT));
+        else if (i == US_GPU) fprintf(f, ",%s", us_fig_num(b, sizeof b, (double)r.v[i] / US_GPU_UNIT));
         else fprintf(f, ",%" PRId64, r.v[i]);
     }
 }
@@ -252,10 +251,10 @@ static void summary_row(FILE *f, const char *pool, const us_hv_figures *x) {
     char a[48], b[48], c[48], d[48], e[48], g[48], i[48], j[48];
     double r = us_fig_ratio(x->harvest_ratio);
     csv_name(f, pool);
-    fprintf(f, ",%s,%s,%s,%s,%s,%d,%d,%zu,%s,%s,%s\n", num(a, sizeof a, x->capacity), num(b, sizeof b, x->ai),
-            num(c, sizeof c, x->background), num(d, sizeof d, x->idle), r < 0 ? "" : num_dec(e, sizeof e, r, 4),
-            x->evictions, x->needed, x->waits, num(g, sizeof g, x->wait_total), num(i, sizeof i, x->wait_p50),
-            num(j, sizeof j, x->wait_p99));
+    fprintf(f, ",%s,%s,%s,%s,%s,%d,%d,%zu,%s,%s,%s\n", us_fig_num(a, sizeof a, x->capacity), us_fig_num(b, sizeof b, x->ai),
+            us_fig_num(c, sizeof c, x->background), us_fig_num(d, sizeof d, x->idle), r < 0 ? "" : num_dec(e, sizeof e, r, 4),
+            x->evictions, x->needed, x->waits, us_fig_num(g, sizeof g, x->wait_total), us_fig_num(i, sizeof i, x->wait_p50),
+            us_fig_num(j, sizeof j, x->wait_p99));
 }
 
 int us_fig_csv(const char *dir, const us_sim_result *res, const us_state *st, us_err *err) {
@@ -271,7 +270,7 @@ int us_fig_csv(const char *dir, const us_sim_result *res, const us_state *st, us
     for (size_t i = 0; i < h->ncycles; i++)
         for (size_t k = 0; k < h->npools; k++) {
             const us_hv_pool *p = &h->cycles[i].pools[k];
-            fprintf(f, "%zu,%s,", i + 1, num(t, sizeof t, h->cycles[i].time));
+            fprintf(f, "%zu,%s,", i + 1, us_fig_num(t, sizeof t, h->cycles[i].time));
             csv_name(f, h->pools[k]);
             fprintf(f, ",%d,%d,%d,%d,%d,%d,%d,%d\n", p->gpus, p->ai, p->background, p->idle, p->pending_ai,
                     p->pending_background, p->evictions, p->needed);
@@ -285,7 +284,7 @@ int us_fig_csv(const char *dir, const us_sim_result *res, const us_state *st, us
         if (!res->cycles[i].queues) continue;
         for (size_t q = 0; q < res->nqueues && q < st->nqueues; q++) {
             const us_queue_figures *qf = &res->cycles[i].queues[q];
-            fprintf(f, "%d,%s,", res->cycles[i].index, num(t, sizeof t, res->cycles[i].time));
+            fprintf(f, "%d,%s,", res->cycles[i].index, us_fig_num(t, sizeof t, res->cycles[i].time));
             csv_name(f, st->queues[q].name);
             res_cells(f, qf->allocated, false);
             res_cells(f, rounded(qf->fair), false);
@@ -302,7 +301,7 @@ int us_fig_csv(const char *dir, const us_sim_result *res, const us_state *st, us
         for (size_t n = 0; n < h->nnodes; n++) {
             const us_hv_node *nd = &h->cycles[i].nodes[n];
             if (nd->gpus < 0) continue; /* not in the cluster then */
-            fprintf(f, "%zu,%s,", i + 1, num(t, sizeof t, h->cycles[i].time));
+            fprintf(f, "%zu,%s,", i + 1, us_fig_num(t, sizeof t, h->cycles[i].time));
             csv_name(f, h->nodes[n]);
             fputc(',', f);
             csv_name(f, h->node_pool[n] >= 0 ? h->pools[h->node_pool[n]] : "");

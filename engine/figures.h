@@ -22,6 +22,13 @@
  * capacity to harvest) stays negative and is shown as null / "-". */
 double us_fig_ratio(double r);
 
+/* A figure (GPU-seconds, seconds, devices) as every output prints it: up
+ * to 3 decimals, no trailing zeros ("640", "0.5"); buf returned. */
+const char *us_fig_num(char *buf, size_t n, double v);
+
+/* The harvest ratio as text: 4 decimals at most, "-" when there is none. */
+const char *us_fig_ratio_text(char *buf, size_t n, double r);
+
 /* Cycle i's pools: [{"pool", "gpus", "ai", "background", "idle",
  * "pending_ai", "pending_background", "background_evictions",
  * "background_evictions_needed"}].  NULL when memory runs out. */

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 struct us_hv_wait {
     char *pod;
     double since;
@@ -20,7 +22,8 @@ struct us_hv_wait {
 };
 
 struct us_hv_bg {
-    int pool;
+    int pool;      /* -1: left out of the bound */
+    int wl;
     us_res req;
 };
 
@@ -56,6 +59,23 @@ static int collect_pools(us_harvest *h, const us_state *st) {
     return 0;
 }
 
+static int by_node_name(const void *a, const void *b, void *ctx) {
+    const us_harvest *h = ctx;
+    return strcmp(h->nodes[*(const int *)a], h->nodes[*(const int *)b]);
+}
+
+int us_hv_node_index(const us_harvest *h, const char *name) {
+    size_t lo = 0, hi = name ? h->nnodes : 0;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(h->nodes[h->node_order[mid]], name);
+        if (c == 0) return h->node_order[mid];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return -1;
+}
+
 int us_hv_init(us_harvest *h, const us_state *st, double interval) {
     memset(h, 0, sizeof *h);
     h->interval = interval;
@@ -64,6 +84,7 @@ int us_hv_init(us_harvest *h, const us_state *st, double interval) {
     if (collect_pools(h, st) < 0) goto nomem;
     if (!(h->nodes = calloc(st->nnodes ? st->nnodes : 1, sizeof *h->nodes)) ||
         !(h->node_pool = calloc(st->nnodes ? st->nnodes : 1, sizeof *h->node_pool)) ||
+        !(h->node_order = calloc(st->nnodes ? st->nnodes : 1, sizeof *h->node_order)) ||
         !(h->waits = calloc(h->npools + 1, sizeof *h->waits)) ||
         !(h->nwaits = calloc(h->npools + 1, sizeof *h->nwaits)) ||
         !(h->cap_waits = calloc(h->npools + 1, sizeof *h->cap_waits)))
@@ -71,7 +92,10 @@ int us_hv_init(us_harvest *h, const us_state *st, double interval) {
     for (size_t i = 0; i < st->nnodes; i++) {
         if (!(h->nodes[i] = strdup(st->nodes[i].name))) goto nomem;
         h->node_pool[i] = pool_index(h, st->nodes[i].pool);
+        h->node_order[i] = (int)i;
     }
+    /* node names are unique: the order is total */
+    us_sort(h->node_order, h->nnodes, sizeof *h->node_order, by_node_name, h);
     return 0;
 nomem:
     us_hv_free(h);
@@ -91,6 +115,7 @@ void us_hv_free(us_harvest *h) {
     free(h->pools);
     free(h->nodes);
     free(h->node_pool);
+    free(h->node_order);
     free(h->cycles);
     free(h->waits);
     free(h->nwaits);
@@ -116,7 +141,7 @@ int us_hv_before(us_harvest *h, const us_state *st) {
         if (!in_end_state(p) || !live_node(st, p->node) || !st->workloads[p->workload].background)
             continue;
         if (us_grow((void **)&h->bg, &h->cap_bg, h->nbg, sizeof *h->bg) < 0) return -1;
-        h->bg[h->nbg++] = (us_hv_bg){h->node_pool[p->node], st->workloads[p->workload].request};
+        h->bg[h->nbg++] = (us_hv_bg){h->node_pool[p->node], p->workload, st->workloads[p->workload].request};
     }
     return 0;
 }
@@ -155,7 +180,8 @@ static void sample_pending(const us_harvest *h, const us_state *st, us_hv_pool *
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
         const us_workload *w = &st->workloads[p->workload];
-        if (p->gone || p->state != US_POD_PENDING || w->state != US_WL_ACTIVE) continue;
+        /* an external pod waits for its own scheduler, not for us */
+        if (p->gone || p->state != US_POD_PENDING || w->state != US_WL_ACTIVE || w->external) continue;
         int k = pool_index(h, w->pool);
         if (k < 0) continue;
         if (w->background) pools[k].pending_background++;
@@ -184,9 +210,11 @@ static void sample_quota(const us_harvest *h, const us_state *st, const us_hv_no
 
 /* ---- the lower bound on needed evictions ---------------------------------- */
 
-static int bg_resource; /* qsort has no context: the resource sorted by */
-static int cmp_bg_desc(const void *a, const void *b) {
-    int64_t x = ((const us_hv_bg *)a)->req.v[bg_resource], y = ((const us_hv_bg *)b)->req.v[bg_resource];
+/* Largest request of resource *ctx first; the order among equals does not
+ * change the count taken. */
+static int cmp_bg_desc(const void *a, const void *b, void *ctx) {
+    int r = *(const int *)ctx;
+    int64_t x = ((const us_hv_bg *)a)->req.v[r], y = ((const us_hv_bg *)b)->req.v[r];
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
@@ -194,8 +222,7 @@ static int cmp_bg_desc(const void *a, const void *b) {
  * short, taking the largest first (sorts h->bg's pool-k entries, which
  * come first after partition). */
 static int fewest_to_cover(us_hv_bg *bg, size_t n, int r, int64_t short_by) {
-    bg_resource = r;
-    qsort(bg, n, sizeof *bg, cmp_bg_desc);
+    us_sort(bg, n, sizeof *bg, cmp_bg_desc, &r);
     int count = 0;
     for (size_t i = 0; i < n && short_by > 0; i++, count++) short_by -= bg[i].req.v[r];
     return count;
@@ -254,16 +281,40 @@ cleanup:
 
 /* ---- waits on grace periods ------------------------------------------------ */
 
-static const us_pod *pod_named(const us_state *st, const char *name) {
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && strcmp(st->pods[i].name, name) == 0) return &st->pods[i];
-    return NULL;
+/* Pods by name, for the cycle's lookups: the incarnations of one name
+ * belong to one workload, so any of them answers. */
+typedef struct pod_index {
+    const us_state *st;
+    size_t *idx, n;
+} pod_index;
+
+static int by_pod_name(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    int c = strcmp(st->pods[x].name, st->pods[y].name);
+    return c ? c : x < y ? -1 : x > y;
 }
 
-static int node_named(const us_harvest *h, const char *name) {
-    for (size_t n = 0; name && n < h->nnodes; n++)
-        if (strcmp(h->nodes[n], name) == 0) return (int)n;
-    return -1;
+static int pod_index_build(pod_index *pi, const us_state *st) {
+    pi->st = st;
+    pi->n = 0;
+    if (!(pi->idx = malloc((st->npods ? st->npods : 1) * sizeof *pi->idx))) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone) pi->idx[pi->n++] = i;
+    us_sort(pi->idx, pi->n, sizeof *pi->idx, by_pod_name, (void *)st);
+    return 0;
+}
+
+static const us_pod *pod_named(const pod_index *pi, const char *name) {
+    size_t lo = 0, hi = pi->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(pi->st->pods[pi->idx[mid]].name, name);
+        if (c == 0) return &pi->st->pods[pi->idx[mid]];
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return NULL;
 }
 
 static int push_wait(us_harvest *h, size_t k, double w) {
@@ -291,9 +342,11 @@ static void drop_open(us_harvest *h, size_t i) {
  * bind once the room is free ends it; an eviction before that drops it. */
 static int read_decisions(us_harvest *h, const us_state *st, double now, const us_cycle_log *log,
                           us_hv_pool *pools) {
+    pod_index pi = {st, NULL, 0};
+    int rc = -1;
     for (size_t i = 0; i < log->ndecisions; i++) {
         const us_decision *d = &log->decisions[i];
-        int node = node_named(h, d->node);
+        int node = us_hv_node_index(h, d->node);
         int k = node >= 0 ? h->node_pool[node] : -1;
         if (d->op == US_OP_EVICT && d->action == US_ACT_BACKGROUND && k >= 0) pools[k].evictions++;
         if (!d->pod) continue;
@@ -301,27 +354,49 @@ static int read_decisions(us_harvest *h, const us_state *st, double now, const u
         if (o < h->nopen && d->op == US_OP_BIND) {
             double w = now - h->open[o].since;
             int pk = h->open[o].pool;
-            if ((pk >= 0 && push_wait(h, (size_t)pk, w) < 0) || push_wait(h, h->npools, w) < 0) return -1;
+            if ((pk >= 0 && push_wait(h, (size_t)pk, w) < 0) || push_wait(h, h->npools, w) < 0) goto cleanup;
             drop_open(h, o);
         } else if (o < h->nopen && d->op == US_OP_EVICT) {
             drop_open(h, o);
         }
         if (d->op != US_OP_PIPELINE) continue;
-        const us_pod *p = pod_named(st, d->pod);
+        if (!pi.idx && pod_index_build(&pi, st) < 0) goto cleanup;
+        const us_pod *p = pod_named(&pi, d->pod);
         if (!p || st->workloads[p->workload].background) continue;
         bool on_bg = false;
         for (size_t k2 = 0; k2 < d->nwaits && !on_bg; k2++) {
-            const us_pod *v = d->waits_for[k2] ? pod_named(st, d->waits_for[k2]) : NULL;
+            const us_pod *v = d->waits_for[k2] ? pod_named(&pi, d->waits_for[k2]) : NULL;
             on_bg = v && st->workloads[v->workload].background;
         }
         if (!on_bg) continue;
         char *copy = strdup(d->pod);
         if (!copy || us_grow((void **)&h->open, &h->cap_open, h->nopen, sizeof *h->open) < 0) {
             free(copy);
-            return -1;
+            goto cleanup;
         }
         h->open[h->nopen++] = (us_hv_wait){copy, now, k};
     }
+    rc = 0;
+cleanup:
+    free(pi.idx);
+    return rc;
+}
+
+/* A gang that fell below min_member is evicted whole at the start of the
+ * cycle (action stalegangeviction), whatever AI needs: its background pods
+ * are not room AI took, so they are left out of the bound. */
+static int drop_stale_gangs(us_harvest *h, const us_state *st, const us_cycle_log *log) {
+    pod_index pi = {st, NULL, 0};
+    for (size_t i = 0; i < log->ndecisions; i++) {
+        const us_decision *d = &log->decisions[i];
+        if (d->op != US_OP_EVICT || d->action != US_ACT_STALE_GANG || !d->pod) continue;
+        if (!pi.idx && pod_index_build(&pi, st) < 0) return -1;
+        const us_pod *p = pod_named(&pi, d->pod);
+        if (!p) continue;
+        for (size_t k = 0; k < h->nbg; k++)
+            if (h->bg[k].wl == p->workload) h->bg[k].pool = -1;
+    }
+    free(pi.idx);
     return 0;
 }
 
@@ -346,7 +421,9 @@ int us_hv_after(us_harvest *h, const us_state *st, double now, const us_cycle_lo
         c.pools[k].idle = c.pools[k].gpus - c.pools[k].ai - c.pools[k].background;
     sample_pending(h, st, c.pools);
     sample_quota(h, st, c.nodes, c.quota);
-    if (needed_evictions(h, st, c.pools) < 0 || read_decisions(h, st, now, log, c.pools) < 0) goto nomem;
+    if (drop_stale_gangs(h, st, log) < 0 || needed_evictions(h, st, c.pools) < 0 ||
+        read_decisions(h, st, now, log, c.pools) < 0)
+        goto nomem;
     free(shared);
     h->cycles[h->ncycles++] = c;
     return 0;

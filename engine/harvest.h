@@ -63,6 +63,7 @@ typedef struct us_harvest {
     size_t npools;
     char **nodes;          /* [nnodes], the state's node order */
     int *node_pool;        /* [nnodes] */
+    int *node_order;       /* [nnodes]: node indices by name, for lookups */
     size_t nnodes, nqueues;
     us_hv_cycle *cycles;
     size_t ncycles, cap_cycles;
@@ -85,6 +86,9 @@ void us_hv_free(us_harvest *h);
 int us_hv_before(us_harvest *h, const us_state *st);
 /* After it: sample the state and read the cycle's decisions.  0 or -1. */
 int us_hv_after(us_harvest *h, const us_state *st, double now, const us_cycle_log *log);
+
+/* The index of the node named name, or -1.  Logarithmic. */
+int us_hv_node_index(const us_harvest *h, const char *name);
 
 /* Figures over the run for pool p, or for all pools when p < 0. */
 void us_hv_figures_of(const us_harvest *h, int p, us_hv_figures *out);

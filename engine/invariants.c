@@ -31,6 +31,12 @@ int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
             return -1;
     for (size_t k = 0; k < bg->npending; k++)
         if (bg->place[k] >= 0 && push(inv, bg->pending[k], bg->place[k], US_INV_PLACED) < 0) return -1;
+    for (size_t i = 0; i < p->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (st->workloads[pd->workload].external && !pd->gone && pd->state == US_POD_RUNNING &&
+            pd->node >= 0 && p->pos[pd->node] >= 0 && push(inv, (int)i, pd->node, US_INV_EXTERNAL) < 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -82,7 +88,7 @@ static bool holds_ai(const us_pod *pd) {
 }
 
 static bool ai_workload(const us_workload *w) {
-    return w->state == US_WL_ACTIVE && !w->background && !w->blocked;
+    return w->state == US_WL_ACTIVE && !w->background && !w->blocked && !w->external;
 }
 
 static int gangs(const us_state *st, double now, us_err *err) {
@@ -151,6 +157,12 @@ static int applied(const us_state *st, const us_inv *inv, double now, us_err *er
             if (!on || pd->state != US_POD_RUNNING)
                 return BROKEN(err, "applied",
                               "background pod \"%s\" was kept on node \"%s\" but is %s", now,
+                              pd->name, node, pd->gone ? "gone" : us_pod_state_names[pd->state]);
+            break;
+        case US_INV_EXTERNAL:
+            if (!on || pd->state != US_POD_RUNNING)
+                return BROKEN(err, "applied",
+                              "pod \"%s\" of an external workload ran on node \"%s\" but is %s", now,
                               pd->name, node, pd->gone ? "gone" : us_pod_state_names[pd->state]);
             break;
         case US_INV_STOPPED:

@@ -11,7 +11,9 @@
  *                a terminating incarnation may share its successor's name);
  *   applied      every placement, keep and eviction the cycle accepted,
  *                from AI placement and from the background policy, is what
- *                the state now shows;
+ *                the state now shows, and every running pod of an
+ *                external workload (another scheduler's: it counts on its
+ *                node in every view) still runs where it ran;
  *   queue-usage  each queue's allocation as the cycle reports it equals the
  *                sum of the requests of its AI pods (running or pipelined),
  *                its children's included.
@@ -32,10 +34,10 @@
 typedef struct us_inv_expect {
     int pod;      /* index in the state (stable for the cycle: pods only append) */
     int node;     /* node index */
-    int what;     /* US_INV_PLACED, US_INV_KEPT or US_INV_STOPPED */
+    int what;     /* US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED or US_INV_EXTERNAL */
 } us_inv_expect;
 
-enum { US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED };
+enum { US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED, US_INV_EXTERNAL };
 
 typedef struct us_inv {
     us_inv_expect *e;

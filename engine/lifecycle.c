@@ -277,6 +277,15 @@ static int scale_rank(const us_pod *p) {
     return p->state == US_POD_PENDING ? 0 : p->state == US_POD_PIPELINED ? 1 : 2;
 }
 
+/* Scale-down order: by rank, newest first within a rank (a scale-down
+ * undoes the latest growth).  Pod seqs are unique, so the order is total. */
+static int by_scale_order(const void *a, const void *b) {
+    const us_pod *x = *(const us_pod *const *)a, *y = *(const us_pod *const *)b;
+    int rx = scale_rank(x), ry = scale_rank(y);
+    if (rx != ry) return rx < ry ? -1 : 1;
+    return x->seq > y->seq ? -1 : x->seq < y->seq;
+}
+
 int us_life_scale(us_state *st, int w, int replicas, double now) {
     us_workload *wl = &st->workloads[w];
     double started = wl->started_at;
@@ -285,19 +294,18 @@ int us_life_scale(us_state *st, int w, int replicas, double now) {
     if (wl->state != US_WL_ACTIVE) return 0;
     for (size_t i = 0; i < st->npods; i++)
         if (st->pods[i].workload == w && live(&st->pods[i])) have++;
-    /* newest first within a rank: a scale-down undoes the latest growth */
-    while (have > replicas) {
-        us_pod *pick = NULL;
-        for (size_t i = 0; i < st->npods; i++) {
-            us_pod *p = &st->pods[i];
-            if (p->workload != w || !live(p)) continue;
-            if (!pick || scale_rank(p) < scale_rank(pick) ||
-                (scale_rank(p) == scale_rank(pick) && p->seq > pick->seq))
-                pick = p;
-        }
-        if (!pick) break;
-        terminate(st, pick, now);
-        have--;
+    if (have > replicas) {
+        /* one sort of the workload's pods, not a scan of every pod per pod
+         * removed: 1,000,000 -> 1 is n log n */
+        us_pod **order = malloc((size_t)have * sizeof *order);
+        size_t n = 0;
+        if (!order) return -1;
+        for (size_t i = 0; i < st->npods; i++)
+            if (st->pods[i].workload == w && live(&st->pods[i])) order[n++] = &st->pods[i];
+        qsort(order, n, sizeof *order, by_scale_order);
+        for (size_t k = 0; k < (size_t)(have - replicas); k++) terminate(st, order[k], now);
+        have = replicas;
+        free(order);
     }
     us_state_compact_pods(st);
     if (have < replicas && us_life_submit(st, w, now) < 0) return -1;

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -24,6 +25,7 @@
 #include "figures.h"
 #include "output.h"
 #include "policy.h"
+#include "report.h"
 #include "scenario.h"
 #include "serve.h"
 #include "sim.h"
@@ -51,7 +53,8 @@ static void usage(FILE *f) {
           "  -h, --help       show this help\n"
           "  --version        print the version\n"
           "\n"
-          "Run 'understory <command> --help' for a command's options.\n",
+          "Run 'understory <command> --help' for a command's options.  The scenario\n"
+          "format and the output document: docs/scenario.md in the repository.\n",
           f);
 }
 
@@ -72,21 +75,31 @@ static void usage(FILE *f) {
     "  --time-limit MS       wall-clock milliseconds a policy call may take\n"          \
     "                        (default 500)\n"
 
+/* The line after an error in a scenario's content: where the format is. */
+#define FORMAT_HINT "understory: the scenario format: docs/scenario.md\n"
+
 static void usage_simulate(FILE *f) {
     us_sim_opts d;
     us_sim_opts_default(&d);
     fprintf(f,
             "usage: understory simulate FILE [options]\n"
             "\n"
-            "Runs the scenario FILE (JSON; see \"Scenario format\" in the design) cycle\n"
-            "by cycle in virtual time and prints what the scheduler decided: a readable\n"
-            "account by default, or the JSON output document with --json.  The same\n"
-            "input always gives the same output.\n"
+            "Runs the scenario FILE (JSON) cycle by cycle in virtual time and prints\n"
+            "what the scheduler decided: a readable account by default, or the JSON\n"
+            "output document with --json.  The same input always gives the same\n"
+            "output.  docs/scenario.md in the repository describes every field of\n"
+            "the scenario and of the output document.\n"
             "\n"
             "options:\n"
             "  --json                print the JSON output document instead of text\n"
             "  --timings             print wall-clock figures (load, cycles by phase,\n"
             "                        output) to stderr; stdout is unchanged\n"
+            "  --verbose             list every decision and pod on a line of its own\n"
+            "                        (default: rolled up per workload and node)\n"
+            "  --report FILE         also write an HTML report to FILE: the figures, GPU\n"
+            "                        use per pool, evictions, pending pods, queues\n"
+            "                        against fair share, a per-node heat strip (one\n"
+            "                        self-contained page, no script, nothing fetched)\n"
             "  --csv DIR             also write the per-cycle figures (pools.csv,\n"
             "                        queues.csv, nodes.csv) and the run's (summary.csv)\n"
             "                        to DIR, created when missing\n"
@@ -116,10 +129,13 @@ static void usage_check(FILE *f) {
             "usage: understory check DIR [options]\n"
             "\n"
             "Lints the policy directory DIR before it goes live: the syntax of\n"
-            "fairshare.lua, placement.lua and background.lua; that each returns a table\n"
-            "with its function (compute, score, reoffer); and the result contract: the\n"
-            "policy alone runs a scenario, and every call that fails or result that\n"
-            "breaks a scheduling rule is a problem, reported as path:line: message.\n"
+            "fairshare.lua, placement.lua and background.lua (those DIR does not hold\n"
+            "are the defaults); that each returns a table with its function (compute,\n"
+            "score, reoffer); that the score does not depend on node or pod names (the\n"
+            "same decisions with every (pod, node) pair scored on its own); and the\n"
+            "result contract: the policy alone runs a scenario, and every call that\n"
+            "fails or result that breaks a scheduling rule is a problem, reported as\n"
+            "path:line: message.  DIR is a directory: a file there is a usage error.\n"
             "\n"
             "options:\n"
             "  --scenario FILE       check the contract on FILE; default: a built-in\n"
@@ -168,7 +184,8 @@ static void brief_usage(FILE *f) {
 }
 
 static void brief_usage_simulate(FILE *f) {
-    fputs("usage: understory simulate FILE [--json] [--timings] [--csv DIR] [--policies DIR] [--plain-ties]\n"
+    fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
+          "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
           "                           [--time-limit MS] [--watch [--watch-max-runs N]]\n"
           "Run 'understory simulate --help' for what each option does.\n",
@@ -271,14 +288,51 @@ static void print_timings(const us_sim_result *res, const us_cycle_profile *p, d
             p->policy_calls, p->policy_seconds);
 }
 
+/* The progress line: on stderr, only when it is a terminal and the run has
+ * taken longer than a while (UNDERSTORY_PROGRESS_AFTER seconds, default 1),
+ * redrawn at most ten times a second and erased at the end, so stdout and
+ * a redirected stderr stay the same for the same input. */
+typedef struct progress {
+    const char *file;
+    double start, after, last;
+    bool shown;
+} progress;
+
+static void progress_cycle(void *ctx, int cycle, double time, int most) {
+    progress *p = ctx;
+    double now = us_cycle_clock();
+    if (now - p->start < p->after || (p->shown && now - p->last < 0.1)) return;
+    fprintf(stderr, "\r%s: cycle %d of at most %d, t=%gs", p->file, cycle, most, time);
+    fflush(stderr);
+    p->last = now;
+    p->shown = true;
+}
+
+static void progress_end(progress *p) {
+    if (p->shown) fputs("\r\033[K", stderr);
+}
+
+static void progress_start(progress *p, const char *file, us_sim_opts *o) {
+    memset(p, 0, sizeof *p);
+    if (!isatty(STDERR_FILENO)) return;
+    const char *env = getenv("UNDERSTORY_PROGRESS_AFTER");
+    p->file = file;
+    p->start = us_cycle_clock();
+    p->after = 1.0;
+    if (env && parse_seconds(env, &p->after) < 0) p->after = 1.0;
+    o->progress = progress_cycle;
+    o->progress_ctx = p;
+}
+
 /* Everything a command line may say; each command reads its part. */
 typedef struct cli {
     const char *file;           /* simulate, diff: the scenario; check: DIR */
     const char *policies;
     const char *scenario;       /* check --scenario */
     const char *csv;            /* simulate --csv DIR */
+    const char *report;         /* simulate --report FILE */
     const char *from, *to;      /* diff */
-    bool json, watch, timings;
+    bool json, watch, timings, verbose;
     uint64_t max_runs;
     us_sim_opts sim;
 } cli;
@@ -311,6 +365,11 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a directory", "--policies");
             c->policies = v;
+        } else if ((allowed & O_OUTPUTS) && !strcmp(a, "--verbose")) {
+            c->verbose = true;
+        } else if ((allowed & O_OUTPUTS) && (v = opt_value(argc, argv, &i, "--report", &missing))) {
+            if (!*v) return bad_usage(brief, "%s: needs a file", "--report");
+            c->report = v;
         } else if ((allowed & O_OUTPUTS) && (v = opt_value(argc, argv, &i, "--csv", &missing))) {
             if (!*v) return bad_usage(brief, "%s: needs a directory", "--csv");
             c->csv = v;
@@ -394,8 +453,8 @@ static int simulate(int argc, char **argv) {
         status = bad_usage(brief_usage_simulate, "%s only goes with --watch", "--watch-max-runs");
         goto cleanup;
     }
-    if (c.csv && c.watch) {
-        status = bad_usage(brief_usage_simulate, "%s does not go with --watch", "--csv");
+    if ((c.csv || c.report) && c.watch) {
+        status = bad_usage(brief_usage_simulate, "%s does not go with --watch", c.csv ? "--csv" : "--report");
         goto cleanup;
     }
     if (policies_dir(&c, dir, sizeof dir) < 0) goto cleanup;
@@ -427,7 +486,7 @@ static int simulate(int argc, char **argv) {
         if (err.code == US_EIO)
             fprintf(stderr, "understory: %s\n", err.msg);
         else
-            fprintf(stderr, "understory: %s: %s\n", c.file, err.msg);
+            fprintf(stderr, "understory: %s: %s\n%s", c.file, err.msg, FORMAT_HINT);
         goto cleanup;
     }
     loaded = true;
@@ -439,14 +498,19 @@ static int simulate(int argc, char **argv) {
     status = EXIT_FAILURE;
     ran = true;
     t_loaded = us_cycle_clock();
-    if (us_sim_run(&sc, pol, &c.sim, &res, &err) < 0) {
+    progress prog;
+    progress_start(&prog, c.file, &c.sim);
+    rc = us_sim_run(&sc, pol, &c.sim, &res, &err);
+    progress_end(&prog);
+    if (rc < 0) {
         fprintf(stderr, "understory: %s: simulation failed: %s\n", c.file, err.msg);
         goto cleanup;
     }
     t_ran = us_cycle_clock();
     rc = c.json ? us_output_json(stdout, &res, &sc.state, &err)
-                : us_output_text(stdout, &res, &sc.state, &err);
+                : us_output_account(stdout, &res, &sc.state, c.verbose, &err);
     if (rc == 0 && c.csv) rc = us_fig_csv(c.csv, &res, &sc.state, &err);
+    if (rc == 0 && c.report) rc = us_report_write(c.report, &res, &sc.state, &err);
     if (rc < 0) {
         fprintf(stderr, "understory: %s\n", err.msg);
         goto cleanup;
@@ -471,6 +535,16 @@ static int check(int argc, char **argv) {
                    "one policy directory", usage_check,
                    brief_usage_check, &c);
     if (rc >= 0) return rc;
+    struct stat sb;
+    if (stat(c.file, &sb) == 0 && !S_ISDIR(sb.st_mode)) {
+        fprintf(stderr,
+                "understory: check: %s is a file, not a policy directory: check takes the directory "
+                "that holds the policy files (understory check DIR), and a scenario to check them on "
+                "with --scenario FILE\n",
+                c.file);
+        brief_usage_check(stderr);
+        return EXIT_USAGE;
+    }
     us_check_opts_default(&o);
     o.scenario = c.scenario;
     o.limits = c.sim.limits;
@@ -484,7 +558,8 @@ static int check(int argc, char **argv) {
         }
         /* the scenario did not load: the check could not run */
         if (err.code == US_EIO) fprintf(stderr, "understory: %s\n", err.msg);
-        else fprintf(stderr, "understory: %s: %s\n", c.scenario ? c.scenario : "built-in scenario", err.msg);
+        else fprintf(stderr, "understory: %s: %s\n%s", c.scenario ? c.scenario : "built-in scenario",
+                     err.msg, FORMAT_HINT);
         return EXIT_USAGE;
     }
     return problems ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nodelabels.h"
+
 
 typedef struct nkey {
     const us_labels *labels;
@@ -52,6 +54,8 @@ struct us_classes {
     int *table;        /* class id + 1, or 0 for empty */
     size_t tcap;
     int *node_class;   /* [nnodes] */
+    int *live;         /* ids of the classes with members, ascending */
+    int nlive, caplive;
     pclass *pcs;
     int npcs, cappcs;
     int *wl_class;     /* [nworkloads]: pod class, or -1 not known yet */
@@ -96,7 +100,7 @@ static bool key_equal(const nkey *a, const nkey *b) {
 static void make_key(const us_plan *p, int pos, nkey *k) {
     const us_node *n = &p->st->nodes[p->nodes[pos]];
     memset(k, 0, sizeof *k);
-    k->labels = &n->labels;
+    k->labels = us_nodelabels_of(p->labels, (size_t)pos);
     k->taints = &n->taints;
     k->cap = n->cap;
     k->gpus = n->gpus;
@@ -173,13 +177,50 @@ static void heap_pop(nclass *x) {
     if (x->nheap > 0) x->heap[i] = last;
 }
 
+/* Where id is, or would go, in the live list (binary search). */
+static int live_slot(const us_classes *c, int id) {
+    int lo = 0, hi = c->nlive;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (c->live[mid] < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+/* Kept sorted so candidates are offered in class order, as when every id
+ * was scanned; a move costs O(live classes), which choosing a node for one
+ * pod pays anyway. */
+static int live_add(us_classes *c, int id) {
+    if (c->nlive == c->caplive) {
+        int ncap = c->caplive ? c->caplive * 2 : 64;
+        int *x = realloc(c->live, (size_t)ncap * sizeof *x);
+        if (!x) return -1;
+        c->live = x;
+        c->caplive = ncap;
+    }
+    int at = live_slot(c, id);
+    memmove(c->live + at + 1, c->live + at, (size_t)(c->nlive - at) * sizeof *c->live);
+    c->live[at] = id;
+    c->nlive++;
+    return 0;
+}
+
+static void live_remove(us_classes *c, int id) {
+    int at = live_slot(c, id);
+    if (at < c->nlive && c->live[at] == id) {
+        memmove(c->live + at, c->live + at + 1, (size_t)(c->nlive - at - 1) * sizeof *c->live);
+        c->nlive--;
+    }
+}
+
 static int join(us_classes *c, const us_plan *p, int pos) {
     nkey k;
     make_key(p, pos, &k);
     int id = class_of(c, &k);
     if (id < 0) return -1;
     c->node_class[pos] = id;
-    c->cls[id].count++;
+    if (c->cls[id].count++ == 0 && live_add(c, id) < 0) return -1;
     return heap_push(&c->cls[id], pos);
 }
 
@@ -208,17 +249,25 @@ void us_classes_free(us_classes *c) {
     free(c->cls);
     free(c->table);
     free(c->node_class);
+    free(c->live);
     free(c->pcs);
     free(c->wl_class);
     free(c);
 }
 
 int us_classes_node_changed(us_classes *c, const us_plan *p, int pos) {
-    c->cls[c->node_class[pos]].count--;  /* its heap entry goes lazily */
+    int old = c->node_class[pos];
+    /* its heap entry goes lazily */
+    if (--c->cls[old].count == 0) live_remove(c, old);
     return join(c, p, pos);
 }
 
 int us_classes_count(const us_classes *c) { return c->ncls; }
+
+const int *us_classes_live(const us_classes *c, int *n) {
+    *n = c->nlive;
+    return c->live;
+}
 
 int us_classes_first(us_classes *c, int id) {
     nclass *x = &c->cls[id];

@@ -1,8 +1,9 @@
 /*
  * nodeclass.h — equivalence classes that keep placement near linear.
  *
- * Two nodes whose views are the same but for their names (labels, capacity,
- * use in the AI view, cordon) are in one
+ * Two nodes whose views are the same but for their names (the labels that
+ * matter — nodelabels.h —, taints, capacity, use in the AI view, cordon)
+ * are in one
  * node class; two pods whose views are the same but for their names
  * (requests, labels, priority, queue, node selector) are in one pod class.
  * The placement policy scores a (pod class, node class) pair once; the
@@ -31,6 +32,10 @@ int us_classes_node_changed(us_classes *c, const us_plan *p, int pos);
 
 /* Number of node classes so far (ids are 0..n-1 and never reused). */
 int us_classes_count(const us_classes *c);
+/* Ids of the classes that have members now, ascending; *n of them.  Valid
+ * until the next change.  Placement scans these, never dead ids: a class
+ * is keyed on use, so ids pile up as nodes fill. */
+const int *us_classes_live(const us_classes *c, int *n);
 /* The member with the lowest position (name order) of class id, or -1
  * when the class is empty now. */
 int us_classes_first(us_classes *c, int id);

@@ -1,6 +1,6 @@
 /*
  * output.c — rendering a finished simulation as the JSON document of
- * DESIGN.md or as a per-cycle account in words.
+ * docs/scenario.md or as a per-cycle account in words.
  *
  * Owns only the presentation: output units (gpu in devices, cpu in
  * millicores or cores, memory in bytes or binary units) and layout.  It must
@@ -10,6 +10,7 @@
 #include "output.h"
 
 #include "figures.h"
+#include "rollup.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -120,14 +121,14 @@ fail:
 }
 
 /* A workload change names its workload, a node change its node. */
-static bool about_node(us_tl_action a) { return a >= US_TL_ADD_NODE && a <= US_TL_UNCORDON; }
+static bool about_node(us_change_kind a) { return a >= US_CH_ADD_NODE && a <= US_CH_UNCORDON; }
 
 static cJSON *change_json(const us_change *ch) {
     cJSON *o = cJSON_CreateObject(), *pods;
     if (!o) return NULL;
-    if (us_output_put(o, "action", cJSON_CreateString(us_tl_action_names[ch->action])) < 0 ||
+    if (us_output_put(o, "action", cJSON_CreateString(us_change_names[ch->action])) < 0 ||
         us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
-        (ch->action == US_TL_COMPLETE &&
+        (ch->action == US_CH_COMPLETE &&
          us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
         us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
         goto fail;
@@ -156,6 +157,21 @@ static cJSON *cycle_json(const us_sim_result *res, const us_state *st, size_t i)
         if (us_output_push(decisions, us_output_decision(&c->log.decisions[k])) < 0) goto fail;
     for (size_t k = 0; k < c->log.nevents; k++)
         if (us_output_push(events, event_json(&c->log.events[k])) < 0) goto fail;
+    if (c->log.nlines || c->log.dropped_lines) {
+        cJSON *lines = cJSON_CreateArray();
+        if (us_output_put(o, "log", lines) < 0) goto fail;
+        for (size_t k = 0; k < c->log.nlines; k++) {
+            const us_log_line *l = &c->log.lines[k];
+            cJSON *it = cJSON_CreateObject();
+            if (us_output_push(lines, it) < 0 || us_output_put(it, "file", str_item(l->file)) < 0 ||
+                us_output_put(it, "line", cJSON_CreateNumber(l->line)) < 0 ||
+                us_output_put(it, "message", str_item(l->text)) < 0)
+                goto fail;
+        }
+        if (c->log.dropped_lines &&
+            us_output_put(o, "log_dropped", cJSON_CreateNumber((double)c->log.dropped_lines)) < 0)
+            goto fail;
+    }
     if (us_output_put(o, "pools", us_fig_cycle_pools(res, i)) < 0 ||
         us_output_put(o, "queues", us_fig_cycle_queues(res, st, i)) < 0)
         goto fail;
@@ -183,6 +199,10 @@ static cJSON *pod_json(const us_state *st, const us_pod *p) {
         us_output_put(o, "node", str_item(node_name(st, p->node))) < 0 ||
         us_output_put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
         us_output_put(o, "background", cJSON_CreateBool(bg)) < 0)
+        goto fail;
+    /* only when set, so documents without external workloads are unchanged */
+    if (w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].external &&
+        us_output_put(o, "external", cJSON_CreateBool(true)) < 0)
         goto fail;
     return o;
 fail:
@@ -358,6 +378,15 @@ static void text_decisions(FILE *f, const us_cycle_log *log) {
     for (size_t i = 0; i < log->ndecisions; i++) us_output_decision_text(f, "  ", &log->decisions[i], w);
 }
 
+/* Policy log lines: "log  placement.lua:12: text". */
+static void text_log_lines(FILE *f, const us_cycle_log *log) {
+    for (size_t i = 0; i < log->nlines; i++)
+        fprintf(f, "  log      %s:%d: %s\n", nz(log->lines[i].file), log->lines[i].line, nz(log->lines[i].text));
+    if (log->dropped_lines)
+        fprintf(f, "  log      (%lu more lines dropped: a policy may log %d lines a cycle)\n", log->dropped_lines,
+                US_POLICY_LOG_MAX);
+}
+
 /* "submit    train-1  2 pods: train-1-0, train-1-1"; long pod lists are
  * cut (the JSON document has them whole). */
 static void text_changes(FILE *f, const us_sim_cycle *c) {
@@ -366,7 +395,7 @@ static void text_changes(FILE *f, const us_sim_cycle *c) {
     for (size_t i = 0; i < c->nchanges; i++) {
         const us_change *ch = &c->changes[i];
         bool more = ch->by_duration || ch->npods;
-        fprintf(f, "  %-11s %-*s", us_tl_action_names[ch->action], more ? w : 0, nz(ch->object));
+        fprintf(f, "  %-11s %-*s", us_change_names[ch->action], more ? w : 0, nz(ch->object));
         if (ch->by_duration) fputs("  its duration ran out", f);
         if (ch->npods) fprintf(f, "  %zu pod%s: ", ch->npods, ch->npods == 1 ? "" : "s");
         for (size_t k = 0; k < ch->npods && k < 4; k++) fprintf(f, "%s%s", k ? ", " : "", ch->pods[k]);
@@ -410,6 +439,12 @@ static bool figures_changed(const us_sim_cycle *c, size_t nq, const us_res *show
     return false;
 }
 
+/* Columns a queue's name is indented by: two per level, up to
+ * MAX_INDENT_LEVELS levels, so that a chain thousands of queues deep does
+ * not print a table quadratic in its depth (--json has every parent). */
+#define MAX_INDENT_LEVELS 12
+static int indent(int depth) { return 2 * (depth < MAX_INDENT_LEVELS ? depth : MAX_INDENT_LEVELS); }
+
 /* Print the queues whose figures differ from shown[], then remember them. */
 static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, size_t nq,
                             us_res *shown) {
@@ -439,7 +474,7 @@ static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, 
     if (!n) goto cleanup;
     int wn = (int)strlen("queue"), wu[US_NRES] = {0}, wf[US_NRES] = {0};
     for (size_t k = 0; k < n; k++) {
-        wn = imax(wn, 2 * rows[k].depth + slen(rows[k].name));
+        wn = imax(wn, indent(rows[k].depth) + slen(rows[k].name));
         for (int i = 0; i < US_NRES; i++) {
             wu[i] = imax(wu[i], slen(rows[k].used[i]));
             wf[i] = imax(wf[i], slen(rows[k].fair[i]));
@@ -453,7 +488,7 @@ static int text_queue_table(FILE *f, const us_state *st, const us_sim_cycle *c, 
     fputs("   (used / fair share)\n", f);
     for (size_t k = 0; k < n; k++) {
         const row *r = &rows[k];
-        fprintf(f, "  %*s%-*s", 2 * r->depth, "", wn - 2 * r->depth, nz(r->name));
+        fprintf(f, "  %*s%-*s", indent(r->depth), "", wn - indent(r->depth), nz(r->name));
         for (int i = 0; i < US_NRES; i++) {
             int pad = i + 1 < US_NRES ? wf[i] : 0; /* no trailing blanks */
             fprintf(f, "   %*s / %-*s", wu[i], r->used[i], pad, r->fair[i]);
@@ -475,34 +510,59 @@ static void text_quiet(FILE *f, const us_sim_result *res, size_t from, size_t to
                 fmt_time(t1, sizeof t1, a->time), fmt_time(t2, sizeof t2, b->time));
 }
 
-static void text_final_pods(FILE *f, const us_state *st) {
-    int wp = 0, wn = 0;
-    for (size_t i = 0; i < st->npods; i++) {
-        if (st->pods[i].gone) continue;
-        wp = imax(wp, slen(st->pods[i].name));
-        wn = imax(wn, slen(nz(node_name(st, st->pods[i].node))));
-    }
-    for (int s = US_POD_PENDING; s <= US_POD_COMPLETED; s++) {
-        size_t count = 0;
-        for (size_t i = 0; i < st->npods; i++)
-            count += !st->pods[i].gone && st->pods[i].state == (us_pod_state)s;
-        if (!count) continue;
-        fprintf(f, "  %s (%zu)\n", us_pod_state_names[s], count);
-        for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *p = &st->pods[i];
-            if (p->gone || p->state != (us_pod_state)s) continue;
-            int w = p->workload;
-            bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
-            if (bg)
-                fprintf(f, "    %-*s  %-*s  background\n", wp, nz(p->name), wn,
-                        nz(node_name(st, p->node)));
-            else
-                fprintf(f, "    %-*s  %s\n", wp, nz(p->name), nz(node_name(st, p->node)));
-        }
-    }
+/* The run's figures: counts, then the harvest and disturbance tables. */
+static void text_summary(FILE *f, const us_sim_result *res) {
+    fputs("summary\n", f);
+    fprintf(f, "  cycles                %zu\n", res->ncycles);
+    fprintf(f, "  background evictions  %d\n", res->totals.background_evictions);
+    fprintf(f, "  preemptions           %d\n", res->totals.preemptions);
+    fprintf(f, "  reclaims              %d\n", res->totals.reclaims);
+    fprintf(f, "  AI pods pending       %d\n", res->ai_pods_pending);
+    us_fig_text(f, res);
+    fputc('\n', f);
 }
 
+/* Write text with every control character shown as an escape: names and
+ * messages come from the input and from policies, and a terminal escape
+ * sequence in one must not reach the reader's terminal.  Kept: newlines.
+ * C0 controls and DEL become \xNN, C1 controls (U+0080..U+009F, which
+ * some terminals obey too) \uNNNN. */
+static int write_escaped(FILE *f, const char *s, size_t n) {
+    size_t run = 0;  /* start of the bytes not yet written, all plain */
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i], d = i + 1 < n ? (unsigned char)s[i + 1] : 0;
+        bool c0 = (c < 0x20 && c != '\n') || c == 0x7f, c1 = c == 0xc2 && d >= 0x80 && d <= 0x9f;
+        if (!c0 && !c1) continue;
+        if (fwrite(s + run, 1, i - run, f) != i - run) return -1;
+        if (c1 ? fprintf(f, "\\u%04x", d) < 0 : fprintf(f, "\\x%02x", c) < 0) return -1;
+        i += c1;
+        run = i + 1;
+    }
+    return fwrite(s + run, 1, n - run, f) == n - run ? 0 : -1;
+}
+
+static int render_text(FILE *f, const us_sim_result *res, const us_state *final, bool verbose,
+                       us_err *err);
+
 int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
+    return us_output_account(f, res, final, false, err);
+}
+
+int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    int rc;
+    if (!m) return us_err_nomem(err);
+    rc = render_text(m, res, final, verbose, err);
+    if (fclose(m) != 0 && rc == 0) rc = us_err_nomem(err);
+    if (rc == 0 && (write_escaped(f, buf, len) < 0 || fflush(f) != 0))
+        rc = us_err_set(err, US_EIO, "cannot write the output");
+    free(buf);
+    return rc;
+}
+
+static int render_text(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err) {
     int rc = -1;
     char t1[64], t2[64];
     size_t nq = res->nqueues < final->nqueues ? res->nqueues : final->nqueues;
@@ -526,14 +586,20 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     fprintf(f, "; %zu node%s, %zu queue%s, %zu workload%s at the end\n", active_nodes,
             active_nodes == 1 ? "" : "s", final->nqueues, final->nqueues == 1 ? "" : "s",
             workloads, workloads == 1 ? "" : "s");
-    fprintf(f, "  policy %s\n\n", res->ncycles ? res->cycles[0].policy : res->policy);
+    fprintf(f, "  policy %s\n", res->ncycles ? res->cycles[0].policy : res->policy);
+    if (!verbose) fputs("  decisions rolled up per workload; --verbose lists every pod\n", f);
+    fputc('\n', f);
+    text_summary(f, res);
+    us_rollup_legend(f);
+    fputc('\n', f);
 
     size_t quiet_from = 0;
     bool quiet = false;
     for (size_t i = 0; i < res->ncycles; i++) {
         const us_sim_cycle *c = &res->cycles[i];
         bool new_policy = i > 0 && strcmp(c->policy, res->cycles[i - 1].policy) != 0;
-        if (!c->nchanges && !c->log.ndecisions && !c->log.nevents && !new_policy &&
+        if (!c->nchanges && !c->log.ndecisions && !c->log.nevents && !c->log.nlines && !c->log.dropped_lines &&
+            !new_policy &&
             !figures_changed(c, nq, shown)) {
             if (!quiet) quiet_from = i;
             quiet = true;
@@ -544,12 +610,11 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
         fprintf(f, "cycle %d  t=%s\n", c->index, fmt_time(t1, sizeof t1, c->time));
         if (new_policy) fprintf(f, "  policy now %s\n", c->policy);
         text_changes(f, c);
-        text_decisions(f, &c->log);
+        if (verbose) text_decisions(f, &c->log);
+        else if (us_rollup_decisions(f, "  ", &c->log, final) < 0) goto nomem;
         text_events(f, &c->log);
-        if (text_queue_table(f, final, c, nq, shown) < 0) {
-            us_err_nomem(err);
-            goto cleanup;
-        }
+        text_log_lines(f, &c->log);
+        if (text_queue_table(f, final, c, nq, shown) < 0) goto nomem;
         fputc('\n', f);
     }
     if (quiet) text_quiet(f, res, quiet_from, res->ncycles - 1);
@@ -558,19 +623,15 @@ int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_
     size_t live = 0;
     for (size_t i = 0; i < final->npods; i++) live += !final->pods[i].gone;
     if (!live) fputs("  no pods\n", f);
-    text_final_pods(f, final);
-    fputs("\nsummary\n", f);
-    fprintf(f, "  cycles                %zu\n", res->ncycles);
-    fprintf(f, "  background evictions  %d\n", res->totals.background_evictions);
-    fprintf(f, "  preemptions           %d\n", res->totals.preemptions);
-    fprintf(f, "  reclaims              %d\n", res->totals.reclaims);
-    fprintf(f, "  AI pods pending       %d\n", res->ai_pods_pending);
-    us_fig_text(f, res);
+    if ((verbose ? us_rollup_pods_each(f, final) : us_rollup_pods(f, final)) < 0) goto nomem;
     if (fflush(f) == EOF || ferror(f)) {
         us_err_set(err, US_EIO, "cannot write the output");
         goto cleanup;
     }
     rc = 0;
+    goto cleanup;
+nomem:
+    us_err_nomem(err);
 cleanup:
     free(shown);
     return rc;

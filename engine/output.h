@@ -1,6 +1,6 @@
 /*
  * output.h — rendering a finished simulation: the JSON document of
- * DESIGN.md ("Simulator output") and a readable per-cycle account for
+ * docs/scenario.md ("The output document") and a readable per-cycle account for
  * humans.
  *
  * Rendering only reads the result and the final state; it never changes
@@ -10,6 +10,7 @@
 #ifndef US_OUTPUT_H
 #define US_OUTPUT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include <cjson/cJSON.h>
@@ -44,7 +45,7 @@ cJSON *us_output_decision(const us_decision *d);
  * "bind      train-1-0  -> n4  (allocate)"; the pod name padded to width. */
 void us_output_decision_text(FILE *f, const char *lead, const us_decision *d, int width);
 
-/* The whole output document (see DESIGN.md).  final is the state after the
+/* The whole output document (see docs/scenario.md).  final is the state after the
  * run (the scenario's state once us_sim_run returned).  Every cycle is
  * listed, including quiet ones, each with the id of the policy in force
  * ("policy"; "builtin" for the C policies), and the top level names the
@@ -55,9 +56,15 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final);
 /* The document, formatted, and a newline.  0, or -1 with err filled. */
 int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
 
-/* A per-cycle account in words: decisions, events, queue tables when their
- * figures change, quiet stretches summarised, then the final pods by state
- * and the summary.  0, or -1 with err filled. */
+/* An account in words, summary first: the run's figures (harvest and
+ * disturbance included), the legend of the actions, then cycle by cycle the
+ * decisions, events and queue tables when their figures change (quiet
+ * stretches summarised), then the final pods by state.  verbose: every
+ * decision and every pod on a line of its own; else decisions rolled up per
+ * workload and node, final pods per workload.  0, or -1 with err filled. */
+int us_output_account(FILE *f, const us_sim_result *res, const us_state *final, bool verbose, us_err *err);
+
+/* us_output_account, not verbose. */
 int us_output_text(FILE *f, const us_sim_result *res, const us_state *final, us_err *err);
 
 #endif

@@ -17,6 +17,31 @@
 
 #include "builtin.h"
 #include "nodeclass.h"
+#include "nodelabels.h"
+
+/* Grow the plan's scratch to hold n candidates; 0 or -1 (out of memory). */
+static int scratch_reserve(us_plan *p, size_t n) {
+    struct us_place_scratch *s = &p->scratch;
+    if (n <= s->cap) return 0;
+    size_t cap = s->cap ? s->cap : 64;
+    while (cap < n) cap *= 2;
+#define GROW(f)                                              \
+    do {                                                     \
+        void *x = realloc(s->f, cap * sizeof *s->f);         \
+        if (!x) return -1;                                   \
+        s->f = x;                                            \
+    } while (0)
+    GROW(cls);
+    GROW(rep);
+    GROW(need);
+    GROW(need_rep);
+    GROW(score);
+    GROW(fresh);
+    GROW(views);
+#undef GROW
+    s->cap = cap;
+    return 0;
+}
 
 bool us_place_allowed(const us_plan *p, int pod, int node) {
     const us_state *st = p->st;
@@ -36,12 +61,12 @@ static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *sc
     const us_pod *pd = &st->pods[pod];
     const us_workload *w = &st->workloads[pd->workload];
     us_pod_view pv = {pd, w, st->queues[w->queue].name};
-    us_node_view *views = malloc((n ? n : 1) * sizeof *views);
+    us_node_view *views = p->scratch.views;  /* reserved by us_place_choose */
     int rc = 0;
-    if (!views) return us_err_nomem(err);
     for (size_t i = 0; i < n; i++) {
         const us_node *node = &st->nodes[p->nodes[rep[i]]];
-        views[i] = (us_node_view){node, p->ai[rep[i]].used, us_use_free_gpus(&p->ai[rep[i]], node)};
+        views[i] = (us_node_view){node, p->ai[rep[i]].used, us_use_free_gpus(&p->ai[rep[i]], node),
+                                  us_nodelabels_of(p->labels, (size_t)rep[i])};
     }
     bool scored = false;
     /* a version that fails is not asked again this cycle */
@@ -65,7 +90,6 @@ static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *sc
     if (!scored)
         for (size_t i = 0; i < n; i++) scores[i] = us_builtin_score(&pv, &views[i]);
 done:
-    free(views);
     return rc;
 }
 
@@ -74,14 +98,10 @@ done:
 static int class_scores(us_plan *p, int pod, int pc, const int *cls, const int *rep, size_t n,
                         double *score, us_err *err) {
     us_classes *c = p->classes;
-    int *need = malloc((n ? n : 1) * sizeof *need), *need_rep = malloc((n ? n : 1) * sizeof *need_rep);
-    double *fresh = malloc((n ? n : 1) * sizeof *fresh);
+    int *need = p->scratch.need, *need_rep = p->scratch.need_rep;
+    double *fresh = p->scratch.fresh;
     size_t nneed = 0;
     int rc = 0;
-    if (!need || !need_rep || !fresh) {
-        rc = us_err_nomem(err);
-        goto done;
-    }
     for (size_t i = 0; i < n; i++)
         if (!us_classes_score(c, pc, cls[i], &score[i])) {
             need[nneed] = cls[i];
@@ -103,9 +123,6 @@ static int class_scores(us_plan *p, int pod, int pc, const int *cls, const int *
             }
         }
 done:
-    free(need);
-    free(need_rep);
-    free(fresh);
     return rc;
 }
 
@@ -126,23 +143,23 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     int pc = cached ? us_classes_pod_class(c, p, pod) : 0;
     if (pc < 0) return us_err_nomem(err);
 
-    /* candidates: feasible node classes, each represented by its first
-     * member by name; or, without the cache, every feasible node */
-    size_t ncand = cached ? (size_t)us_classes_count(c) : p->nnodes, nf = 0;
-    int *cls = malloc((ncand + 1) * sizeof *cls), *rep = malloc((ncand + 1) * sizeof *rep);
-    double *score = malloc((ncand + 1) * sizeof *score);
+    /* candidates: feasible live node classes, each represented by its
+     * first member by name; or, without the cache, every feasible node */
+    int nlive = 0;
+    const int *live = cached ? us_classes_live(c, &nlive) : NULL;
+    size_t ncand = cached ? (size_t)nlive : p->nnodes, nf = 0;
+    if (scratch_reserve(p, ncand + 1) < 0) return us_err_nomem(err);
+    int *cls = p->scratch.cls, *rep = p->scratch.rep;
+    double *score = p->scratch.score;
     int rc = 0;
-    if (!cls || !rep || !score) {
-        rc = us_err_nomem(err);
-        goto done;
-    }
-    for (size_t id = 0; id < ncand; id++) {
-        int first = cached ? us_classes_first(c, (int)id) : (int)id;
+    for (size_t i = 0; i < ncand; i++) {
+        int id = cached ? live[i] : (int)i;
+        int first = cached ? us_classes_first(c, id) : id;
         if (first < 0) continue;
         int node = p->nodes[first];
         if (!us_place_allowed(p, pod, node) || !us_use_fits(&p->ai[first], &st->nodes[node], w->request, -1))
             continue;
-        cls[nf] = (int)id;
+        cls[nf] = id;
         rep[nf++] = first;
     }
     if (nf == 0) goto done;
@@ -157,8 +174,5 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
         if (score[i] > score[best] || (score[i] == score[best] && rep[i] < rep[best])) best = i;
     *out = p->nodes[rep[best]];
 done:
-    free(cls);
-    free(rep);
-    free(score);
     return rc;
 }

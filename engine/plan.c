@@ -10,6 +10,7 @@
 #include "plan.h"
 
 #include "nodeclass.h"
+#include "nodelabels.h"
 #include "sort.h"
 
 #include <stdlib.h>
@@ -80,7 +81,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     /* AI jobs of this pool: active, not background, not blocked */
     for (size_t w = 0; w < st->nworkloads; w++) {
         const us_workload *wl = &st->workloads[w];
-        p->wl_ai[w] = !wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
+        p->wl_ai[w] = !wl->background && !wl->external && !wl->blocked && wl->state == US_WL_ACTIVE &&
                       strcmp(wl->pool, pool) == 0;
     }
     for (size_t i = 0; i < st->nnodes; i++) {
@@ -90,6 +91,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     }
     us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
+    if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
     for (size_t i = 0; i < st->npods; i++)
         if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING)
@@ -141,13 +143,27 @@ fail:
 }
 
 /* Virtual eviction: only AI pods enter the AI view, queue allocation and
- * demand; background pods, whatever their state, are left out. */
+ * demand; background pods, whatever their state, are left out.  Pods of
+ * external workloads hold their room in the AI view as AI pods do, but in
+ * no queue and with no flag: nothing may move or evict them. */
 int us_plan_evict_background(us_plan *p) {
     us_state *st = p->st;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        if (!us_plan_is_ai(p, (int)i)) continue;
         const us_workload *w = &st->workloads[pod->workload];
+        if (!us_plan_is_ai(p, (int)i)) {
+            /* Pods nothing may move keep their room: an external workload's
+             * (another scheduler placed them), and running pods of AI work
+             * that breaks a rule (never scheduled, but not background:
+             * nothing evicts it).  Planning through them would pipeline
+             * onto room that never frees (found by tests/fuzz/fuzz_scenario). */
+            bool held = w->external || (!w->background && w->blocked && w->state == US_WL_ACTIVE);
+            if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
+                !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
+                us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
+                           pod->shared_dev);
+            continue;
+        }
         bool np_ = w->preemptibility != US_PREEMPTIBLE;
         if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
             p->pos[pod->node] >= 0) {
@@ -187,6 +203,14 @@ void us_plan_free(us_plan *p) {
     free(p->fair);
     free(p->undo);
     us_classes_free(p->classes);
+    us_nodelabels_free(p->labels);
+    free(p->scratch.cls);
+    free(p->scratch.rep);
+    free(p->scratch.need);
+    free(p->scratch.need_rep);
+    free(p->scratch.score);
+    free(p->scratch.fresh);
+    free(p->scratch.views);
     free(p->failed_jobs);
     free(p->victim_first);
     free(p->victim_pods);

@@ -41,6 +41,7 @@ typedef struct us_plan {
     size_t nnodes;
     int *pos;            /* [st->nnodes] node index -> position in nodes, or -1 */
     us_use *ai;          /* [nnodes] the AI planning view */
+    struct us_nodelabels *labels;  /* [nnodes] the labels that matter (nodelabels.h) */
 
     /* per pod [npods at snapshot] */
     size_t npods;
@@ -85,6 +86,15 @@ typedef struct us_plan {
     bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
                                  moves to the previous version when one fails */
+
+    /* placement.c's scratch, grown as needed and reused pod after pod: the
+     * candidate classes, their members, scores, the ones not cached yet */
+    struct us_place_scratch {
+        int *cls, *rep, *need, *need_rep;
+        double *score, *fresh;
+        struct us_node_view *views;
+        size_t cap;
+    } scratch;
 } us_plan;
 
 /* Snapshot pool at time now: its nodes in name order and the pods on

@@ -5,7 +5,9 @@
  *
  * It owns the lua_State and everything in it.  It must never let a policy
  * reach the host (no io, os, debug, package, files, bytecode), never let one
- * run unbounded (instruction and memory budget per call), never let one
+ * run unbounded (instruction, memory and wall-clock budget per call, with
+ * the work of C library functions charged to the instructions, see "C
+ * library work"), never let a spent budget be caught, never let one
  * policy file change another's globals or the shared libraries, and never
  * panic or abort: whatever a policy does, the caller gets 0 or -1 with a
  * message "file:line: message", and the state stays usable.  It does not
@@ -30,7 +32,7 @@
  * with raw accesses only, so no metamethod runs while converting.
  */
 #include "policy.h"
-#include "readfile.h"
+#include "policysrc.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -42,8 +44,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
@@ -52,7 +54,6 @@
  * there too, and some single instructions cost milliseconds (== of two
  * distinct 30 MB strings, a vararg call of a million values). */
 #define HOOK_EVERY 100
-#define MAX_FILE ((size_t)16 << 20)     /* a policy file larger than this is refused */
 
 enum { FS = US_POLICY_COMPUTE, PL = US_POLICY_SCORE, BG = US_POLICY_REOFFER, NMOD = US_POLICY_NFN };
 const char *const us_policy_files[NMOD] = {"fairshare.lua", "placement.lua", "background.lua"};
@@ -82,6 +83,17 @@ struct us_policy {
 
     us_policy *previous;    /* the last good version this one replaced; owned */
     unsigned long calls[NMOD];  /* calls of each function since load (protect) */
+    bool from_default[NMOD];    /* the file is the compiled-in default (policysrc.h) */
+
+    /* policy authoring: log(...) lines not yet taken, and the id's hash,
+     * which helper modules required while loading extend */
+    us_policy_log_line *log;
+    size_t nlog, cap_log;
+    unsigned long log_dropped;
+    uint64_t hash;
+    bool loading;
+    char **labels;          /* declared node label keys, sorted, unique */
+    size_t nlabels, caplabels;
 };
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
@@ -137,7 +149,8 @@ static void hook(lua_State *L, lua_Debug *ar);
  * every instruction.  Once a budget is spent, every thread the policy runs
  * on fails at its next instruction: this one by its hook; any other by the
  * count it reaches first, or at once when control comes back to it through
- * pcall, xpcall or coroutine.resume (which re-raise, see sb_rethrow). */
+ * pcall, xpcall, coroutine.resume or coroutine.close (which re-raise, see
+ * sb_rethrow). */
 static int raise_cut(lua_State *L, const us_policy *p) {
     lua_sethook(L, hook, LUA_MASKCOUNT, 1);
     push_cut_message(L, p);
@@ -633,7 +646,8 @@ static int sb_charged(lua_State *L) {
     return lua_tocfunction(L, lua_upvalueindex(1))(L);
 }
 
-/* pcall, xpcall, coroutine.resume: the ways to catch an error.  Once a
+/* pcall, xpcall, coroutine.resume, coroutine.close (which returns the error
+ * of a __close handler): the ways to catch an error.  Once a
  * budget is spent, the error they caught is raised again at once, so not
  * one more instruction of the catching code runs.  Upvalue: the original. */
 static int rethrow_k(lua_State *L, int status, lua_KContext ctx) {
@@ -648,6 +662,28 @@ static int sb_rethrow(lua_State *L) {
     /* with a continuation, so a coroutine may still yield across pcall */
     lua_callk(L, lua_gettop(L) - 1, LUA_MULTRET, 0, rethrow_k);
     return rethrow_k(L, LUA_OK, 0);
+}
+
+/* xpcall's message handler, guarded (upvalue: the policy's handler).  The
+ * error of a spent budget is raised from inside the count hook, where Lua
+ * runs no hooks, and Lua calls the message handler right there: the
+ * handler would run unbounded.  So once a budget is spent the handler is
+ * skipped and the error passed on as it is. */
+static int sb_handler(lua_State *L) {
+    if (owner(L)->cut) return 1;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, 1);
+    return 1;
+}
+
+/* xpcall(f, handler, ...): the handler guarded, then as sb_rethrow. */
+static int sb_xpcall(lua_State *L) {
+    luaL_checktype(L, 2, LUA_TFUNCTION);
+    lua_pushvalue(L, 2);
+    lua_pushcclosure(L, sb_handler, 1);
+    lua_replace(L, 2);
+    return sb_rethrow(L);
 }
 
 /* load(chunk [, chunkname [, mode [, env]]]): text chunks only, whatever
@@ -713,14 +749,17 @@ static void charge_libraries(lua_State *L, int g) {
         lua_setfield(L, -2, c->name);
         lua_pop(L, 1);
     }
-    static const char *const catching[][2] = {
-        {LUA_GNAME, "pcall"}, {LUA_GNAME, "xpcall"}, {LUA_COLIBNAME, "resume"}};
+    static const struct {
+        const char *lib, *name;
+        lua_CFunction fn;
+    } catching[] = {{LUA_GNAME, "pcall", sb_rethrow}, {LUA_GNAME, "xpcall", sb_xpcall},
+                    {LUA_COLIBNAME, "resume", sb_rethrow}, {LUA_COLIBNAME, "close", sb_rethrow}};
     for (size_t i = 0; i < sizeof catching / sizeof *catching; i++) {
-        if (strcmp(catching[i][0], LUA_GNAME) == 0) lua_pushvalue(L, g);
-        else lua_getfield(L, g, catching[i][0]);
-        lua_getfield(L, -1, catching[i][1]);
-        lua_pushcclosure(L, sb_rethrow, 1);
-        lua_setfield(L, -2, catching[i][1]);
+        if (strcmp(catching[i].lib, LUA_GNAME) == 0) lua_pushvalue(L, g);
+        else lua_getfield(L, g, catching[i].lib);
+        lua_getfield(L, -1, catching[i].name);
+        lua_pushcclosure(L, catching[i].fn, 1);
+        lua_setfield(L, -2, catching[i].name);
         lua_pop(L, 1);
     }
 }
@@ -759,6 +798,160 @@ static const char *const safe_base[] = {"assert", "error",  "getmetatable", "ipa
                                         "rawget", "rawlen", "select",       "tonumber",
                                         "tostring", "type", "xpcall",       "_VERSION",
                                         NULL};
+
+/* ---- policy authoring: require and log ---------------------------------- */
+
+/* Registry key of the table of helper modules loaded so far (name -> value;
+ * false while one loads, to catch a require loop). */
+static const char modules_key = 'm';
+
+static void push_env(lua_State *L, int base);
+
+static void fold_hash(us_policy *p, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) p->hash = (p->hash ^ (unsigned char)s[i]) * 0x100000001b3ULL;
+}
+
+/* require(name): the helper module name.lua of the policy's own directory,
+ * run once in an environment of its own (like a policy file), its value
+ * cached.  Names are letters, digits, '_' and '-': nothing outside the
+ * directory can be named.  The file's bytes are read into Lua memory, so
+ * the memory budget covers them and an error cannot leak them. */
+static int sb_require(lua_State *L) {
+    us_policy *p = owner(L);
+    size_t nlen;
+    const char *name = luaL_checklstring(L, 1, &nlen);
+    bool ok = nlen > 0 && nlen <= 64;
+    for (size_t i = 0; ok && i < nlen; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+             (name[i] >= '0' && name[i] <= '9') || name[i] == '_' || name[i] == '-';
+    if (!ok)
+        return luaL_error(L, "require \"%s\": not a module name (a helper is NAME.lua in the policy "
+                          "directory; NAME has letters, digits, '_' and '-' only)", name);
+    lua_settop(L, 1);
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &modules_key); /* 2: modules */
+    lua_pushvalue(L, 1);
+    int kind = lua_rawget(L, 2);
+    if (kind == LUA_TBOOLEAN && !lua_toboolean(L, -1))
+        return luaL_error(L, "require \"%s\": a require loop (the module requires itself, maybe "
+                          "through others)", name);
+    if (kind != LUA_TNIL) return 1;
+    lua_pop(L, 1);
+
+    char path[4096], chunk[80];
+    struct stat sb;
+    if (snprintf(path, sizeof path, "%s/%s.lua", p->dir, name) >= (int)sizeof path)
+        return luaL_error(L, "require \"%s\": path too long", name);
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT)
+            return luaL_error(L, "require \"%s\": no %s.lua in the policy directory %s", name, name, p->dir);
+        return luaL_error(L, "require \"%s\": cannot read %s: %s", name, path, strerror(errno));
+    }
+    if (!S_ISREG(sb.st_mode) || (size_t)sb.st_size > US_POLICYSRC_MAX)
+        return luaL_error(L, "require \"%s\": %s is not a file of at most %d bytes", name, path,
+                          (int)US_POLICYSRC_MAX);
+    size_t size = (size_t)sb.st_size;
+    /* Lua memory, allocated before the file is opened: nothing can raise
+     * while it is open */
+    char *buf = lua_newuserdatauv(L, size + 1, 0);
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(buf, 1, size, f) : 0;
+    if (f) fclose(f);
+    if (!f || got != size) return luaL_error(L, "require \"%s\": cannot read %s", name, path);
+    if (p->loading) fold_hash(p, buf, size);
+    snprintf(chunk, sizeof chunk, "@%s.lua", name);
+    if (luaL_loadbufferx(L, buf, size, chunk, "t") != LUA_OK) return lua_error(L);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    push_env(L, lua_gettop(L));
+    lua_remove(L, -2);
+    if (!lua_setupvalue(L, -2, 1)) lua_pop(L, 1);
+    lua_pushvalue(L, 1);
+    lua_pushboolean(L, 0);
+    lua_rawset(L, 2); /* loading */
+    lua_call(L, 0, 1);
+    if (lua_isnil(L, -1)) {
+        lua_pop(L, 1);
+        lua_pushboolean(L, 1);
+    }
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, 2);
+    return 1;
+}
+
+/* log(...): its arguments, as tostring shows them, tab-separated, kept
+ * with the file and line that called it until the cycle takes them
+ * (us_policy_log_take).  A line is cut at US_POLICY_LOG_TEXT bytes; past
+ * US_POLICY_LOG_MAX lines waiting, lines are counted as dropped. */
+static int sb_log(lua_State *L) {
+    us_policy *p = owner(L);
+    int n = lua_gettop(L);
+    if (p->nlog >= US_POLICY_LOG_MAX) {
+        p->log_dropped++;
+        return 0;
+    }
+    luaL_Buffer b;
+    luaL_buffinit(L, &b);
+    for (int i = 1; i <= n; i++) {
+        if (i > 1) luaL_addchar(&b, ' ');
+        luaL_tolstring(L, i, NULL);
+        luaL_addvalue(&b);
+    }
+    luaL_pushresult(&b);
+    size_t len;
+    const char *text = lua_tolstring(L, -1, &len);
+    lua_Debug ar;
+    char file[LUA_IDSIZE] = "?";
+    int line = 0;
+    if (lua_getstack(L, 1, &ar) && lua_getinfo(L, "Sl", &ar)) {
+        snprintf(file, sizeof file, "%s", ar.short_src);
+        line = ar.currentline;
+    }
+    if (us_grow((void **)&p->log, &p->cap_log, p->nlog, sizeof *p->log) < 0) {
+        p->log_dropped++;
+        return 0;
+    }
+    us_policy_log_line *l = &p->log[p->nlog];
+    size_t keep = len > US_POLICY_LOG_TEXT ? US_POLICY_LOG_TEXT : len;
+    l->file = strdup(file);
+    l->text = malloc(keep + 4);
+    l->line = line;
+    if (!l->file || !l->text) {
+        free(l->file);
+        free(l->text);
+        p->log_dropped++;
+        return 0;
+    }
+    memcpy(l->text, text, keep);
+    strcpy(l->text + keep, keep < len ? "..." : "");
+    p->nlog++;
+    return 0;
+}
+
+/* Put require and log in the base environment (index base). */
+static void add_authoring(lua_State *L, int base) {
+    lua_newtable(L);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &modules_key);
+    lua_pushcfunction(L, sb_require);
+    lua_setfield(L, base, "require");
+    lua_pushcfunction(L, sb_log);
+    lua_setfield(L, base, "log");
+}
+
+size_t us_policy_log_count(const us_policy *p) { return p ? p->nlog : 0; }
+const us_policy_log_line *us_policy_log_at(const us_policy *p, size_t i) {
+    return p && i < p->nlog ? &p->log[i] : NULL;
+}
+unsigned long us_policy_log_dropped(const us_policy *p) { return p ? p->log_dropped : 0; }
+
+void us_policy_log_clear(us_policy *p) {
+    if (!p) return;
+    for (size_t i = 0; i < p->nlog; i++) {
+        free(p->log[i].file);
+        free(p->log[i].text);
+    }
+    p->nlog = 0;
+    p->log_dropped = 0;
+}
 
 /* Open the safe libraries and leave the shared, read-only base environment
  * on top of L. */
@@ -811,6 +1004,7 @@ static void push_sandbox(us_policy *p, lua_State *L) {
         lua_setfield(L, base, lib->name);
         lua_pop(L, 1);
     }
+    add_authoring(L, base);
     push_proxy(L, base);
 
     /* The old global table holds the unsafe base functions; nothing may
@@ -845,6 +1039,59 @@ typedef struct load_task {
     size_t len[NMOD];
 } load_task;
 
+static int by_cstr(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The module table's `labels` (top of L): nil, or a list of the node label
+ * keys the file reads; added to t->p's declared keys.  Only raw reads on
+ * strings already made, so nothing here raises: every key is owned by p
+ * as soon as it is copied. */
+static int read_labels(task *t, lua_State *L) {
+    us_policy *p = t->p;
+    int ty;
+    lua_pushliteral(L, "labels");
+    ty = lua_rawget(L, -2);
+    if (ty == LUA_TNIL) {
+        lua_pop(L, 1);
+        return 0;
+    }
+    if (ty != LUA_TTABLE)
+        return us_err_set(t->err, US_EPOLICY, "%s: labels must be a list of node label keys "
+                          "(strings), got a %s", t->file, lua_typename(L, ty));
+    for (lua_Integer i = 1;; i++) {
+        ty = lua_rawgeti(L, -1, i);
+        if (ty == LUA_TNIL) break;
+        if (ty != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+            return us_err_set(t->err, US_EPOLICY, "%s: labels[%lld] must be a non-empty label key "
+                              "string, got %s", t->file, (long long)i,
+                              ty == LUA_TSTRING ? "\"\"" : lua_typename(L, ty));
+        const char *key = lua_tostring(L, -1);
+        bool dup = false;
+        for (size_t j = 0; j < p->nlabels && !dup; j++) dup = strcmp(p->labels[j], key) == 0;
+        if (!dup) {
+            if (p->nlabels == p->caplabels) {
+                size_t ncap = p->caplabels ? p->caplabels * 2 : 8;
+                char **x = realloc(p->labels, ncap * sizeof *x);
+                if (!x) return us_err_nomem(t->err);
+                p->labels = x;
+                p->caplabels = ncap;
+            }
+            if (!(p->labels[p->nlabels] = strdup(key))) return us_err_nomem(t->err);
+            p->nlabels++;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
+    qsort(p->labels, p->nlabels, sizeof *p->labels, by_cstr);
+    return 0;
+}
+
+const char *const *us_policy_labels(const us_policy *p, size_t *n) {
+    *n = p->nlabels;
+    return (const char *const *)p->labels;
+}
+
 static int load_run(task *t, lua_State *L, lua_State *co) {
     us_policy *p = t->p;
     load_task *lt = t->ud;
@@ -874,6 +1121,7 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
             return us_err_set(t->err, US_EPOLICY, "%s: must return a table with a function \"%s\"",
                               mod_file[m], mod_fn[m]);
         lua_pop(L, 1);
+        if (read_labels(t, L) < 0) return -1;
         p->mod[m] = luaL_ref(L, LUA_REGISTRYINDEX);
         lua_pop(L, 1);  /* the file's environment lives on in its functions */
     }
@@ -881,29 +1129,6 @@ static int load_run(task *t, lua_State *L, lua_State *co) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->seed_ref);
     lua_pushinteger(L, 0);
     lua_call(L, 1, 0);
-    return 0;
-}
-
-/* Read dir/name whole into a malloc'd buffer; only a regular file is read
- * (readfile.c), so a FIFO or a device named like a policy cannot block. */
-static int read_file(const char *dir, const char *name, char **buf, size_t *len, us_err *err) {
-    char path[4096], why[256];
-    /* messages name the file only: the caller names the directory once */
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
-        return us_err_set(err, US_EIO, "%s: path too long", name);
-    if (us_read_regular(path, MAX_FILE, buf, len, why, sizeof why) < 0)
-        return us_err_set(err, US_EIO, "%s: cannot read it: %s", name, why);
-    return 0;
-}
-
-/* The policy directory itself: missing, or not a directory, says so rather
- * than failing on its first file. */
-static int check_dir(const char *dir, us_err *err) {
-    struct stat st;
-    if (stat(dir, &st) != 0)
-        return us_err_set(err, US_EIO, "cannot open the directory: %s", strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return us_err_set(err, US_EIO, "not a directory");
     return 0;
 }
 
@@ -916,6 +1141,7 @@ static void make_id(us_policy *p, char *const *buf, const size_t *len) {
         s = (const unsigned char *)buf[m];
         for (size_t i = 0; i < len[m]; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
     }
+    p->hash = h;
     snprintf(p->id, sizeof p->id, "%016llx", (unsigned long long)h);
 }
 
@@ -937,9 +1163,10 @@ us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *
     p->mem_limit = lim && lim->memory ? lim->memory : DEFAULT_MEMORY;
     snprintf(p->cut_at, sizeof p->cut_at, "?");
 
-    if (check_dir(dir, err) < 0) goto fail;
+    /* a directory holds only the files it changes: the rest are the defaults */
+    if (us_policysrc_check_dir(dir, err) < 0) goto fail;
     for (int m = 0; m < NMOD; m++)
-        if (read_file(dir, mod_file[m], &buf[m], &len[m], err) < 0) goto fail;
+        if (us_policysrc_read(dir, m, &buf[m], &len[m], &p->from_default[m], err) < 0) goto fail;
     make_id(p, buf, len);
 
     p->L = lua_newstate(alloc, p);
@@ -955,7 +1182,10 @@ us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *
         lt.buf[m] = buf[m];
         lt.len[m] = len[m];
     }
+    p->loading = true; /* helpers required while loading are part of the id */
     if (protect(p, "sandbox", load_run, &lt, err) < 0) goto fail;
+    p->loading = false;
+    snprintf(p->id, sizeof p->id, "%016llx", (unsigned long long)p->hash);
     for (int m = 0; m < NMOD; m++) free(buf[m]);
     return p;
 fail:
@@ -968,6 +1198,10 @@ void us_policy_free(us_policy *p) {
     if (!p) return;
     us_policy_free(p->previous);
     if (p->L) lua_close(p->L);
+    us_policy_log_clear(p);
+    free(p->log);
+    for (size_t i = 0; i < p->nlabels; i++) free(p->labels[i]);
+    free(p->labels);
     free(p->dir);
     free(p);
 }
@@ -994,6 +1228,10 @@ unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn) {
 }
 
 const char *us_policy_dir(const us_policy *p) { return p->dir; }
+
+bool us_policy_file_is_default(const us_policy *p, us_policy_fn fn) {
+    return fn >= 0 && fn < US_POLICY_NFN && p->from_default[fn];
+}
 const char *us_policy_id(const us_policy *p) { return p->id; }
 
 static int seed_run(task *t, lua_State *L, lua_State *co) {
@@ -1202,7 +1440,7 @@ static void push_pl_node(lua_State *L, const us_node_view *v) {
     lua_createtable(L, 0, 9);
     set_str(L, "name", n->name);
     set_str(L, "pool", n->pool);
-    push_labels(L, &n->labels);
+    push_labels(L, v->labels ? v->labels : &n->labels);
     lua_setfield(L, -2, "labels");
     push_res(L, n->cap);
     lua_setfield(L, -2, "capacity");
@@ -1368,7 +1606,7 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 9);
         set_str(L, "name", bn->node->name);
-        push_shared_labels(L, &bn->node->labels, cache, recent, &nrecent);
+        push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
         /* nodes of one kind share one capacity table */
         if (k == 0 || memcmp(&bn->node->cap, &in->nodes[k - 1].node->cap, sizeof bn->node->cap)) {

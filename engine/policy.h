@@ -15,6 +15,7 @@
 #ifndef US_POLICY_H
 #define US_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,7 +32,8 @@ typedef struct us_policy_limits {
 
 /* Load and compile dir/fairshare.lua, dir/placement.lua, dir/background.lua.
  * Each must return a table holding its required function (see
- * docs/policies.md).  Returns NULL and fills err on failure (message names
+ * docs/policies.md).  dir holds at least one of them; those it does not
+ * hold are the compiled-in defaults (policysrc.h).  Returns NULL and fills err on failure (message names
  * file:line). lim may be NULL for defaults. */
 us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *err);
 void us_policy_free(us_policy *p);
@@ -59,6 +61,32 @@ typedef enum us_policy_fn { US_POLICY_COMPUTE, US_POLICY_SCORE, US_POLICY_REOFFE
 extern const char *const us_policy_files[US_POLICY_NFN]; /* "fairshare.lua", ... */
 extern const char *const us_policy_fns[US_POLICY_NFN];   /* "compute", "score", "reoffer" */
 unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn);
+
+/* Whether the file of fn is the compiled-in default (the directory does
+ * not hold it). */
+bool us_policy_file_is_default(const us_policy *p, us_policy_fn fn);
+
+/* ---- policy authoring: log(...) ------------------------------------------
+ * Lines a policy logged, with the file and line that logged them, kept
+ * until taken.  Bounded: at most US_POLICY_LOG_MAX lines wait (more are
+ * counted as dropped), each cut at US_POLICY_LOG_TEXT bytes (and "..."). */
+#define US_POLICY_LOG_MAX 200
+#define US_POLICY_LOG_TEXT 400
+typedef struct us_policy_log_line {
+    char *file;
+    int line;
+    char *text;
+} us_policy_log_line;
+size_t us_policy_log_count(const us_policy *p);
+const us_policy_log_line *us_policy_log_at(const us_policy *p, size_t i);
+unsigned long us_policy_log_dropped(const us_policy *p);
+void us_policy_log_clear(us_policy *p);
+
+/* The node label keys the policy declares it reads: the union, sorted and
+ * unique, of the `labels` lists its files return (docs/policies.md).  A
+ * node's view carries only these and the keys some node selector names
+ * (nodelabels.h).  Owned by p; *n is set, the array may be NULL when 0. */
+const char *const *us_policy_labels(const us_policy *p, size_t *n);
 
 /* Seed math.random for a cycle, so runs stay deterministic. */
 void us_policy_seed(us_policy *p, uint64_t seed);
@@ -99,6 +127,9 @@ typedef struct us_node_view {
     const us_node *node;
     us_res allocated;           /* planned use, before this pod */
     int free_gpus;              /* whole devices free in the plan */
+    const us_labels *labels;    /* what the policy sees of node->labels (the
+                                   labels that matter, nodelabels.h); NULL:
+                                   all of them */
 } us_node_view;
 
 /* Scores pod on each of nodes[0..n); fills scores[0..n). */
@@ -125,6 +156,8 @@ typedef struct us_bg_node {
                                    evicted pod terminates); what a pending
                                    pod may take */
     int idle_gpus;              /* whole devices, same accounting */
+    const us_labels *labels;    /* what the policy sees of node->labels
+                                   (nodelabels.h); NULL: all of them */
 } us_bg_node;
 
 typedef struct us_bg_pod {

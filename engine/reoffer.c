@@ -24,6 +24,8 @@
  */
 #include "reoffer.h"
 
+#include "nodelabels.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,7 +301,8 @@ static void build_view(work *w) {
                                             us_res_sub(n->cap, w->end[k].used),
                                             us_use_free_gpus(&w->end[k], n),
                                             us_res_sub(n->cap, w->idle[k].used),
-                                            us_use_free_gpus(&w->idle[k], n)};
+                                            us_use_free_gpus(&w->idle[k], n),
+                                            us_nodelabels_of(p->labels, k)};
     }
     for (size_t i = 0; i < w->noffered; i++) w->running[i].node = w->view_of[w->running[i].node];
     /* lists may be shared: remap each once (positions are >= 0, views

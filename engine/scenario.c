@@ -1,8 +1,8 @@
 /*
- * scenario.c — owns loading a scenario document (DESIGN.md "Scenario
- * format") into a us_scenario: JSON parsing, validation with errors that name
- * the JSON path, defaults, quantity parsing (us_parse_cpu, us_parse_memory),
- * pre-existing pods and the sorted timeline.
+ * scenario.c — owns loading a scenario document (docs/scenario.md, every
+ * field and its default) into a us_scenario: JSON parsing, validation with
+ * errors that name the JSON path, defaults, quantity parsing (us_parse_cpu,
+ * us_parse_memory), pre-existing pods and the sorted timeline.
  *
  * Loading is all or nothing: every helper reports through the loader's
  * context and the top level frees whatever was built when any step fails.
@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "use.h"
+#include "utf8.h"
 
 const char *const us_tl_action_names[] = {"submit",      "delete", "complete",
                                           "add_node",    "remove_node", "cordon",
@@ -45,7 +46,7 @@ static const int64_t qmax[US_NRES] = {(int64_t)1000000 * US_GPU_UNIT,
 
 /* ---- quantities ---------------------------------------------------------- */
 
-enum { Q_OK, Q_SYNTAX, Q_NEG, Q_FINE, Q_BIG };
+enum { Q_OK, Q_SYNTAX, Q_NEG, Q_FINE, Q_BIG, Q_DIGITS };
 #define QDIG 64 /* significant digits a quantity may spell out */
 
 static bool isdig(char ch) { return ch >= '0' && ch <= '9'; }
@@ -70,13 +71,13 @@ static int qty(const char *s, int scale, bool round_up, int64_t *out) {
     for (; isdig(*s); s++) {
         any = true;
         if (nd == 0 && *s == '0') continue; /* leading zeros carry nothing */
-        if (nd == QDIG) return Q_SYNTAX;
+        if (nd == QDIG) return Q_DIGITS;
         d[nd++] = (unsigned char)(*s - '0');
     }
     if (*s == '.') {
         for (s++; isdig(*s); s++) {
             any = true;
-            if (nd == QDIG) return Q_SYNTAX;
+            if (nd == QDIG) return Q_DIGITS;
             d[nd++] = (unsigned char)(*s - '0');
             nfrac++;
         }
@@ -566,9 +567,13 @@ static int res_value(ctx *c, const cJSON *v, const char *path, const char *key, 
     }
     e = qty(s, r == US_MEM ? 0 : 3, r == US_MEM, out);
     if (e == Q_OK && *out > qmax[r]) e = Q_BIG;
-    if (e != Q_OK)
+    if (e != Q_OK) {
+        char digits[48];
+        snprintf(digits, sizeof digits, " (more than %d significant digits)", QDIG);
         return failk(c, path, key, "%s is not a %s quantity%s", shown, us_res_names[r],
-                     e == Q_NEG ? " (negative)" : e == Q_FINE ? fine[r] : e == Q_BIG ? " (too large)" : "");
+                     e == Q_NEG ? " (negative)" : e == Q_FINE ? fine[r] : e == Q_BIG ? " (too large)"
+                     : e == Q_DIGITS ? digits : "");
+    }
     return 0;
 }
 
@@ -800,7 +805,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
-                                        "tolerations",
+                                        "tolerations", "external",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
@@ -1051,20 +1056,30 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
         failk(c, path, "name", "%s is a duplicate workload name", quote(q, w.name));
         goto fail;
     }
-    if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
-    qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
-    if (qi < 0) {
-        failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+    if (get_bool(c, o, path, "external", &w.external) < 0) goto fail;
+    /* an external workload is in no queue: it draws on no quota */
+    if (w.external && get(o, "queue")) {
+        failk(c, path, "queue", "an external workload is in no queue (the engine does not schedule it)");
         goto fail;
     }
-    if (!look->queues[qi].leaf) {
-        failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
-        goto fail;
+    if (!w.external) {
+        if (get_strref(c, o, path, "queue", NULL, &qname) < 0) goto fail;
+        qi = c->st ? names_get(&c->queues, qname) : us_state_queue_index(look, qname);
+        if (qi < 0) {
+            failk(c, path, "queue", "%s is not a queue", quote(q, qname));
+            goto fail;
+        }
+        if (!look->queues[qi].leaf) {
+            failk(c, path, "queue", "%s is not a leaf queue", quote(q, qname));
+            goto fail;
+        }
+        w.queue = qi;
     }
-    w.queue = qi;
     if (get_labels(c, o, path, "labels", &w.labels) < 0) goto fail;
     bg = us_labels_get(&w.labels, US_BACKGROUND_LABEL);
-    w.background = bg && strcmp(bg, "true") == 0;
+    /* background is a rule of what the engine schedules: an external pod
+     * holds its room whatever its labels say */
+    w.background = !w.external && bg && strcmp(bg, "true") == 0;
     if (get_priority(c, o, path, &w.priority) < 0) goto fail;
     if (get_preemptibility(c, o, path, &w) < 0) goto fail;
     if (get_enum(c, o, path, "controller", ctrl_names, 4, US_CTRL_NONE, "a controller", &ctrl) < 0)
@@ -1258,6 +1273,7 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     const cJSON *nodes, *queues, *wls, *tl, *o;
     int rc = -1, i, line, col, idx;
     size_t nsub;
+    long bad;
 
     memset(sc, 0, sizeof *sc);
     us_state_init(&sc->state);
@@ -1278,6 +1294,14 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     if ((nul = memchr(buf, '\0', len))) {
         line_col(buf, (size_t)(nul - buf), &line, &col);
         us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
+        goto fail;
+    }
+    /* JSON is UTF-8: invalid bytes would reach names, and from there the
+     * output, which must stay valid */
+    if ((bad = us_utf8_invalid(buf, len)) >= 0) {
+        line_col(buf, (size_t)bad, &line, &col);
+        us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
+                   bad, line, col, (unsigned)(unsigned char)buf[bad]);
         goto fail;
     }
     if (!(root = cJSON_ParseWithOpts(buf, &end, 1))) {

@@ -1,5 +1,5 @@
 /*
- * scenario.h — loading a scenario document (the JSON format of DESIGN.md)
+ * scenario.h — loading a scenario document (the JSON format of docs/scenario.md)
  * into a cluster state plus a timeline.
  *
  * Loading is all or nothing: on any error the scenario is left empty, err

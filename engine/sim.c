@@ -1,7 +1,8 @@
 /*
  * sim.c — the simulator: virtual time, the scenario's timeline, workload
  * durations, and one cycle every cycle_interval seconds.  It records what
- * each cycle decided; rendering is output.c's job.
+ * changed in the cluster before each cycle (the changes list) and what the
+ * cycle decided; rendering is output.c's job.
  */
 #include "sim.h"
 
@@ -96,7 +97,24 @@ static int reload(sim *s, const us_tl_entry *e, double t, us_cycle_log *log) {
 
 /* Append a change of object (copied) with no pods yet; NULL when out of
  * memory. */
-static us_change *change(us_sim_cycle *c, us_tl_action a, const char *object) {
+const char *const us_change_names[] = {"submit", "delete",   "complete", "add_node",
+                                       "remove_node", "cordon", "uncordon", "leave"};
+
+/* The change a timeline action makes (reload_policies makes none: its
+ * event says what happened). */
+static us_change_kind kind_of(us_tl_action a) {
+    switch (a) {
+    case US_TL_SUBMIT: return US_CH_SUBMIT;
+    case US_TL_DELETE: return US_CH_DELETE;
+    case US_TL_COMPLETE: return US_CH_COMPLETE;
+    case US_TL_ADD_NODE: return US_CH_ADD_NODE;
+    case US_TL_REMOVE_NODE: return US_CH_REMOVE_NODE;
+    case US_TL_CORDON: return US_CH_CORDON;
+    default: return US_CH_UNCORDON;
+    }
+}
+
+static us_change *change(us_sim_cycle *c, us_change_kind a, const char *object) {
     if (us_grow((void **)&c->changes, &c->cap_changes, c->nchanges, sizeof *c->changes) < 0)
         return NULL;
     us_change *ch = &c->changes[c->nchanges];
@@ -154,17 +172,43 @@ static bool on_node(const us_pod *p, const void *arg) {
  * t=0 may come with. */
 static int submit_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
     size_t nw = st->nworkloads, ndue = 0;
-    int *due = malloc((nw + 1) * sizeof *due);
-    if (!due) return -1;
+    /* slot[w]: 1 + w's place among the due workloads, 0 when not due */
+    int *slot = calloc(nw + 1, sizeof *slot);
+    us_change *ch;
+    int rc = -1;
+    if (!slot) return -1;
     for (size_t w = 0; w < nw; w++)
         if (st->workloads[w].state == US_WL_WAITING && st->workloads[w].submit_at <= t)
-            due[ndue++] = (int)w;
-    int rc = us_life_submit_due(st, t, changed);
-    for (size_t k = 0; k < ndue && rc == 0; k++) {
-        us_change *ch = change(c, US_TL_SUBMIT, st->workloads[due[k]].name);
-        if (!ch || add_pods(ch, st, live_of_workload, &due[k]) < 0) rc = -1;
+            slot[w] = (int)++ndue;
+    if (us_life_submit_due(st, t, changed) < 0) goto out;
+    if (!ndue) {
+        rc = 0;
+        goto out;
     }
-    free(due);
+    /* one change each, in workload order; then one pass over the pods
+     * counts and one fills their lists, so a large submission stays linear */
+    size_t first = c->nchanges;
+    for (size_t w = 0; w < nw; w++)
+        if (slot[w] && !change(c, US_CH_SUBMIT, st->workloads[w].name)) goto out;
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i]) && slot[st->pods[i].workload])
+            c->changes[first + slot[st->pods[i].workload] - 1].npods++;
+    for (size_t k = first; k < c->nchanges; k++) {
+        ch = &c->changes[k];
+        size_t n = ch->npods;
+        ch->npods = 0; /* counts what the list holds, from here on */
+        if (n && !(ch->pods = calloc(n, sizeof *ch->pods))) goto out;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (!live(p) || !slot[p->workload]) continue;
+        ch = &c->changes[first + slot[p->workload] - 1];
+        if (!(ch->pods[ch->npods] = strdup(p->name))) goto out;
+        ch->npods++;
+    }
+    rc = 0;
+out:
+    free(slot);
     return rc;
 }
 
@@ -188,13 +232,13 @@ static int apply_due(sim *s, double t, us_sim_cycle *c, bool *changed) {
         if (e->action == US_TL_DELETE || e->action == US_TL_COMPLETE) {
             us_wl_state ws = st->workloads[e->workload].state;
             if (ws == US_WL_ACTIVE || (ws == US_WL_WAITING && e->action == US_TL_DELETE)) {
-                if (!(ch = change(c, e->action, st->workloads[e->workload].name)) ||
+                if (!(ch = change(c, kind_of(e->action), st->workloads[e->workload].name)) ||
                     add_pods(ch, st, live_of_workload, &e->workload) < 0)
                     return -1;
             }
         } else if (e->action == US_TL_ADD_NODE || e->action == US_TL_REMOVE_NODE ||
                    e->action == US_TL_CORDON || e->action == US_TL_UNCORDON) {
-            if (!(ch = change(c, e->action, st->nodes[e->node].name))) return -1;
+            if (!(ch = change(c, kind_of(e->action), st->nodes[e->node].name))) return -1;
             if (e->action == US_TL_REMOVE_NODE && add_pods(ch, st, on_node, &e->node) < 0) return -1;
         }
         switch (e->action) {
@@ -223,7 +267,7 @@ static int apply_due(sim *s, double t, us_sim_cycle *c, bool *changed) {
         if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
             wl->started_at + wl->duration <= t) {
             int wi = (int)w;
-            us_change *ch = change(c, US_TL_COMPLETE, wl->name);
+            us_change *ch = change(c, US_CH_COMPLETE, wl->name);
             if (!ch || add_pods(ch, st, live_of_workload, &wi) < 0) return -1;
             ch->by_duration = true;
             rc = us_life_complete(st, wi, t);
@@ -233,6 +277,51 @@ static int apply_due(sim *s, double t, us_sim_cycle *c, bool *changed) {
     for (size_t i = first; i < s->next_tl && rc == 0; i++)
         if (s->sc->timeline[i].action == US_TL_RELOAD_POLICIES)
             rc = reload(s, &s->sc->timeline[i], t, &c->log);
+    return rc;
+}
+
+typedef struct leaver {
+    int workload, pod;
+} leaver;
+
+static int by_workload_then_pod(const void *a, const void *b) {
+    const leaver *x = a, *y = b;
+    if (x->workload != y->workload) return (x->workload > y->workload) - (x->workload < y->workload);
+    return (x->pod > y->pod) - (x->pod < y->pod);
+}
+
+/* Releasing pods whose grace has ended leave, with a `leave` change per
+ * workload (in workload order, its pods in pod order).  A consequence of an
+ * earlier eviction or deletion, so it does not count as activity for the
+ * quiet-run stop. */
+static int expire(us_state *st, double t, us_sim_cycle *c) {
+    size_t n = 0;
+    leaver *leaving = malloc((st->npods + 1) * sizeof *leaving);
+    int rc = 0;
+    if (!leaving) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING && st->pods[i].release_at <= t)
+            leaving[n++] = (leaver){st->pods[i].workload, (int)i};
+    qsort(leaving, n, sizeof *leaving, by_workload_then_pod);
+    for (size_t k = 0; k < n && rc == 0;) {
+        int w = leaving[k].workload;
+        us_change *ch = change(c, US_CH_LEAVE, st->workloads[w].name);
+        size_t from = k;
+        while (k < n && leaving[k].workload == w) k++;
+        if (!ch || !(ch->pods = malloc((k - from) * sizeof *ch->pods))) {
+            rc = -1;
+            break;
+        }
+        for (size_t j = from; j < k; j++) {
+            if (!(ch->pods[ch->npods] = strdup(st->pods[leaving[j].pod].name))) {
+                rc = -1;
+                break;
+            }
+            ch->npods++;
+        }
+    }
+    free(leaving);
+    if (rc == 0) us_life_expire(st, t);
     return rc;
 }
 
@@ -275,7 +364,9 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         return us_err_nomem(err);
     }
 
-    int quiet = 0;
+    int quiet = 0, most = US_SIM_MAX_CYCLES;
+    if (sc->horizon >= 0 && sc->cycle_interval > 0 && sc->horizon / sc->cycle_interval + 1 < most)
+        most = (int)(sc->horizon / sc->cycle_interval) + 1;
     for (int i = 0; i < US_SIM_MAX_CYCLES; i++) {
         double t = i * sc->cycle_interval;
         if (sc->horizon >= 0 && t > sc->horizon) break;
@@ -284,7 +375,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         c.queues = calloc(st->nqueues ? st->nqueues : 1, sizeof *c.queues);
         bool changed = false;
         if (!c.queues) goto nomem_cycle;
-        if (apply_due(&s, t, &c, &changed) < 0) goto nomem_cycle;
+        if (apply_due(&s, t, &c, &changed) < 0 || expire(st, t, &c) < 0) goto nomem_cycle;
         snprintf(c.policy, sizeof c.policy, "%s", policy_id(s.pol));
         /* every version the cycle may ask starts from the cycle's seed, so
          * a cycle's randomness never depends on what earlier cycles drew */
@@ -301,6 +392,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         if (us_hv_after(&res->harvest, st, t, &c.log) < 0) goto nomem_cycle;
         if (push_cycle(res, &c) < 0) goto nomem_cycle;
         res->final_time = t;
+        if (o->progress) o->progress(o->progress_ctx, i + 1, t, most);
         changed = changed || c.log.ndecisions > 0;
         quiet = changed ? 0 : quiet + 1;
         if (sc->horizon < 0 && quiet >= 2 && !future_work(&s)) break;
@@ -317,7 +409,8 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     }
     for (size_t i = 0; i < st->npods; i++) {
         const us_workload *w = &st->workloads[st->pods[i].workload];
-        if (st->pods[i].state == US_POD_PENDING && !w->background && w->state == US_WL_ACTIVE)
+        if (st->pods[i].state == US_POD_PENDING && !w->background && !w->external &&
+            w->state == US_WL_ACTIVE)
             res->ai_pods_pending++;
     }
     snprintf(res->policy, sizeof res->policy, "%s", policy_id(s.pol));

@@ -1,8 +1,8 @@
 /*
  * sim.h — the simulator: runs a scenario's cycles over virtual time as
- * DESIGN.md's simulation semantics say (timeline, submissions, durations,
- * grace periods), recording every cycle's decisions, events and per-queue
- * figures.
+ * docs/scenario.md and docs/scheduling.md say (timeline, submissions,
+ * durations, grace periods), recording every cycle's changes, decisions,
+ * events and per-queue figures.
  *
  * us_sim_run consumes the scenario's state (it is the simulated cluster);
  * the result owns its own copies of everything it reports.  Not thread-safe.
@@ -38,6 +38,11 @@ typedef struct us_sim_opts {
     us_policy_limits limits;
     us_sim_hook before_cycle;   /* NULL: none */
     void *hook_ctx;
+    /* Called after each cycle when non-NULL, with the cycle's number and
+     * time and the most cycles the run may have: for a progress line.  It
+     * must not touch the simulation. */
+    void (*progress)(void *ctx, int cycle, double time, int most);
+    void *progress_ctx;
 } us_sim_opts;
 
 /* Room for a policy id (policy.h: 16 hex digits) or "builtin". */
@@ -45,12 +50,25 @@ typedef struct us_sim_opts {
 
 /* One change to the cluster that no scheduling decision made: a workload
  * submitted, deleted or completed, a node added, removed, cordoned or
- * uncordoned.  Recorded in the cycle where it takes effect. */
+ * uncordoned, pods of a workload leaving once their termination grace
+ * ended.  Recorded in the cycle where it takes effect. */
+typedef enum us_change_kind {
+    US_CH_SUBMIT,
+    US_CH_DELETE,
+    US_CH_COMPLETE,
+    US_CH_ADD_NODE,
+    US_CH_REMOVE_NODE,
+    US_CH_CORDON,
+    US_CH_UNCORDON,
+    US_CH_LEAVE
+} us_change_kind;
+extern const char *const us_change_names[]; /* "submit", ..., "uncordon", "leave" */
+
 typedef struct us_change {
-    us_tl_action action;   /* submit, delete, complete, add_node, remove_node, cordon, uncordon */
-    char *object;          /* the workload or node */
+    us_change_kind action;
+    char *object;          /* the workload (or node, for the node kinds) */
     bool by_duration;      /* complete: its duration ran out (else the timeline said so) */
-    char **pods;           /* pods it created (submit, add_node) or stopped (the others) */
+    char **pods;           /* pods it brought (submit, add_node) or that stopped or left */
     size_t npods;
 } us_change;
 

@@ -7,6 +7,7 @@
  */
 #include "sort.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,4 +72,33 @@ void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx) {
     } else {
         heapsort_ctx(base, n, size, cmp, ctx);
     }
+}
+
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+int us_natcmp(const char *a, const char *b) {
+    const char *x = a, *y = b;
+    while (*x && *y) {
+        if (is_digit(*x) && is_digit(*y)) {
+            /* compare the runs as numbers: skip leading zeros, then the
+             * longer run is larger, else the first differing digit */
+            while (*x == '0' && is_digit(x[1])) x++;
+            while (*y == '0' && is_digit(y[1])) y++;
+            size_t lx = 0, ly = 0;
+            while (is_digit(x[lx])) lx++;
+            while (is_digit(y[ly])) ly++;
+            if (lx != ly) return lx < ly ? -1 : 1;
+            int c = memcmp(x, y, lx);
+            if (c) return c < 0 ? -1 : 1;
+            x += lx;
+            y += ly;
+        } else {
+            if (*x != *y) return (unsigned char)*x < (unsigned char)*y ? -1 : 1;
+            x++;
+            y++;
+        }
+    }
+    if (*x || *y) return *x ? 1 : -1;
+    int c = strcmp(a, b);
+    return c < 0 ? -1 : c > 0;
 }

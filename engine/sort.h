@@ -17,4 +17,9 @@ typedef int (*us_sort_cmp)(const void *a, const void *b, void *ctx);
 
 void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx);
 
+/* Natural order of names: runs of digits compare as numbers, so
+ * "gpu-burn-2" < "gpu-burn-10"; the rest byte by byte.  Names equal as
+ * numbers ("a-01", "a-1") fall back to strcmp, so the order is total. */
+int us_natcmp(const char *a, const char *b);
+
 #endif

@@ -276,15 +276,27 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     return (int)st->npods++;
 }
 
+/* Depths in one pass over the tree: a queue's walk up stops at the first
+ * queue whose depth is known, then a second walk writes the depths along
+ * the way, so every queue is walked over a bounded number of times (a
+ * chain 100,000 deep is linear, not quadratic). */
 void us_state_derive_queues(us_state *st) {
-    for (size_t i = 0; i < st->nqueues; i++) st->queues[i].leaf = true;
-    for (size_t i = 0; i < st->nqueues; i++) {
+    size_t n = st->nqueues;
+    for (size_t i = 0; i < n; i++) {
+        st->queues[i].leaf = true;
+        st->queues[i].depth = -1;
+    }
+    for (size_t i = 0; i < n; i++) {
         us_queue *q = &st->queues[i];
         if (q->parent >= 0) st->queues[q->parent].leaf = false;
-        int d = 0;
+        int steps = 0, base = 0, p;
         /* bounded walk: the loader rejects cycles, but never trust a loop */
-        for (int p = q->parent; p >= 0 && d <= (int)st->nqueues; p = st->queues[p].parent) d++;
-        q->depth = d;
+        for (p = (int)i; p >= 0 && st->queues[p].depth < 0 && steps <= (int)n; p = st->queues[p].parent)
+            steps++;
+        if (p >= 0) base = st->queues[p].depth + 1;
+        for (int k = (int)i, d = base + steps - 1; k >= 0 && st->queues[k].depth < 0 && d >= base;
+             k = st->queues[k].parent, d--)
+            st->queues[k].depth = d;
     }
 }
 
@@ -309,6 +321,7 @@ void us_state_check_rules(us_state *st) {
         us_workload *w = &st->workloads[i];
         const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
         w->blocked = NULL;
+        if (w->external) continue; /* not ours to schedule: no rule of ours applies */
         /* only "true" marks background work and only "false" AI work: a
          * typo ("True", "yes") must not turn burn-in into AI work that
          * reclaims from real teams, so it is never scheduled */

@@ -100,6 +100,7 @@ typedef struct us_node {
     bool unschedulable;  /* cordoned: nothing new is placed */
     us_taints taints;    /* pods must tolerate NoSchedule/NoExecute ones */
     bool removed;        /* left the cluster (timeline remove_node) */
+    bool warned;         /* its missing-capacity warning was emitted */
 } us_node;
 
 /* One resource of one queue. */
@@ -180,6 +181,11 @@ typedef struct us_workload {
     double created_at;         /* seconds; default submit_at: job order, victim order */
     double duration;           /* seconds of running; < 0: until deleted */
     bool background;           /* label kai.scheduler/background: "true" */
+    /* Scheduled by someone else (a pod of kube-system, another scheduler):
+     * its pods hold room on their nodes in every view, and the engine never
+     * places, moves, evicts or reports them pending.  It needs no queue
+     * (queue -1) and is never background. */
+    bool external;
     us_res request;            /* per pod */
 
     /* Why this workload is never scheduled (a broken scheduling rule), or

@@ -5,7 +5,8 @@
  * new AI pods of one node (its bundle) may move, all together, to another
  * member of the group where they displace less background work.
  *
- * Interchangeable: same pool, labels, taints, capacity, GPU devices and cordon,
+ * Interchangeable: same pool, labels that matter (nodelabels.h: a unique
+ * hostname does not tell nodes apart), taints, capacity, GPU devices and cordon,
  * and no AI pod on the node at the snapshot (running, pipelined or
  * terminating), and no bundle pinned there (a DaemonSet pod).  Every such
  * node looks the same to every AI pod of the cycle — to feasibility, to
@@ -25,6 +26,7 @@
 #include <string.h>
 
 #include "nodeclass.h"
+#include "nodelabels.h"
 #include "sort.h"
 
 int us_ties_displaced(const us_plan *p, int pos, const us_use *ai) {
@@ -79,10 +81,13 @@ static int cmp_taints(const us_taints *a, const us_taints *b) {
     return 0;
 }
 
-/* Order of the static node key: what makes two nodes interchangeable for
- * every AI pod (labels, taints, capacity, devices, cordon). */
-static int cmp_kind(const us_node *n, const us_node *m) {
-    int c = cmp_labels(&n->labels, &m->labels);
+/* Order of the static node key of the nodes at positions x and y: what
+ * makes two nodes interchangeable for every AI pod (the labels that matter,
+ * the same ones node classes and policies see; taints, capacity, devices,
+ * cordon). */
+static int cmp_kind(const us_plan *p, int x, int y) {
+    const us_node *n = &p->st->nodes[p->nodes[x]], *m = &p->st->nodes[p->nodes[y]];
+    int c = cmp_labels(us_nodelabels_of(p->labels, (size_t)x), us_nodelabels_of(p->labels, (size_t)y));
     if (!c) c = cmp_taints(&n->taints, &m->taints);
     if (c) return c;
     for (int r = 0; r < US_NRES; r++)
@@ -97,13 +102,13 @@ static int cmp_kind(const us_node *n, const us_node *m) {
 static int cmp_key(const void *a, const void *b, void *ctx) {
     const us_plan *p = ctx;
     int x = *(const int *)a, y = *(const int *)b;
-    int c = cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]);
+    int c = cmp_kind(p, x, y);
     if (c) return c;
     return x < y ? -1 : x > y;
 }
 
 static bool same_kind(const us_plan *p, int x, int y) {
-    return cmp_kind(&p->st->nodes[p->nodes[x]], &p->st->nodes[p->nodes[y]]) == 0;
+    return cmp_kind(p, x, y) == 0;
 }
 
 /* Larger bundles choose first (GPU, then CPU, then memory), then by name. */

@@ -57,10 +57,10 @@ void us_watch_opts_default(us_watch_opts *o) {
     o->debounce_ms = DEFAULT_DEBOUNCE_MS;
 }
 
+/* A policy file, or a helper module a policy may require: any NAME.lua. */
 static bool is_policy_file(const char *name) {
-    for (int m = 0; m < US_POLICY_NFN; m++)
-        if (!strcmp(name, us_policy_files[m])) return true;
-    return false;
+    size_t n = strlen(name);
+    return n > 4 && !strcmp(name + n - 4, ".lua") && name[0] != '.';
 }
 
 /* Remember name (once) for the next run's header: "a.lua, b.json". */

@@ -36,7 +36,9 @@ CALLED AS
                         those of the pods in `running` and every candidate
                         of a pod in `pending`; each:
     .name               node name
-    .labels             {key = value}
+    .labels             {key = value}: the labels that matter only (those a
+                        node selector names or a policy file declares in
+                        `M.labels = {...}`, docs/policies.md); others are nil
     .capacity           {gpu=, cpu=, memory=}
     .free               {gpu=, cpu=, memory=}: idle once the AI plan, the
                         pods still terminating and the background pods not

@@ -30,7 +30,9 @@ CALLED AS
 
   node.name         node name
   node.pool         its node pool
-  node.labels       {key = value}
+  node.labels       {key = value}: only the labels that matter — those some
+                    workload's node selector names and those a policy file
+                    declares in `labels` (below); any other is nil
   node.capacity     {gpu=, cpu=, memory=}
   node.allocated    {gpu=, cpu=, memory=}: planned use before this pod
   node.free         {gpu=, cpu=, memory=}: capacity - allocated
@@ -49,6 +51,11 @@ CALLED AS
   cycle; pod.name, pod.workload and node.name are those of the first
   member.  A score must therefore not depend on names: use labels to tell
   nodes apart.  This is what keeps a 10,000-node cycle fast.
+
+  LABELS A POLICY READS.  To read a node label no selector names, list its
+  key in `M.labels = { "zone", ... }`: node classes are keyed on the labels
+  that matter, so a unique hostname label does not split them, and a
+  label not declared is nil in the view.  This policy reads none.
 
   The same pod table is passed for every node of one pod: do not change it.
   The order of pairs() over labels differs from run to run; sort the keys

@@ -7,6 +7,8 @@
 #     and build/asan/lua/understory.so (sanitizer runtimes preloaded);
 #   - every CLI check tests/cli/*.sh (exit 0 = pass), once with the release
 #     binary and once with the ASan/UBSan one, in $UNDERSTORY;
+#   - every libFuzzer target build/fuzz/fuzz_* (make fuzz) on its seed corpus
+#     tests/fuzz/corpus/<target>, then a short bounded run (FUZZ_RUNS);
 #   - every command README.md and docs/ show (tests/docs/doctest.lua);
 #   - the Kubernetes tests tests/kube/test-*.sh once, against a real
 #     control plane (built first by tests/kube/build.sh);
@@ -176,6 +178,32 @@ else
     result "docs" "$p" "$f"
     [ "$f" -gt 0 ] && grep -A12 '^FAIL' "$log" | head -n 60 | sed 's/^/      | /'
 fi
+
+# ---- fuzz smoke -------------------------------------------------------------
+# Each libFuzzer target (make fuzz, build/fuzz) replays its seed corpus,
+# regression inputs included, then runs FUZZ_RUNS fresh inputs.  New inputs
+# go to a scratch directory: the corpus in the repository is never written.
+FUZZ_RUNS=${FUZZ_RUNS:-2000}
+for src in tests/fuzz/fuzz_*.c; do
+    [ -e "$src" ] || continue
+    name=$(basename "$src" .c)
+    bin=build/fuzz/$name
+    corpus=tests/fuzz/corpus/${name#fuzz_}
+    if [ ! -x "$bin" ]; then
+        result "fuzz/$name" 0 1 "not built: $bin (make fuzz needs clang)"
+        continue
+    fi
+    log=$(newlog)
+    work=$(mktemp -d "$LOG/fuzz.XXXXXX")
+    "${TIMEOUT[@]}" "$bin" -runs="$FUZZ_RUNS" -entropic=0 -artifact_prefix="$work/" "$work" "$corpus" \
+        >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -eq 0 ] && grep -q "^Done $FUZZ_RUNS runs" "$log"; then
+        result "fuzz/$name" 1 0 "$FUZZ_RUNS runs after $(find "$corpus" -type f | wc -l) seeds"
+    else
+        result "fuzz/$name" 0 1 "exit status $rc" "$log"
+    fi
+done
 
 # ---- Kubernetes -------------------------------------------------------------
 # The control plane is built once (tests/kube/build.sh: skipped when the

@@ -12,6 +12,8 @@
  *                    [--cycles K]     (K cycles, 10 s apart; default 2)
  *                    [--repeat R]     (best of R runs each; default 3)
  *                    [--write FILE]   (write the scenario for N nodes, no run)
+ *                    [--scale N]      (size of the paths that must stay
+ *                                      linear; default 1000000, 0: skip)
  *
  * The cluster, for N nodes of 8 GPUs (128 cores, 1 TiB):
  *   - 50 leaf queues in a three-level tree (2 orgs x 5 departments x 5 teams)
@@ -39,6 +41,7 @@
 #include "lifecycle.h"
 #include "policy.h"
 #include "scenario.h"
+#include "understory.h"
 
 /* ---- a growing text buffer ---------------------------------------------- */
 
@@ -348,7 +351,119 @@ static void print_row(const char *label, const result *r) {
            r->peak_kib / 1024.0, r->load, r->submit);
 }
 
+/* ---- paths that must stay linear ----------------------------------------
+ * Valid input that a quadratic path would never finish: a workload scaled
+ * from n replicas to 1, a scenario with a queue chain n/10 deep, and a
+ * chain of n/250 queues upserted one at a time through the API. */
+
+static us_engine *scale_engine(void) {
+    us_engine *e = NULL;
+    us_error err;
+    us_node_spec nd = {0};
+    us_queue_spec q;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return NULL;
+    nd.name = "n1";
+    nd.capacity = (us_resources){8, 64000, 1LL << 40};
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_node(e, &nd, &err) != US_OK || us_engine_upsert_queue(e, &q, &err) != US_OK) {
+        us_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+static double bench_scale_down(int n) {
+    us_engine *e = scale_engine();
+    us_workload_spec w;
+    us_error err;
+    double t;
+    if (!e) return -1;
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "q";
+    w.replicas = n;
+    w.min_member = 1;
+    w.requests = (us_resources){1, 100, 1 << 20};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK || us_engine_run_cycle(e, 0, &err) != US_OK) {
+        us_engine_destroy(e);
+        return -1;
+    }
+    w.replicas = 1;
+    t = now();
+    int rc = us_engine_upsert_workload(e, &w, 1, &err);
+    t = now() - t;
+    if (rc != US_OK || us_engine_pod_count(e) > 8) t = -1;
+    us_engine_destroy(e);
+    return t;
+}
+
+static double bench_chain_load(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_err err = {0};
+    double t;
+    put(&b, "{\"name\": \"chain\", \"queues\": [{\"name\": \"q0\"}");
+    for (int i = 1; i < n; i++) put(&b, ", {\"name\": \"q%d\", \"parent\": \"q%d\"}", i, i - 1);
+    put(&b, "]}");
+    t = now();
+    int rc = us_scenario_load_string(&sc, b.s, b.n, NULL, &err);
+    t = now() - t;
+    free(b.s);
+    if (rc < 0) return -1;
+    if (sc.state.nqueues != (size_t)n || sc.state.queues[n - 1].depth != n - 1) t = -1;
+    us_scenario_free(&sc);
+    return t;
+}
+
+static double bench_chain_upserts(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    char name[32], parent[32];
+    double t;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    t = now();
+    for (int i = 0; i < n; i++) {
+        us_queue_spec q;
+        us_queue_spec_init(&q);
+        snprintf(name, sizeof name, "q%d", i);
+        snprintf(parent, sizeof parent, "q%d", i - 1);
+        q.name = name;
+        q.parent = i ? parent : NULL;
+        if (us_engine_upsert_queue(e, &q, &err) != US_OK) {
+            us_engine_destroy(e);
+            return -1;
+        }
+    }
+    t = now() - t;
+    us_engine_destroy(e);
+    return t;
+}
+
+static int run_scale_cases(int n) {
+    double t;
+    int failed = 0;
+    printf("\npaths that must stay linear (%d)\n", n);
+    char what[96];
+    for (int k = 0; k < 3; k++) {
+        if (k == 0) {
+            t = bench_scale_down(n);
+            snprintf(what, sizeof what, "scale-down, %d replicas to 1", n);
+        } else if (k == 1) {
+            t = bench_chain_load(n / 10);
+            snprintf(what, sizeof what, "scenario load, a queue chain %d deep", n / 10);
+        } else {
+            t = bench_chain_upserts(n / 250);
+            snprintf(what, sizeof what, "a chain of %d queues, one upsert at a time", n / 250);
+        }
+        printf("  %-48s %8.3f s%s\n", what, t, t < 0 ? "  FAILED" : "");
+        failed |= t < 0;
+    }
+    return failed;
+}
+
 int main(int argc, char **argv) {
+    int scale = 1000000;
     int sizes[16] = {1000, 5000, 10000};
     int nsizes = 3;
     uint64_t seed = 42;
@@ -372,9 +487,11 @@ int main(int argc, char **argv) {
             if (ncycles < 1 || ncycles > MAXCYC + 1) ncycles = 2;
         } else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) {
             write_to = argv[++i];
+        } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
+            scale = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--seed S] [--policies DIR] "
-                            "[--cycles K] [--repeat R] [--write FILE]\n");
+                            "[--cycles K] [--repeat R] [--write FILE] [--scale N]\n");
             return 2;
         }
     }
@@ -413,5 +530,6 @@ int main(int argc, char **argv) {
                    (lua.cycle / sizes[s]) / (base / base_nodes));
         }
     }
+    if (scale >= 250 && run_scale_cases(scale)) failed = 1;
     return failed;
 }

@@ -549,6 +549,19 @@ TEST(pod_reports) {
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"train-def\", \"nodes\": \"n1\"}", &err),
             US_EINVAL, "pod.nodes: unknown field");
     REFUSED(e, us_engine_remove_pod(e, "ghost", &err), US_ENOENT, "pod \"ghost\" is unknown");
+    /* names past Kubernetes' 253 characters are refused here as at load */
+    {
+        char long_name[300];
+        memset(long_name, 'p', 254);
+        long_name[254] = '\0';
+        s.name = long_name;
+        s.workload = "w";
+        s.node = "n1";
+        REFUSED(e, us_engine_upsert_pod(e, &s, &err), US_EINVAL,
+                "pod.name: is 254 characters long, more than the 253");
+        s.name = "train-def";
+        s.workload = NULL;
+    }
     /* a bind that failed: back to pending */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"train-def\"}", &err) == US_OK);
     CHECK(pod_named(e, "train-def", &p) && p.phase == US_PHASE_PENDING && !p.node);
@@ -857,6 +870,51 @@ TEST(callback_may_remove_or_replace_itself) {
     us_engine_destroy(e);
 }
 
+/* Names reach the output, which must stay valid UTF-8: every way in
+ * refuses invalid UTF-8, naming the field and the byte offset; and no
+ * message carries a raw control character. */
+TEST(invalid_utf8_refused_on_every_way_in) {
+    us_engine *e = engine();
+    us_node_spec n = {0};
+    us_queue_spec q;
+    us_workload_spec w;
+    us_pod_spec pod = {"w-\xff", "w", NULL};
+    static const us_label bad_label[] = {{"zone", "a\xc3("}};
+    if (!e) return;
+    n.name = "n\xc0\xaf";
+    n.capacity = (us_resources){1, 1000, 1 << 30};
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL, "node.name: invalid UTF-8 at byte offset 1");
+    n.name = "n1";
+    n.labels = bad_label;
+    n.nlabels = 1;
+    REFUSED(e, us_engine_upsert_node(e, &n, &err), US_EINVAL,
+            "node.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_node_json(e, "{\"name\": \"ok\", \"labels\": {\"k\\u00e9\": \"\xed\xa0\x80\"}}", &err),
+            US_EINVAL, "node.labels.k\xc3\xa9: invalid UTF-8 at byte offset 0");
+    us_queue_spec_init(&q);
+    q.name = "q\x80";
+    REFUSED(e, us_engine_upsert_queue(e, &q, &err), US_EINVAL, "queue.name: invalid UTF-8 at byte offset 1");
+    CHECK(queue(e, "q", NULL, 1) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "w";
+    w.queue = "q";
+    w.labels = bad_label;
+    w.nlabels = 1;
+    REFUSED(e, us_engine_upsert_workload(e, &w, 0, &err), US_EINVAL,
+            "workload.labels.zone: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_workload_json(e, "{\"name\": \"w\xf8\", \"queue\": \"q\"}", 0, &err),
+            US_EINVAL, "workload.name: invalid UTF-8 at byte offset 1");
+    REFUSED(e, us_engine_upsert_pod(e, &pod, &err), US_EINVAL, "pod.name: invalid UTF-8 at byte offset 2");
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-\xff\"}", &err), US_EINVAL,
+            "pod.name: invalid UTF-8 at byte offset 2");
+    /* a message that names what the caller gave shows control characters
+     * and bytes that are not UTF-8 escaped, never raw */
+    REFUSED(e, us_engine_remove_queue(e, "q\x1b[2J\xc2\x9b\xff", &err), US_ENOENT,
+            "queue \"q\\x1b[2J\\u009b\\xff\" does not exist");
+    REFUSED(e, us_engine_remove_pod(e, "p\a\x7f", &err), US_ENOENT, "pod \"p\\x07\\x7f\" is unknown");
+    us_engine_destroy(e);
+}
+
 TEST(queue_figures_in_output_units) {
     us_engine *e = engine();
     us_error err;
@@ -984,6 +1042,46 @@ static void *busy_cluster(void *out) {
     return NULL;
 }
 
+/* A policy directory holding only placement.lua (the rest are the
+ * defaults) that requires a helper of its own directory and logs: the
+ * lines reach the embedder with file and line, once, and bounded. */
+TEST(policy_log_lines_with_file_and_line) {
+    us_engine *e = engine();
+    us_error err;
+    char dir[] = "/tmp/understory-api-XXXXXX", cmd[600];
+    CHECK(mkdtemp(dir) != NULL);
+    write_file(dir, "placement.lua",
+               "local h = require 'helper'\n"
+               "log('loaded', h.n)\n"
+               "return { score = function(pod, node)\n"
+               "  log('score', pod.name, node.name, string.rep('x', 1000))\n"
+               "  return h.n end }\n");
+    write_file(dir, "helper.lua", "return { n = 7 }\n");
+    CHECK(us_engine_load_policies(e, dir, &err) == US_OK);
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    us_policy_log_info l;
+    CHECK(us_engine_policy_log_count(e) == 2);
+    CHECK(us_engine_policy_log(e, 0, &l) == US_OK);
+    CHECK_STR(l.file, "placement.lua");
+    CHECK(l.line == 2);
+    CHECK_STR(l.message, "loaded 7");
+    CHECK(us_engine_policy_log(e, 1, &l) == US_OK);
+    CHECK(l.line == 4);
+    CHECK(strncmp(l.message, "score w-0 n1 xxx", 16) == 0);
+    CHECK(strlen(l.message) == 400 + 3); /* cut, and "..." */
+    CHECK(us_engine_policy_log(e, 2, &l) == US_ENOENT);
+    CHECK(us_engine_policy_log_dropped(e) == 0);
+    /* the next cycle has only its own lines */
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(us_engine_policy_log_count(e) == 0);
+    us_engine_destroy(e);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    CHECK(system(cmd) == 0);
+}
+
 TEST(handles_are_independent_across_threads) {
     static char alone[65536], t1[65536], t2[65536];
     pthread_t a, b;
@@ -995,6 +1093,72 @@ TEST(handles_are_independent_across_threads) {
     pthread_join(b, NULL);
     CHECK_STR(t1, alone);
     CHECK_STR(t2, alone);
+}
+
+/* Pods another scheduler placed: the caller reports them; they hold their
+ * room, no decision ever names them, and nothing reports them pending. */
+TEST(external_workload_holds_room_and_is_never_touched) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_workload_info wi;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = "kube-system/dns";
+    w.external = 1;
+    w.replicas = 3;
+    w.priority = 10; /* preemptible by default: a victim if it were ours */
+    w.requests.gpu = 4;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    us_pod_spec a = {"kube-system/dns-a", "kube-system/dns", "n1"};
+    us_pod_spec b = {"kube-system/dns-b", "kube-system/dns", "n2"};
+    CHECK(us_engine_upsert_pod(e, &a, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
+    /* a gang of two 8-GPU pods of high priority: fits only if dns moves */
+    us_workload_spec t;
+    us_workload_spec_init(&t);
+    t.name = "train";
+    t.queue = "q";
+    t.priority = US_PRIORITY_INFERENCE;
+    t.replicas = 2;
+    t.requests.gpu = 8;
+    CHECK(us_engine_upsert_workload(e, &t, 0, &err) == US_OK);
+    for (int c = 0; c < 3; c++) {
+        CHECK(us_engine_run_cycle(e, 10.0 * c, &err) == US_OK);
+        CHECK(us_engine_decision_count(e) == 0);
+        for (size_t i = 0; i < us_engine_event_count(e); i++) {
+            us_event_info ev;
+            CHECK(us_engine_event(e, i, &ev) == US_OK && strcmp(ev.object, "kube-system/dns") != 0);
+        }
+    }
+    CHECK(pod_named(e, "kube-system/dns-a", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !p.background && !strcmp(p.node, "n1"));
+    CHECK(pod_named(e, "kube-system/dns-b", &p) && p.phase == US_PHASE_RUNNING && p.external &&
+          !strcmp(p.node, "n2"));
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_PENDING && !p.external);
+    /* the third dns pod waits for its own scheduler: pending, never placed */
+    CHECK(count_phase(e, US_PHASE_PENDING) == 3);
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        CHECK(us_engine_workload(e, i, &wi) == US_OK);
+        CHECK(!!wi.external == !strcmp(wi.name, "kube-system/dns"));
+        if (wi.external) CHECK(wi.queue == NULL);
+    }
+    /* its pods count as node usage */
+    us_node_info ni;
+    CHECK(us_engine_node(e, 0, &ni) == US_OK && ni.used.gpu == 4);
+    /* once dns is gone the gang runs */
+    CHECK(us_engine_remove_workload(e, "kube-system/dns", 30, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 110, &err) == US_OK);
+    CHECK(pod_named(e, "train-0", &p) && p.phase == US_PHASE_RUNNING);
+    /* a queue on an external workload is refused, naming the field */
+    w.name = "other";
+    w.queue = "q";
+    REFUSED(e, us_engine_upsert_workload(e, &w, 110, &err), US_EINVAL, "queue: an external workload is in no queue");
+    us_engine_destroy(e);
 }
 
 int main(void) {
@@ -1017,9 +1181,12 @@ int main(void) {
     RUN(invariant_checks_on_request);
     RUN(every_call_from_the_callback_works_or_is_busy);
     RUN(callback_may_remove_or_replace_itself);
+    RUN(invalid_utf8_refused_on_every_way_in);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
     RUN(reload_checks_before_swapping);
+    RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
+    RUN(external_workload_holds_room_and_is_never_touched);
     return check_report();
 }

@@ -352,15 +352,15 @@ TEST(score_bin_packing) {
     us_pod_view pv = {&pod, &w, "q"};
 
     /* (2 + 1) / 8 GPUs and (16 + 8) / 64 cores: 1000 * 0.375 + 0.375 */
-    us_node_view a = {&n8, {{2000, 16000, 0}}, 6};
+    us_node_view a = {&n8, {{2000, 16000, 0}}, 6, NULL};
     CHECK(us_builtin_score(&pv, &a) == 375.375);
     /* an emptier node of the same size scores lower */
-    us_node_view b = {&n8, {{0, 0, 0}}, 8};
+    us_node_view b = {&n8, {{0, 0, 0}}, 8, NULL};
     CHECK(us_builtin_score(&pv, &b) == 125.125);
     /* no GPUs: only the CPU fraction counts */
     us_workload wc = mkwl("wc", 0, 8000, 0);
     us_pod_view pc = {&pod, &wc, "q"};
-    us_node_view c = {&cpu, {{0, 8000, 0}}, 0};
+    us_node_view c = {&cpu, {{0, 8000, 0}}, 0, NULL};
     CHECK(us_builtin_score(&pc, &c) == 0.5);
     /* a fractional GPU counts as a fraction of a device */
     us_workload wf = mkwl("wf", 500, 0, 0);

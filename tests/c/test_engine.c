@@ -4,6 +4,7 @@
  * run directly on a loaded state with the built-in policies (cycle.c).
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,7 +234,39 @@ TEST(sort_orders_by_the_context_comparator) {
     }
 }
 
+/* Natural order: a total order (antisymmetric, transitive, 0 only for
+ * equal strings) in which digit runs compare as numbers. */
+TEST(natural_order_compares_numbers_as_numbers) {
+    CHECK(us_natcmp("gpu-burn-2", "gpu-burn-10") < 0);
+    CHECK(us_natcmp("gpu-burn-10", "gpu-burn-2") > 0);
+    CHECK(us_natcmp("n9", "n10") < 0);
+    CHECK(us_natcmp("a-1-10", "a-1-9") > 0);
+    CHECK(us_natcmp("a", "a-0") < 0);
+    CHECK(us_natcmp("b-1", "a-10") > 0);
+    const char *names[] = {"x", "x-0", "x-00", "x-01", "x-1", "x-2", "x-9", "x-10", "x-10a", "x-10b",
+                           "x-11", "x-100", "x-a", "y-1", "y1", "1", "2", "10", "", "x-99999999999999999999"};
+    size_t n = sizeof names / sizeof *names;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            int c = us_natcmp(names[i], names[j]);
+            CHECK((c == 0) == (strcmp(names[i], names[j]) == 0));
+            CHECK(c == -us_natcmp(names[j], names[i]));
+            for (size_t k = 0; k < n; k++)
+                if (c < 0 && us_natcmp(names[j], names[k]) < 0) CHECK(us_natcmp(names[i], names[k]) < 0);
+        }
+    /* numbers in any position compare as numbers, whatever their width */
+    char a[32], b[32];
+    for (int x = 0; x < 120; x += 7)
+        for (int y = 0; y < 120; y += 11) {
+            snprintf(a, sizeof a, "w-%d-p", x);
+            snprintf(b, sizeof b, "w-%d-p", y);
+            int c = us_natcmp(a, b);
+            CHECK(x < y ? c < 0 : x > y ? c > 0 : c == 0);
+        }
+}
+
 int main(void) {
+    RUN(natural_order_compares_numbers_as_numbers);
     RUN(sort_orders_by_the_context_comparator);
     RUN(whole_gpus_are_counted);
     RUN(fractions_share_a_device_up_to_one);

@@ -29,10 +29,16 @@ static const char *gang =
     ",{\"name\":\"g\",\"queue\":\"ml\",\"replicas\":2,\"min_member\":2,\"requests\":{\"gpu\":2},"
     "\"pods\":[{\"name\":\"g-0\",\"node\":\"n3\",\"state\":\"running\"}]}";
 
-static int load(us_scenario *sc, bool with_gang) {
+/* x: an external workload (another scheduler's) whose pod x-0 runs on n3,
+ * and whose second pod x-1 is pending (its gang of 2 is not ours). */
+static const char *external =
+    ",{\"name\":\"x\",\"external\":true,\"replicas\":2,\"requests\":{\"gpu\":1},"
+    "\"pods\":[{\"name\":\"x-0\",\"node\":\"n3\",\"state\":\"running\"}]}";
+
+static int load_with(us_scenario *sc, const char *extra) {
     char text[2048];
     us_err err = {0};
-    snprintf(text, sizeof text, cluster, with_gang ? gang : "");
+    snprintf(text, sizeof text, cluster, extra);
     if (us_scenario_load_string(sc, text, strlen(text), NULL, &err) < 0) {
         fprintf(stderr, "  load: %s\n", err.msg);
         return -1;
@@ -40,6 +46,8 @@ static int load(us_scenario *sc, bool with_gang) {
     bool any = false;
     return us_life_submit_due(&sc->state, 0, &any);
 }
+
+static int load(us_scenario *sc, bool with_gang) { return load_with(sc, with_gang ? gang : ""); }
 
 static int pod(const us_state *st, const char *name) {
     for (size_t i = 0; i < st->npods; i++)
@@ -208,6 +216,49 @@ TEST(queue_usage_that_is_not_its_pods) {
     us_scenario_free(&sc);
 }
 
+TEST(external_pods_are_node_usage_and_nothing_else) {
+    us_scenario sc;
+    us_err err;
+    if (load_with(&sc, external) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    /* sound: x holds 1 of 2 pods (no gang of ours), in no queue's usage */
+    CHECK(cycle(st, true, &err) == 0);
+    CHECK(err.code == 0);
+    /* on n1 beside a-0 (4 of 4 GPUs): the checker counts it */
+    st->pods[pod(st, "x-0")].node = us_state_node_index(st, "n1");
+    CHECK(cycle(st, true, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"capacity\"");
+    CHECK_HAS(err.msg, "node \"n1\" is over capacity physically");
+    us_scenario_free(&sc);
+}
+
+TEST(an_external_pod_that_the_cycle_moved) {
+    us_scenario sc;
+    if (load_with(&sc, external) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    int x = pod(st, "x-0"), n3 = us_state_node_index(st, "n3");
+    us_inv_expect ex = {x, n3, US_INV_EXTERNAL};
+    us_inv inv = {&ex, 1, 1};
+    us_queue_figures figs[1] = {{{{8000, 0, 0}}, {0}}};
+    us_err err = {0};
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == 0);
+    /* evicted back to pending: broken, whoever did it */
+    st->pods[x].state = US_POD_PENDING;
+    st->pods[x].node = -1;
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"applied\"");
+    CHECK_HAS(err.msg, "pod \"x-0\" of an external workload ran on node \"n3\" but is pending");
+    us_scenario_free(&sc);
+}
+
 int main(void) {
     RUN(a_sound_cluster_passes);
     RUN(a_node_over_capacity_physically);
@@ -216,5 +267,7 @@ int main(void) {
     RUN(two_live_pods_with_one_name);
     RUN(an_accepted_result_not_applied);
     RUN(queue_usage_that_is_not_its_pods);
+    RUN(external_pods_are_node_usage_and_nothing_else);
+    RUN(an_external_pod_that_the_cycle_moved);
     return check_report();
 }

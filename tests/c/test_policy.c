@@ -128,7 +128,7 @@ static int score1(us_policy *p, char *name, double *out, us_err *err) {
     us_workload w = mkwl("w", 1000, 8000, (int64_t)64 << 30);
     us_pod pod = mkpod(name);
     us_pod_view pv = {&pod, &w, "team-a"};
-    us_node_view nv = {&n, {{2000, 16000, 0}}, 6};
+    us_node_view nv = {&n, {{2000, 16000, 0}}, 6, NULL};
     *out = -1;
     return us_policy_score(p, &pv, &nv, 1, out, err);
 }
@@ -206,7 +206,8 @@ TEST(sandbox_refuses_escapes) {
     refused(p, "os", "global 'os'");
     refused(p, "debug", "global 'debug'");
     refused(p, "package", "global 'package'");
-    refused(p, "require", "global 'require'");
+    /* the policy's own require: helpers of its directory only, never Lua's io */
+    refused(p, "require", "require \"io\": no io.lua in the policy directory");
     refused(p, "dofile", "global 'dofile'");
     refused(p, "loadfile", "global 'loadfile'");
     refused(p, "binary", "attempt to load a binary chunk");
@@ -320,6 +321,57 @@ static const char *RUNAWAY =
     "end\n"
     "return M\n";
 
+/* Once the budget is spent, not one more instruction of the code that
+ * catches the error runs: pcall, xpcall (and its handler, which Lua would
+ * call from inside the count hook, where no hook runs: "handler" hung
+ * forever), coroutine.resume and coroutine.close (of a __close handler)
+ * raise it again at once.  The counter `after` survives the failed call;
+ * the probe "report" reads it. */
+static const char *CATCHERS =
+    "local after = 0\n"
+    "local function spin() while true do end end\n"
+    "local M = {}\n"
+    "function M.score(pod, node)\n"
+    "  local how = pod.name\n"
+    "  if how == 'report' then return after end\n"
+    "  after = 0\n"
+    "  while true do\n"
+    "    if how == 'pcall' then pcall(spin)\n"
+    "    elseif how == 'xpcall' then xpcall(spin, function(e) after = after + 100 return e end)\n"
+    "    elseif how == 'handler' then xpcall(spin, spin)\n"
+    "    elseif how == 'resume' then coroutine.resume(coroutine.create(spin))\n"
+    "    elseif how == 'wrap' then pcall(coroutine.wrap(spin))\n"
+    "    elseif how == 'close' then\n"
+    "      local co = coroutine.create(function()\n"
+    "        local x <close> = setmetatable({}, { __close = spin })\n"
+    "        coroutine.yield()\n"
+    "      end)\n"
+    "      coroutine.resume(co)\n"
+    "      coroutine.close(co)\n"
+    "    end\n"
+    "    after = after + 1\n"
+    "  end\n"
+    "end\n"
+    "return M\n";
+
+TEST(spent_budget_cannot_be_caught) {
+    us_err err = {0};
+    us_policy_limits lim = {200000, 0, 60000}; /* time: not what is tested */
+    us_policy *p = load_src(NULL, CATCHERS, NULL, &lim, &err);
+    double v;
+    static char *const hows[] = {"pcall", "xpcall", "handler", "resume", "wrap", "close"};
+    CHECK(p != NULL);
+    if (!p) return;
+    for (size_t i = 0; i < sizeof hows / sizeof *hows; i++) {
+        CHECK(score1(p, hows[i], &v, &err) == -1);
+        CHECK_HAS(err.msg, "placement.lua:2: instruction budget exceeded (200000 instructions)");
+        CHECK(score1(p, "report", &v, &err) == 0);
+        if (v != 0) fprintf(stderr, "  %s: %g catching iterations ran after the cut\n", hows[i], v);
+        CHECK(v == 0);
+    }
+    us_policy_free(p);
+}
+
 /* The call fails with US_EPOLICY naming want, and the next call works. */
 static void cut_off(us_policy *p, char *probe, const char *want) {
     us_err err = {0};
@@ -338,7 +390,7 @@ static void cut_off(us_policy *p, char *probe, const char *want) {
 }
 
 TEST(budgets_cut_off_and_state_survives) {
-    us_policy_limits lim = {1000000, (size_t)16 << 20, 0};
+    us_policy_limits lim = {1000000, (size_t)16 << 20, 60000}; /* time: not what is tested */
     us_err err = {0};
     us_policy *p = load_src(NULL, RUNAWAY, NULL, &lim, &err);
     CHECK(p != NULL);
@@ -818,6 +870,7 @@ TEST(defaults_score_equal_builtin) {
         snprintf(names[k], sizeof names[k], "n%02d", k);
         nodes[k] = mknode(names[k], g, (int64_t)(8 + rnd(120)) * 1000, (int64_t)(1 + rnd(64)) << 30);
         views[k].node = &nodes[k];
+        views[k].labels = NULL;  /* all of the node's labels */
         views[k].allocated.v[US_GPU] = g ? (int64_t)rnd((unsigned)g * 1000 + 1) : 0;
         views[k].allocated.v[US_CPU] = (int64_t)rnd((unsigned)nodes[k].cap.v[US_CPU] + 1);
         views[k].allocated.v[US_MEM] = (int64_t)rnd(1u << 30);
@@ -953,6 +1006,7 @@ int main(void) {
     RUN(sandbox_shared_libraries_read_only_at_load);
     RUN(sandbox_c_loops_guarded);
     RUN(budgets_cut_off_and_state_survives);
+    RUN(spent_budget_cannot_be_caught);
     RUN(budgets_default_limits);
     RUN(load_errors);
     RUN(id_dir_and_seed);

@@ -9,7 +9,10 @@
  *              least-displacement tie-break (ties.c) as with plain ties
  *              by node name, from the same state;
  *   invisible  every cycle decides the same AI outcome with the cluster's
- *              background workloads as without them, from the same state.
+ *              background workloads as without them, from the same state;
+ *   labels     a unique hostname and instance id on every node (nothing
+ *              selects on them) give the same run, byte for byte, with the
+ *              same number of placement policy calls (nodelabels.h).
  *
  * AI outcome of a cycle: which AI pods it placed and evicted (by which
  * action), the state of every AI pod after it, and each queue's
@@ -21,8 +24,11 @@
  * timeline that removes the one node, say), so the later cycles of whole
  * runs need not agree, while each cycle must.
  *
+ * Each seed runs with one of four policy sets (seed % 4): the defaults,
+ * the spread and DRF examples, the built-in C policies.
+ *
  * Deterministic by seed: the generator is a xorshift of its own.  Seeds
- * 1..N run (N = 60, or UNDERSTORY_RANDOM_SEEDS); one seed alone with
+ * 1..N run (N = 100, or UNDERSTORY_RANDOM_SEEDS); one seed alone with
  * UNDERSTORY_RANDOM_SEED, which also prints its scenario.  A failure names
  * the seed and the property or the invariant.
  */
@@ -77,13 +83,16 @@ static void put(buf *b, const char *fmt, ...) {
     b->n += (size_t)n;
 }
 
-/* The scenario of seed: 2-6 nodes in 1-3 zones, a queue tree of three
- * teams under one parent plus the background queue, 1-3 background
- * workloads (deployments of whole GPUs, DaemonSet agents), 2-7 AI
- * workloads (gangs, elastic deployments, fractional GPUs, selectors,
- * priorities and preemptibility), and a timeline that deletes, completes,
- * removes nodes and cordons. */
-static char *scenario(uint64_t seed) {
+/* The scenario of seed: 2-6 nodes in 1-3 zones (some tainted, some in a
+ * second pool), a queue tree of three teams under one parent plus the
+ * background queue, 1-3 background workloads (deployments of whole GPUs,
+ * DaemonSet agents), 2-7 AI workloads (gangs, elastic deployments,
+ * fractional GPUs, selectors, tolerations, priorities and
+ * preemptibility), and a timeline that deletes, completes, removes nodes
+ * and cordons.  With hostname, every node also carries a unique
+ * kubernetes.io/hostname and an instance id, as real nodes do: nothing
+ * selects on them, and they draw nothing from the generator. */
+static char *scenario(uint64_t seed, bool hostname) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
     for (int i = 0; i < 8; i++) next(&r);
     buf b = {0};
@@ -91,13 +100,17 @@ static char *scenario(uint64_t seed) {
     static const char *prios[] = {"\"train\"", "\"build-preemptible\"", "\"build\"", "\"inference\"", "60", "40"};
     static const char *gpus[] = {"0.5", "1", "1", "2", "4", "8"};
     int nnodes = 2 + pick(&r, 5), nzones = 1 + pick(&r, 3);
+    bool pools = coin(&r, 20); /* a second node pool "p2": odd nodes, some workloads */
     put(&b, "{\"name\":\"random %llu\",\"cycle_interval\":10,\"horizon\":150,\"nodes\":[",
         (unsigned long long)seed);
     for (int i = 0; i < nnodes; i++) {
         static const int sizes[] = {2, 4, 8, 8};
         put(&b, "%s{\"name\":\"n%d\",\"gpu\":%d,\"cpu\":\"%d\",\"memory\":\"256Gi\","
-                "\"labels\":{\"zone\":\"%s\"}}",
+                "\"labels\":{\"zone\":\"%s\"",
             i ? "," : "", i + 1, sizes[pick(&r, 4)], coin(&r, 70) ? 64 : 16, zones[pick(&r, nzones)]);
+        if (hostname) put(&b, ",\"kubernetes.io/hostname\":\"n%d\",\"instance-id\":\"i-%04x\"", i + 1, i * 7919 + 13);
+        put(&b, "},\"pool\":\"%s\"%s}", pools && i % 2 ? "p2" : "default",
+            coin(&r, 25) ? ",\"taints\":[{\"key\":\"gpu\",\"value\":\"only\",\"effect\":\"NoSchedule\"}]" : "");
     }
     put(&b, "],\"queues\":[{\"name\":\"org\",\"resources\":{\"gpu\":{\"quota\":%d}}}", 4 * pick(&r, 6));
     for (int q = 0; q < 3; q++) {
@@ -126,6 +139,8 @@ static char *scenario(uint64_t seed) {
         if (ds) put(&b, ",\"controller\":\"daemonset\",\"requests\":{\"cpu\":\"%d\"%s}", cpu, g > 1 ? ",\"gpu\":1" : "");
         else put(&b, ",\"controller\":\"deployment\",\"replicas\":%d,\"requests\":{\"gpu\":%d}", reps, g);
         if (sel) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zone);
+        if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
+        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
         put(&b, "}");
         first = false;
     }
@@ -143,6 +158,8 @@ static char *scenario(uint64_t seed) {
         if (deploy) put(&b, ",\"controller\":\"deployment\"");
         else put(&b, ",\"min_member\":%d", minm);
         if (coin(&r, 30)) put(&b, ",\"node_selector\":{\"zone\":\"%s\"}", zones[pick(&r, nzones)]);
+        if (pools && coin(&r, 50)) put(&b, ",\"pool\":\"p2\"");
+        if (coin(&r, 40)) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
         put(&b, "}");
         first = false;
         if (coin(&r, 40) && ndel < 8) del[ndel++] = k;
@@ -179,6 +196,10 @@ static void run_free(run *r) {
     memset(r, 0, sizeof *r);
 }
 
+/* The policies a seed runs with (seed % 4): the defaults, the spread and
+ * DRF examples, and the built-in C policies (NULL). */
+static us_policy *policy_set[4];
+static const char *const policy_dirs[3] = {"policies", "examples/policies/spread", "examples/policies/drf"};
 static us_policy *policies;
 
 static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, int cycle);
@@ -397,8 +418,40 @@ static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, i
     free(invisible.outcome);
 }
 
+/* Placement score calls of one run of text, and the run. */
+static unsigned long score_calls(void) {
+    return policies ? us_policy_calls(policies, US_POLICY_SCORE) : 0; /* built-in: no Lua */
+}
+
+static unsigned long scored_run(const char *text, run *out) {
+    unsigned long before = score_calls();
+    simulate(text, true, true, NULL, out);
+    return score_calls() - before;
+}
+
+/* labels that nothing selects on and no policy declares tell no nodes
+ * apart: the same run, byte for byte, and the same number of placement
+ * policy calls (node classes are not split by them) */
+static void unique_labels_change_nothing(uint64_t seed, const char *text) {
+    char *tagged = scenario(seed, true);
+    run plain, labelled;
+    unsigned long cp = scored_run(text, &plain), cl = scored_run(tagged, &labelled);
+    CHECK(ran("plain", seed, &plain) && ran("hostname labels", seed, &labelled));
+    if (plain.json && labelled.json) {
+        CHECK(same("without and with a unique hostname label per node: outputs", seed, plain.json,
+                   labelled.json));
+        if (cp != cl) printf("seed %llu: %lu placement calls without hostname labels, %lu with\n",
+                             (unsigned long long)seed, cp, cl);
+        CHECK(cp == cl);
+    }
+    run_free(&plain);
+    run_free(&labelled);
+    free(tagged);
+}
+
 static void one_seed(uint64_t seed, bool verbose) {
-    char *text = scenario(seed);
+    char *text = scenario(seed, false);
+    policies = policy_set[seed % 4];
     if (verbose) printf("%s\n", text);
     per_seed ps = {seed, false};
     run base, uncached;
@@ -410,24 +463,8 @@ static void one_seed(uint64_t seed, bool verbose) {
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
     run_free(&base);
     run_free(&uncached);
+    unique_labels_change_nothing(seed, text);
     free(text);
-}
-
-/* Seeds that break an invariant because of a bug another change fixes
- * (issue 8): out of the suite until that fix lands, each with the
- * invariant it breaks.  UNDERSTORY_RANDOM_SEED=N runs one anyway. */
-static const struct {
-    uint64_t seed;
-    const char *why;
-} known[] = {
-    {45, "\"applied\": re-offer places a background pod in room that a background pod "
-         "evicted in the same cycle still holds, and commit drops it (issue 8, item 2)"},
-};
-
-static const char *known_failure(uint64_t seed) {
-    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
-        if (known[i].seed == seed) return known[i].why;
-    return NULL;
 }
 
 TEST(random_scenarios_keep_invariants_and_differential_properties) {
@@ -437,12 +474,8 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
         return;
     }
     const char *n = getenv("UNDERSTORY_RANDOM_SEEDS");
-    int seeds = n ? atoi(n) : 60;
-    for (int s = 1; s <= seeds; s++) {
-        const char *why = known_failure((uint64_t)s);
-        if (why) printf("random: seed %d skipped until its fix lands: %s\n", s, why);
-        else one_seed((uint64_t)s, false);
-    }
+    int seeds = n ? atoi(n) : 100;
+    for (int s = 1; s <= seeds; s++) one_seed((uint64_t)s, false);
     printf("random: %d seeds, %d cycles compared three ways, %d background evictions under "
            "plain ties, %d of them spared by the tie-break\n",
            seeds, n_cycles, n_bg_evictions, n_spared);
@@ -522,16 +555,19 @@ TEST(tie_break_spares_background_between_identical_nodes) {
 int main(void) {
     us_err err = {0};
     const char *root = getenv("UNDERSTORY_ROOT");
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s/policies", root ? root : ".");
-    if (!(policies = us_policy_load(dir, NULL, &err))) {
-        fprintf(stderr, "policies: %s\n", err.msg);
-        printf("0 passed, 1 failed\n");
-        return 1;
+    for (int i = 0; i < 3; i++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", root ? root : ".", policy_dirs[i]);
+        if (!(policy_set[i] = us_policy_load(dir, NULL, &err))) {
+            fprintf(stderr, "policies %s: %s\n", dir, err.msg);
+            printf("0 passed, 1 failed\n");
+            return 1;
+        }
     }
+    policies = policy_set[0];
     RUN(tie_break_never_costs_an_ai_pod_its_node);
     RUN(tie_break_spares_background_between_identical_nodes);
     RUN(random_scenarios_keep_invariants_and_differential_properties);
-    us_policy_free(policies);
+    for (int i = 0; i < 3; i++) us_policy_free(policy_set[i]);
     return check_report();
 }

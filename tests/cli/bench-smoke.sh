@@ -8,7 +8,7 @@
 
 bench=$(dirname "$UNDERSTORY")/bench/understory-bench
 [ -x "$bench" ] || fail "not built: $bench"
-"$bench" --nodes 1000 --cycles 2 >"$TMP/out" 2>"$TMP/err" || fail "bench exit status $?: $(cat "$TMP/err")"
+"$bench" --nodes 1000 --cycles 2 --scale 20000 >"$TMP/out" 2>"$TMP/err" || fail "bench exit status $?: $(cat "$TMP/err")"
 if grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$TMP/err"; then
     cat "$TMP/err" >&2
     fail "bench: sanitizer report"
@@ -21,3 +21,8 @@ c=$(grep -A1 -E '^  c #' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ')
 [ "$lua" = "$c" ] || fail "Lua placed [$lua], C placed [$c]"
 echo "$lua" | head -1 | grep -q 'placed800' || fail "expected 800 pods placed in the first cycle, got: $lua"
 grep -q "lua / c cycle time" "$TMP/out" || fail "no ratio printed"
+# the paths that must stay linear ran and checked their results
+for what in "scale-down, 20000 replicas to 1" "scenario load, a queue chain 2000 deep" \
+    "a chain of 80 queues, one upsert at a time"; do
+    grep -q "  $what  *[0-9.]* s\$" "$TMP/out" || fail "no \"$what\" line: $(cat "$TMP/out")"
+done

@@ -82,10 +82,48 @@ expect_stdout_has "ok   result contract on scenario \"ai only\""
 expect_stdout_has "never called reoffer"
 expect_stdout_has "FAIL result contract on scenario \"built-in check\""
 
-# A missing directory names the file it could not read.
+# A directory holding only the file it changes: the rest are the
+# defaults, and check says so.
+mkdir -p "$TMP/partial"
+cp examples/policies/spread/placement.lua "$TMP/partial/"
+run check "$TMP/partial"
+expect_status 0
+expect_stdout_has "note fairshare.lua is not in $TMP/partial: the default is used"
+expect_stdout_has "note background.lua is not in $TMP/partial: the default is used"
+! grep -q "note placement.lua" "$TMP/out" || fail "$LAST: placement.lua is in the directory"
+expect_stdout_has "$TMP/partial: passed"
+
+# A score that reads names: the class cache scores one node (pod) for all
+# identical ones, so the decisions change when every pair is scored on its
+# own; check finds it for a node name and for a pod name, and the
+# defaults and examples pass (the loop at the top).
+mkdir -p "$TMP/node-named" "$TMP/pod-named"
+printf 'return { score = function(pod, node) if node.name == "n3" then return 1 end return 0 end }\n' \
+    >"$TMP/node-named/placement.lua"
+printf 'return { score = function(pod, node)\n  if pod.name:sub(-1) == "1" then return node.free_gpus end\n  return -node.free_gpus\nend }\n' \
+    >"$TMP/pod-named/placement.lua"
+# (the pods of a workload share a class: on the seed story, eval-b's two
+# pods would go to different nodes if each were scored on its own)
+for d in node-named pod-named; do
+    run check "$TMP/$d" --scenario examples/seed-story.json
+    expect_status 1
+    expect_stdout_has "$TMP/$d/placement.lua: the score depends on node or pod names: scored once per class"
+    expect_stdout_has "with every (pod, node) pair scored on its own"
+    expect_stdout_has "FAIL score independent of names"
+    expect_stdout_has "ok   result contract"
+    expect_stdout_has "FAILED, 1 problem"
+done
+run check policies
+expect_stdout_has "ok   score independent of names: the same decisions with every (pod, node) pair scored on its own"
+
+# A missing directory, or one with none of the files, says so.
 run check "$TMP/nowhere"
 expect_status 1
-expect_stdout_has "$TMP/nowhere/fairshare.lua: cannot read it"
+expect_stdout_has "$TMP/nowhere: cannot open the directory: No such file or directory"
+mkdir -p "$TMP/empty"
+run check "$TMP/empty"
+expect_status 1
+expect_stdout_has "$TMP/empty: holds none of fairshare.lua, placement.lua, background.lua"
 
 # The check cannot run: exit 2, the reason on stderr.
 run check policies --scenario "$TMP/no-such.json"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.bash"
 
 for ex in examples/reclaim-siblings.json examples/reclaim.json; do
-    run simulate "$ex"
+    run simulate "$ex" --verbose
     expect_status 0
     expect_stderr_empty
     grep -Eq '^  reclaims +8$' "$TMP/out" || fail "$LAST: expected 8 reclaims: $(grep reclaims "$TMP/out")"

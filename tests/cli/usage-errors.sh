@@ -31,6 +31,11 @@ check "--policies needs a value" simulate scenario.json --policies
 check "one scenario at a time" simulate a.json b.json
 check "--bogus" check policies --bogus
 check "--scenario needs a value" check policies --scenario
+# a file where the policy directory goes: a usage error that says so
+check "examples/seed-story.json is a file, not a policy directory" check examples/seed-story.json
+check "--scenario FILE" check policies/placement.lua --scenario examples/seed-story.json
+check "--csv needs a value" simulate scenario.json --csv
+check "--report needs a value" simulate scenario.json --report
 check "missing --from DIR" diff --to policies scenario.json
 check "--from needs a value" diff scenario.json --from
 check "--policies" diff --from a --to b scenario.json --policies p

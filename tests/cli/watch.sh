@@ -48,7 +48,7 @@ grep -q "^== run 2 (placement.lua changed) ==" "$TMP/run2" || fail "run 2 header
 grep -q "^changes since run 1:" "$TMP/run2" || fail "run 2 is not a diff: $(cat "$TMP/run2")"
 grep -q "^cycle 7  t=60s" "$TMP/run2" || fail "run 2 lacks cycle 7: $(cat "$TMP/run2")"
 grep -qF "  - pipeline  eval-b-0     -> n1" "$TMP/run2" || fail "run 2 lacks the old decision"
-grep -qF "  + pipeline  eval-b-0     -> n3" "$TMP/run2" || fail "run 2 lacks the new decision"
+grep -qF "  + pipeline  eval-b-0     -> n2" "$TMP/run2" || fail "run 2 lacks the new decision"
 grep -qE "^summary +run 1 +run 2 +change$" "$TMP/run2" || fail "run 2 lacks the summary"
 # one report per save, not one per file event
 [ "$(grep -c '^== run ' "$TMP/out")" -eq 3 ] || fail "expected 3 runs: $(grep '^== run' "$TMP/out")"

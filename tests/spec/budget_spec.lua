@@ -13,11 +13,13 @@ local policy_dir = H.policy_dir
 local remove_dir = H.remove_dir
 
 -- Small budgets keep the runaways quick; the bomb gets the default
--- instruction budget so that memory runs out first.
+-- instruction budget so that memory runs out first.  The time limit is not
+-- what is tested here: a generous one keeps a loaded machine from cutting
+-- a call by time first (hostile_spec.lua tests the time limit).
 local OPTS = {
-  loop = { instructions = 200000, memory = "24Mi" },
-  recursion = { instructions = 200000, memory = "24Mi" },
-  bomb = { memory = "8Mi" },
+  loop = { instructions = 200000, memory = "24Mi", time_limit = 60000 },
+  recursion = { instructions = 200000, memory = "24Mi", time_limit = 60000 },
+  bomb = { memory = "8Mi", time_limit = 60000 },
 }
 
 -- Runaway bodies; `when` is a Lua condition on the call's argument `arg`

@@ -80,6 +80,43 @@ describe("changes", function()
     assert.are.same({}, (changes_at(out, 10)))
   end)
 
+  -- A pod that terminates holds its room for its grace period, then leaves:
+  -- the cycle where it is gone says so, whatever made it terminate.
+  it("name the pods that leave once their grace period ends", function()
+    local out = H.run({
+      name = "leave", cycle_interval = 10, horizon = 60,
+      nodes = { H.node("n1", 8) },
+      queues = { H.queue("team", 8), H.bg_queue() },
+      workloads = {
+        { name = "svc", queue = "team", replicas = 2, min_member = 1, requests = { gpu = 1 },
+          termination_grace = 15 },
+        H.bg("burn", { replicas = 8, min_member = 1, requests = { gpu = 1 } }),
+        { name = "train", queue = "team", replicas = 1, requests = { gpu = 2 }, submit_at = 10 },
+      },
+      timeline = { { at = 20, action = "delete", workload = "svc" } },
+    })
+    -- train evicts two burn pods at 10 (grace 5): they leave at 20
+    local evicted = {}
+    for _, d in ipairs(H.decisions(out, function(d) return d.op == "evict" end)) do
+      evicted[#evicted + 1] = d.pod
+    end
+    table.sort(evicted)
+    assert.are.equal(2, #evicted)
+    local list, c20 = changes_at(out, 20)
+    assert.are.same({ "delete svc", "leave burn" }, list)
+    local left = c20[2].pods
+    table.sort(left)
+    assert.are.same(evicted, left)
+    -- svc's pods terminate at 20 with a grace of 15: they leave at 40
+    assert.are.same({}, (changes_at(out, 30)))
+    local _, c40 = changes_at(out, 40)
+    assert.are.equal("leave", c40[1].action)
+    assert.are.equal("svc", c40[1].workload)
+    assert.are.same({ "svc-0", "svc-1" }, c40[1].pods)
+    -- and none of them is in the cluster afterwards
+    for _, p in ipairs(out.final.pods) do assert.are_not.equal("svc", p.workload) end
+  end)
+
   -- Random clusters and timelines: every timeline entry that does something
   -- is a change of the first cycle at or after its time, and no pod is
   -- decided about, or left at the end, without a change that brought it.

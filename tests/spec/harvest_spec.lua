@@ -146,6 +146,34 @@ describe("harvest figures", function()
     assert.is_nil(h.harvest_ratio) -- JSON null
   end)
 
+  -- A background gang (min_member 2) on a 2-GPU node: AI pod a takes one
+  -- of its pods at t=10; at t=20 the gang, below min_member, is evicted
+  -- whole (stalegangeviction) and AI pod b is pipelined onto the room it
+  -- frees.  That eviction is not one AI placement made: the bound leaves
+  -- the gang out, so b needs nothing at t=20.
+  it("leaves a stale gang's eviction out of the bound", function()
+    local out = H.run({
+      name = "stale gang", cycle_interval = 10, horizon = 40,
+      nodes = { H.node("n1", 2) }, queues = { H.queue("ml", 2), H.bg_queue() },
+      workloads = {
+        H.bg("pair", { controller = "job", replicas = 2, min_member = 2, requests = { gpu = 1 } }),
+        { name = "a", queue = "ml", requests = { gpu = 1 }, submit_at = 10 },
+        { name = "b", queue = "ml", requests = { gpu = 1 }, submit_at = 20 },
+      } })
+    local stale = H.decisions(out, function(d) return d.action == "stalegangeviction" end)
+    assert.are.equal(1, #stale)
+    assert.are.equal(20, stale[1].time)
+    assert.are.same({
+      { 2, 0, 2, 0, 0, 0, 0, 0 },
+      { 2, 0, 2, 0, 0, 1, 1, 1 },  -- t=10: a takes pair-1's GPU (1 needed of 1)
+      { 2, 1, 1, 0, 0, 2, 0, 0 },  -- t=20: a runs; the stale gang's pod releases for b
+      { 2, 2, 0, 0, 0, 2, 0, 0 },
+      { 2, 2, 0, 0, 0, 2, 0, 0 },
+    }, pool_rows(out, "default"))
+    -- a waited 10 s on pair-1, b 10 s on pair-0
+    assert.are.same({ pods = 2, total = 20, p50 = 10, p99 = 10 }, out.summary.harvest.ai_wait_on_grace)
+  end)
+
   -- Invariants over every example and the scenarios above: per pool and
   -- cycle the GPUs split exactly into AI, background and idle; the bound
   -- never exceeds the evictions; the run's figures are the cycles' sums;

@@ -2,7 +2,7 @@
 --
 -- Specs drive the real engine through the Lua module (require "understory")
 -- with the default Lua policies in policies/, and read the output document
--- of DESIGN.md ("Simulator output").
+-- of docs/scenario.md ("The output document").
 local understory = require "understory"
 
 local H = {}

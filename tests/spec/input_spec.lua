@@ -165,3 +165,100 @@ describe("names", function()
     end
   end)
 end)
+
+-- Every field at the edges the loader accepts, drawn at random: the run
+-- finishes, and every figure it reports is a finite number >= 0.  Under
+-- the sanitizer build an overflow or a conversion of a NaN aborts it.
+describe("any valid scenario", function()
+
+  local function pick(r, list) return list[r(1, #list)] end
+
+  local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
+  local function check_res(res, what)
+    for _, k in ipairs({ "gpu", "cpu", "memory" }) do
+      assert.is_true(finite(res[k]) and res[k] >= 0, what .. "." .. k .. " = " .. tostring(res[k]))
+    end
+  end
+
+  it("at the edges of every bound runs to the end with finite figures", function()
+    local MAXCPU, MAXMEM = "9007199254740992m", "9007199254740992"
+    for seed = 1, 40 do
+      local r = rng(seed)
+      local times = { 0, 1e-300, 1, 1e300 }
+      local nodes, queues, workloads = {}, {}, {}
+      for i = 1, r(1, 4) do
+        nodes[i] = { name = "n" .. i, gpu = pick(r, { 0, 1, 8, 64, 64 }),
+                     cpu = pick(r, { "0", "1m", "64", MAXCPU, MAXCPU }),
+                     memory = pick(r, { "0", "1", "512Gi", MAXMEM, MAXMEM }) }
+      end
+      for i = 1, r(1, 3) do
+        local res = {}
+        for _, k in ipairs({ "gpu", "cpu", "memory" }) do
+          local max = k == "gpu" and 1000000 or (k == "cpu" and MAXCPU or MAXMEM)
+          res[k] = { quota = pick(r, { 0, -1, -1, max }), limit = pick(r, { -1, -1, 0, max }),
+                     over_quota_weight = pick(r, { 0, 5e-324, 1, 1000000 }) }
+        end
+        queues[i] = { name = "q" .. i, priority = pick(r, { -1000000000, 0, 1000000000 }), resources = res }
+      end
+      for i = 1, r(1, 4) do
+        local replicas = pick(r, { 1, 3, 1000 })
+        workloads[i] = {
+          name = "w" .. i, queue = "q" .. r(1, #queues),
+          priority = pick(r, { -1000000000, 1000000000, "train", "inference" }),
+          replicas = replicas, min_member = pick(r, { 1, replicas }),
+          requests = { gpu = pick(r, { 0, 0.001, 0.999, 1, 1, 64, 1000000 }),
+                       cpu = pick(r, { "0", "1m", "1", MAXCPU }),
+                       memory = pick(r, { "0", "1", "1Gi", MAXMEM }) },
+          termination_grace = pick(r, times), submit_at = pick(r, { 0, 0, 1e300 }),
+        }
+        if r(1, 2) == 1 then workloads[i].duration = pick(r, { 1e-300, 1, 1e300 }) end
+        if r(1, 3) == 1 then
+          workloads[i].labels = { ["kai.scheduler/background"] = "true" }
+          workloads[i].requests.gpu = pick(r, { 0, 1 })
+        end
+      end
+      local ci = pick(r, { 1e-300, 10, 1e300 })
+      for i = 1, #workloads do
+        if r(1, 3) == 1 then workloads[i].created_at = pick(r, { -1e12, 0, 1e300 }) end
+      end
+      for i = 1, #queues do
+        if r(1, 3) == 1 then queues[i].created_at = pick(r, { -1e12, 0, 1e300 }) end
+      end
+      local timeline = {}
+      for _ = 1, r(0, 4) do
+        local at, kind = ci * r(0, 2), r(1, 5)
+        if kind == 1 then
+          timeline[#timeline + 1] = { at = at, action = "delete", workload = "w" .. r(1, #workloads) }
+        elseif kind == 2 then
+          timeline[#timeline + 1] = { at = at, action = "complete", workload = "w" .. r(1, #workloads) }
+        elseif kind == 3 then
+          timeline[#timeline + 1] = { at = at, action = "remove_node", node = "n" .. r(1, #nodes) }
+        elseif kind == 4 then
+          timeline[#timeline + 1] = { at = at, action = "cordon", node = "n" .. r(1, #nodes) }
+        else
+          timeline[#timeline + 1] = { at = at, action = "add_node",
+                                      node = { name = "x" .. #timeline, gpu = 64, cpu = MAXCPU, memory = MAXMEM } }
+        end
+      end
+      local out = H.run({ name = "edges " .. seed, cycle_interval = ci, horizon = 3 * ci,
+                          nodes = nodes, queues = queues, workloads = workloads,
+                          timeline = #timeline > 0 and timeline or nil },
+                        { policies = seed % 2 == 0 and "policies" or false })
+      for _, c in ipairs(out.cycles) do
+        assert.is_true(finite(c.time), "seed " .. seed)
+        for _, q in ipairs(c.queues or {}) do
+          check_res(q.allocated, "seed " .. seed .. " cycle " .. c.cycle .. " " .. q.name .. ".allocated")
+          check_res(q.fair_share, "seed " .. seed .. " cycle " .. c.cycle .. " " .. q.name .. ".fair_share")
+        end
+      end
+      for _, q in ipairs(out.final.queues) do
+        check_res(q.allocated, "seed " .. seed .. " final " .. q.name .. ".allocated")
+        check_res(q.fair_share, "seed " .. seed .. " final " .. q.name .. ".fair_share")
+      end
+      for _, k in ipairs({ "cycles", "background_evictions", "preemptions", "reclaims", "ai_pods_pending" }) do
+        assert.is_true(finite(out.summary[k]) and out.summary[k] >= 0, "seed " .. seed .. " summary." .. k)
+      end
+    end
+  end)
+end)

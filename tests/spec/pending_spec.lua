@@ -30,28 +30,46 @@ local function matches(labels, selector)
   return true
 end
 
--- What can never place a pod of w, computed from the scenario alone.
+-- Pods of w that fit on node n when it is empty.
+local function pods_on_empty(n, w)
+  local k = math.huge
+  local g = w.requests.gpu or 0
+  if g > 0 and g < 1 then k = n.gpu * math.floor(1 / g)
+  elseif g >= 1 then k = n.gpu // g end
+  return math.min(k, n.cpu_cores // w.cpu_cores)
+end
+
+-- What can never place a gang of w (all its pods pending: min_member of
+-- them at once), computed from the scenario alone.
 local function expected_blocker(sc, w)
   local pool = w.pool or "default"
-  local in_pool, matching, large = 0, 0, 0
+  local need = w.min_member or 1
+  local in_pool, matching, tolerated, large, room_all, room_open = 0, 0, 0, 0, 0, 0
   for _, n in ipairs(sc.nodes) do
     if (n.pool or "default") == pool then
       in_pool = in_pool + 1
       if matches(n.labels, w.node_selector) then
         matching = matching + 1
+      end
+      if matches(n.labels, w.node_selector) and (not n.taints or w.tolerations) then
+        tolerated = tolerated + 1
         local g = w.requests.gpu or 0
         local gpu_ok = (g == 0) or (g < 1 and n.gpu >= 1) or (g >= 1 and g <= n.gpu)
         if gpu_ok and w.cpu_cores <= n.cpu_cores then
           large = large + 1
-          if not n.unschedulable then return nil end
+          room_all = room_all + pods_on_empty(n, w)
+          if not n.unschedulable then room_open = room_open + pods_on_empty(n, w) end
         end
       end
     end
   end
   if in_pool == 0 then return "no-node-in-pool" end
   if matching == 0 then return "node-selector" end
+  if tolerated == 0 then return "untolerated-taint" end
   if large == 0 then return "request-too-large" end
-  return "cordoned"
+  if room_all < need then return "gang-too-large" end
+  if room_open < need then return "cordoned" end
+  return nil
 end
 
 describe("a pending pod's report", function()
@@ -60,27 +78,62 @@ describe("a pending pod's report", function()
     local out = H.run({
       name = "blockers", horizon = 0,
       nodes = { H.node("n1", 8, { labels = { zone = "a" } }),
-                H.node("n2", 8, { labels = { zone = "b" }, unschedulable = true }) },
-      queues = { H.queue("q", 16) },
+                H.node("n2", 8, { labels = { zone = "b" }, unschedulable = true }),
+                H.node("n3", 8, { labels = { zone = "t" },
+                                  taints = { { key = "dedicated", value = "infer", effect = "NoSchedule" } } }) },
+      queues = { H.queue("q", 24) },
       workloads = {
         { name = "sel", queue = "q", node_selector = { zone = "c" }, requests = { gpu = 1 } },
         { name = "big", queue = "q", requests = { gpu = 16 } },
         { name = "cord", queue = "q", node_selector = { zone = "b" }, requests = { gpu = 1 } },
-        { name = "busy", queue = "q", replicas = 2, min_member = 2, requests = { gpu = 8 } },
+        { name = "hog", queue = "q", priority = "inference", requests = { gpu = 8 } },
+        { name = "busy", queue = "q", requests = { gpu = 8 } },
+        { name = "gang", queue = "q", replicas = 3, min_member = 3, requests = { gpu = 8 } },
+        { name = "tainted", queue = "q", node_selector = { zone = "t" }, requests = { gpu = 1 } },
       },
     })
+    local tainted = report(out, "tainted")
+    assert.are.equal("untolerated-taint", tainted.annotations["pending-reason"])
+    assert.matches('has a taint the pod does not tolerate %("n3": dedicated=infer:NoSchedule%)', tainted.message)
     local sel, big, cord, busy = report(out, "sel"), report(out, "big"), report(out, "cord"), report(out, "busy")
     assert.are.equal("node-selector", sel.annotations["pending-reason"])
     assert.matches('no node of pool "default" matches the node selector %(zone=c%)', sel.message)
     assert.are.equal("request-too-large", big.annotations["pending-reason"])
     assert.matches("asks 16 GPU, the largest has 8 GPU", big.message)
     assert.are.equal("cordoned", cord.annotations["pending-reason"])
+    -- n1 alone is open: it holds one of the gang's pods, n2 (cordoned) one more
+    local gang = report(out, "gang")
+    assert.are.equal("gang-too-large", gang.annotations["pending-reason"])
+    assert.matches("the gang needs 3 pods at once, and the nodes of pool \"default\" hold at most 2", gang.message)
     -- room, not a static cause: the old wording stays for it
     assert.are.equal("resources", busy.annotations["pending-reason"])
-    assert.matches("not enough free resources for the gang", busy.message)
+    assert.matches("not enough free resources for the pod", busy.message)
     for _, e in ipairs({ sel, big, cord }) do
       assert.is_nil(e.message:match("not enough free resources"))
     end
+  end)
+
+  it("of background work blocked for good is a Warning, not the normal waiting report", function()
+    local out = H.run({
+      name = "background blockers", horizon = 0,
+      nodes = { H.node("n1", 8, { labels = { zone = "a" } }), H.node("n2", 8) },
+      queues = { H.bg_queue() },
+      workloads = {
+        -- a daemonset pod on each node, each larger than its node
+        H.bg("fat-agent", { controller = "daemonset", requests = { cpu = "65" } }),
+        H.bg("lost", { node_selector = { zone = "z" }, requests = { gpu = 1 } }),
+        H.bg("idle", { requests = { gpu = 1 } }),
+      },
+    })
+    local fat, lost = report(out, "fat-agent"), report(out, "lost")
+    assert.are.equal("Warning", fat.type)
+    assert.are.equal("NotScheduled", fat.reason)
+    assert.are.equal("request-too-large", fat.annotations["pending-reason"])
+    assert.matches("2 pod%(s%) pending: the pod's request is larger than its node holds %(\"n%d\": it asks 65 CPU cores, the node has 64 CPU cores%)", fat.message)
+    assert.are.equal("NotScheduled", lost.reason)
+    assert.are.equal("node-selector", lost.annotations["pending-reason"])
+    -- what runs is not touched: the one that fits runs
+    assert.are.equal("running", H.final_pods(out, "idle")[1].state)
   end)
 
   -- On random clusters (pools, zone labels, sizes, cordons) every pending
@@ -96,6 +149,7 @@ describe("a pending pod's report", function()
                     pool = pools[r(1, 3)], labels = { zone = zones[r(1, 3)] },
                     unschedulable = r(1, 4) == 1 }
         n.cpu = tostring(n.cpu_cores)
+        if r(1, 4) == 1 then n.taints = { { key = "gpu", effect = "NoSchedule" } } end
         sc.nodes[i] = n
       end
       for i = 1, r(1, 6) do
@@ -105,6 +159,7 @@ describe("a pending pod's report", function()
         w.min_member = w.replicas
         w.requests.cpu = tostring(w.cpu_cores)
         if r(1, 2) == 1 then w.node_selector = { zone = zones[r(1, 3)] } end
+        if r(1, 3) == 1 then w.tolerations = { { key = "gpu", operator = "Exists" } } end
         sc.workloads[i] = w
       end
       -- the loader is strict: strip the helper fields before loading

@@ -45,9 +45,9 @@ describe("taints and tolerations", function()
     assert.are.equal("Unschedulable", ev.reason)
     assert.are.equal("w", ev.object)
     -- it says what keeps the pod off, not that room is short
-    assert.are.equal('1 pod(s) pending: no node of pool "default" has taints the pod tolerates '
-                     .. '(one has nvidia.com/gpu=present:NoSchedule)', ev.message)
-    assert.are.equal("taints", ev.annotations["pending-reason"])
+    assert.are.equal('1 pod(s) pending: every node of pool "default" has a taint the pod does not '
+                     .. 'tolerate ("gpu-a": nvidia.com/gpu=present:NoSchedule)', ev.message)
+    assert.are.equal("untolerated-taint", ev.annotations["pending-reason"])
   end)
 
   it("hold in the simulator's scenario documents", function()

@@ -1,0 +1,179 @@
+/*
+ * fuzz_api.c — libFuzzer target: call sequences of the embedding API
+ * (bindings/understory.h), decoded from the input (make fuzz;
+ * docs/testing.md).
+ *
+ * Each input is a list of operations on one engine with the invariant
+ * checker on: nodes, queues, workloads and pods upserted (as specs and as
+ * JSON, some JSON taken raw from the input), removed, completed; cycles run
+ * at growing times; an event callback that reads everything and tries to
+ * change the engine (which must be refused) or removes itself.  No sequence
+ * may crash, leak or break an invariant (abort); every call returns a code.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "understory.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+typedef struct input {
+    const uint8_t *d;
+    size_t n, at;
+} input;
+
+static unsigned next(input *in) { return in->at < in->n ? in->d[in->at++] : 0; }
+
+static const us_label bg_label[] = {{"kai.scheduler/background", "true"}};
+static const us_label zone_a[] = {{"zone", "a"}};
+
+/* The callback reads everything, and every change it tries is refused. */
+static void on_event(us_engine *e, const us_event_info *ev, void *data) {
+    us_error err;
+    us_pod_info p;
+    us_node_info n;
+    us_queue_info q;
+    us_workload_info w;
+    us_decision_info d;
+    int *mode = data;
+    if (!ev->reason || !ev->message) abort();
+    for (size_t i = 0; i < us_engine_pod_count(e); i++) us_engine_pod(e, i, &p);
+    for (size_t i = 0; i < us_engine_node_count(e); i++) us_engine_node(e, i, &n);
+    for (size_t i = 0; i < us_engine_queue_count(e); i++) us_engine_queue(e, i, &q);
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) us_engine_workload(e, i, &w);
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) us_engine_decision(e, i, &d);
+    if (us_engine_run_cycle(e, 1e9, &err) != US_EBUSY || us_engine_remove_node(e, "n0", &err) != US_EBUSY)
+        abort();
+    if (*mode == 2) us_engine_on_event(e, NULL, NULL);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    input in = {data, size, 0};
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    double now = 0;
+    int mode = 0;
+    char name[32], other[32], json[512];
+
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    if (us_engine_create(&o, &e, &err) != US_OK) abort();
+    for (int ops = 0; in.at < in.n && ops < 64; ops++) {
+        unsigned op = next(&in) % 12, k = next(&in), v = next(&in);
+        int rc = US_OK;
+        switch (op) {
+        case 0: {
+            us_node_spec s = {0};
+            snprintf(name, sizeof name, "n%u", k % 4);
+            s.name = name;
+            s.capacity = (us_resources){(double)(v % 9), (v & 16) ? 0 : 64000, (v & 32) ? 0 : 1LL << 38};
+            s.unschedulable = (v & 64) != 0;
+            if (v & 128) {
+                s.labels = zone_a;
+                s.nlabels = 1;
+            }
+            rc = us_engine_upsert_node(e, &s, &err);
+            break;
+        }
+        case 1:
+            snprintf(name, sizeof name, "n%u", k % 4);
+            rc = us_engine_remove_node(e, name, &err);
+            break;
+        case 2: {
+            us_queue_spec s;
+            us_queue_spec_init(&s);
+            snprintf(name, sizeof name, "q%u", k % 4);
+            snprintf(other, sizeof other, "q%u", v % 4);
+            s.name = name;
+            s.parent = (v & 4) ? other : NULL;
+            s.quota.gpu = (double)(v % 5);
+            if (v & 8) s.limit.gpu = (double)(v % 7);
+            if (v & 16) s.over_quota_weight = (us_weights){0, 0, 0};
+            if (v & 32) s.quota = (us_resources){0, 0, 0};
+            rc = us_engine_upsert_queue(e, &s, &err);
+            break;
+        }
+        case 3:
+            snprintf(name, sizeof name, "q%u", k % 4);
+            rc = us_engine_remove_queue(e, name, &err);
+            break;
+        case 4: {
+            us_workload_spec s;
+            us_workload_spec_init(&s);
+            snprintf(name, sizeof name, "w%u", k % 6);
+            snprintf(other, sizeof other, "q%u", v % 4);
+            s.name = name;
+            s.queue = other;
+            s.replicas = (int)(next(&in) % 6);
+            s.min_member = (int)(next(&in) % 4);
+            s.requests = (us_resources){(double)(v % 3) + ((v & 8) ? 0.5 : 0), 100 * (v % 5),
+                                        (int64_t)(v % 4) << 28};
+            s.controller = (us_controller_kind)(k / 6 % 4);
+            s.termination_grace = (double)(k % 3) * 5;
+            s.priority = (k & 64) ? 50 : 100;
+            if (v & 64) {
+                s.labels = bg_label;
+                s.nlabels = 1;
+            }
+            if (v & 128) {
+                s.node_selector = zone_a;
+                s.nnode_selector = 1;
+            }
+            rc = us_engine_upsert_workload(e, &s, now, &err);
+            break;
+        }
+        case 5:
+        case 6:
+            snprintf(name, sizeof name, "w%u", k % 6);
+            rc = op == 5 ? us_engine_remove_workload(e, name, now, &err)
+                         : us_engine_complete_workload(e, name, now, &err);
+            break;
+        case 7: {
+            us_pod_spec s = {0};
+            snprintf(name, sizeof name, "w%u-%u", k % 6, v % 4);
+            snprintf(other, sizeof other, "n%u", v % 4);
+            s.name = name;
+            s.node = (v & 8) ? other : NULL;
+            rc = us_engine_upsert_pod(e, &s, &err);
+            break;
+        }
+        case 8:
+            snprintf(name, sizeof name, "w%u-%u", k % 6, v % 4);
+            rc = us_engine_remove_pod(e, name, &err);
+            break;
+        case 9:
+            now += (double)(v % 20);
+            rc = us_engine_run_cycle(e, now, &err);
+            if (rc == US_EINVARIANT) {
+                fprintf(stderr, "invariant: %s\n", err.message);
+                abort();
+            }
+            break;
+        case 10: {
+            /* raw JSON from the input, to one of the JSON entry points */
+            size_t len = v % 64;
+            if (len > in.n - in.at) len = in.n - in.at;
+            memcpy(json, in.d + in.at, len);
+            json[len] = '\0';
+            in.at += len;
+            switch (k % 4) {
+            case 0: rc = us_engine_upsert_node_json(e, json, &err); break;
+            case 1: rc = us_engine_upsert_queue_json(e, json, &err); break;
+            case 2: rc = us_engine_upsert_workload_json(e, json, now, &err); break;
+            default: rc = us_engine_upsert_pod_json(e, json, &err); break;
+            }
+            break;
+        }
+        default:
+            mode = (int)(v % 3);
+            us_engine_on_event(e, mode ? on_event : NULL, &mode);
+            break;
+        }
+        if (rc != US_OK && !err.message[0]) abort(); /* a refusal always says why */
+    }
+    us_engine_destroy(e);
+    return 0;
+}
