@@ -1,6 +1,6 @@
 /*
  * blocker.c — why a pod can never be placed as the nodes stand (see
- * blocker.h).  Reads node capacity, pool, labels, taints and cordons; never what
+ * blocker.h).  Reads node capacity, pool, labels and cordons; never what
  * runs, and never changes anything.
  */
 #include "blocker.h"

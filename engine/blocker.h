@@ -30,7 +30,7 @@ extern const char *const us_blocker_names[];
 /* Why need pods of workload w at once (its gang's min_member when none of
  * it holds a node, else 1), pinned to node pin (or -1), can never be placed
  * as the nodes stand; when not US_BLOCK_NONE, a sentence saying so is
- * written to msg.  Looks at node capacity, labels, taints and cordons only, never
+ * written to msg.  Looks at node capacity, labels and cordons only, never
  * at what runs. */
 us_blocker us_blocker_find(const us_state *st, const us_workload *w, int pin, int need, char *msg,
                            size_t n);

@@ -221,7 +221,7 @@ TEST(placement_property_on_random_clusters) {
                 us_engine_event(e, v, &ev);
                 if (strcmp(ev.object, wls[i].name) != 0 || strcmp(ev.reason, "Unschedulable") != 0) continue;
                 event = true;
-                CHECK_HAS(ev.message, "has a taint the pod does not tolerate (\"");
+                CHECK_HAS(ev.message, "has a taint the pod does not tolerate (\"n");
                 CHECK(ev.nannotations == 1 && strcmp(ev.annotations[0].key, "pending-reason") == 0 &&
                       strcmp(ev.annotations[0].value, "untolerated-taint") == 0);
             }

@@ -40,12 +40,17 @@ usage() {
 }
 
 # A TCP port on 127.0.0.1 that nothing listens on and that this run has not
-# handed out yet.
+# handed out yet, outside the kernel's ephemeral range: a port from that
+# range may be taken by any outgoing connection between the check and the
+# component's bind.
 declare -A taken=()
+eph_lo=32768 eph_hi=60999
+read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
 free_port() {
-	local p
+	local p lo=10000 hi=$((eph_lo - 1))
+	((hi - lo >= 1000)) || { lo=$((eph_hi + 1)); hi=65535; }
 	for _ in $(seq 200); do
-		p=$((20000 + RANDOM % 40000))
+		p=$((lo + (RANDOM * 32768 + RANDOM) % (hi - lo + 1)))
 		[[ -n ${taken[$p]:-} ]] && continue
 		if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then
 			taken[$p]=1
