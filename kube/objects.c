@@ -93,42 +93,36 @@ static int rfc3339(const char *s, double *out) {
     return 0;
 }
 
-/* An optional string at o.key (sub names it); NULL when absent. */
-static int opt_str(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
-                   const char **out) {
+/* An optional value at o.key (sub names it) that `is` accepts, `what`
+ * naming the type in the error; NULL when absent. */
+static int opt_typed(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
+                     cJSON_bool (*is)(const cJSON *), const char *what, const cJSON **out) {
     const cJSON *v = get(o, key);
     char p[256];
     *out = NULL;
     if (!v || cJSON_IsNull(v)) return 0;
     snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
-    if (!cJSON_IsString(v)) return fail(err, l, p, "must be a string, not %s", tname(v));
-    *out = v->valuestring;
+    if (!is(v)) return fail(err, l, p, "must be %s, not %s", what, tname(v));
+    *out = v;
     return 0;
 }
 
-/* An optional object at o.key; NULL when absent. */
+static int opt_str(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
+                   const char **out) {
+    const cJSON *v;
+    int rc = opt_typed(err, l, o, sub, key, cJSON_IsString, "a string", &v);
+    *out = v ? v->valuestring : NULL;
+    return rc;
+}
+
 static int opt_obj(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
                    const cJSON **out) {
-    const cJSON *v = get(o, key);
-    char p[256];
-    *out = NULL;
-    if (!v || cJSON_IsNull(v)) return 0;
-    snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
-    if (!cJSON_IsObject(v)) return fail(err, l, p, "must be an object, not %s", tname(v));
-    *out = v;
-    return 0;
+    return opt_typed(err, l, o, sub, key, cJSON_IsObject, "an object", out);
 }
 
 static int opt_arr(us_err *err, const loc *l, const cJSON *o, const char *sub, const char *key,
                    const cJSON **out) {
-    const cJSON *v = get(o, key);
-    char p[256];
-    *out = NULL;
-    if (!v || cJSON_IsNull(v)) return 0;
-    snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
-    if (!cJSON_IsArray(v)) return fail(err, l, p, "must be an array, not %s", tname(v));
-    *out = v;
-    return 0;
+    return opt_typed(err, l, o, sub, key, cJSON_IsArray, "an array", out);
 }
 
 /* metadata.name (required) and metadata.namespace (required when ns is
