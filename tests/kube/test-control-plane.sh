@@ -7,13 +7,8 @@
 # deleted one is recreated; `down` leaves no process, and neither does a
 # test that dies without calling it.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cluster=$here/cluster.sh
-"$here/build.sh"
-kubectl=$root/build/kube/bin/kubectl
+. "$(dirname "$0")/lib.bash"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
 trap '"$cluster" down "$work/a" 2>/dev/null; "$cluster" down "$work/b" 2>/dev/null; rm -rf "$work"' EXIT
 
 fail() {
@@ -22,15 +17,6 @@ fail() {
 }
 
 # until SECONDS WHAT CMD...: CMD succeeds within SECONDS, else fail naming WHAT.
-until_ok() {
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < end)) || fail "$what (after waiting)"
-		sleep 1
-	done
-}
-
 # Processes whose command line names DIR (every component and the watchdog
 # get DIR paths).
 procs_of() { pgrep -f -- "$1(/| |\$)" || true; }

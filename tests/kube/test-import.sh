@@ -9,28 +9,14 @@
 # story places: training on two whole nodes, serve-1 kept on n1, the
 # burn-in on what is left, the external pod untouched.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cluster=$here/cluster.sh
-"$here/build.sh"
-kubectl=$root/build/kube/bin/kubectl
+. "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
 trap '"$cluster" down "$work/c" 2>/dev/null; rm -rf "$work"' EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
 	exit 1
-}
-
-until_ok() {
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < end)) || fail "$what (after waiting)"
-		sleep 1
-	done
 }
 
 "$cluster" up "$work/c"

@@ -10,27 +10,13 @@
 # nvidia.com/gpu, the scheduler name.  Nothing schedules them here: every
 # pod stays pending and unbound.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cluster=$here/cluster.sh
-"$here/build.sh"
-kubectl=$root/build/kube/bin/kubectl
+. "$(dirname "$0")/lib.bash"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
 trap '"$cluster" down "$work/c" 2>/dev/null; rm -rf "$work"' EXIT
 
 fail() {
 	echo "FAIL: $*" >&2
 	exit 1
-}
-
-until_ok() {
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < end)) || fail "$what (after waiting)"
-		sleep 1
-	done
 }
 
 "$cluster" up "$work/c"

@@ -15,15 +15,10 @@
 #   - deleting training brings the burn-in back (28 bound); burn-in beyond
 #     the idle GPUs waits with PodScheduled=False WaitingForIdleResources.
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-cluster=$here/cluster.sh
+. "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
-"$here/build.sh"
-kubectl=$root/build/kube/bin/kubectl
 story=$root/examples/kubernetes/seed-story
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/understory-kube.XXXXXX")
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do
@@ -41,16 +36,6 @@ fail() {
 		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
 	done
 	exit 1
-}
-
-# until_ok SECONDS WHAT COMMAND...: COMMAND succeeds within SECONDS.
-until_ok() {
-	local end=$((SECONDS + $1)) what=$2
-	shift 2
-	until "$@"; do
-		((SECONDS < end)) || fail "$what (after waiting $1 s)"
-		sleep 1
-	done
 }
 
 "$cluster" up "$work/c"
