@@ -606,11 +606,21 @@ static int tolerations(us_err *err, const loc *l, const cJSON *spec, cJSON *into
     return 0;
 }
 
+/* A priority as Kubernetes has it: a whole number within int32. */
+static bool int32_value(const cJSON *v, int *out) {
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= INT32_MIN && v->valuedouble <= INT32_MAX) ||
+        v->valuedouble != floor(v->valuedouble))
+        return false;
+    *out = (int)v->valuedouble;
+    return true;
+}
+
 static int priority_class(kctx *k, const loc *l, const char *sub, const char *name, int *out) {
     const cJSON *pc = find(&k->c->priorityclasses, NULL, name), *v = get(pc, "value");
     if (!pc) return fail(k->err, l, sub, "priority class \"%s\" is not in the input", name);
-    if (!cJSON_IsNumber(v)) return fail(k->err, l, sub, "priority class \"%s\" has no numeric value", name);
-    *out = (int)v->valuedouble;
+    if (!int32_value(v, out))
+        return fail(k->err, l, sub, "priority class \"%s\" has no value that is a whole number within int32",
+                    name);
     return 0;
 }
 
@@ -673,7 +683,8 @@ static int our_fields(kctx *k, kpod *p, us_res req) {
     if (opt_str(err, &p->l, spec, "spec", "priorityClassName", &pcn) < 0) return -1;
     if (pri) {
         if (!cJSON_IsNumber(pri)) return fail(err, &p->l, "spec.priority", "must be a number, not %s", tname(pri));
-        prio = (int)pri->valuedouble;
+        if (!int32_value(pri, &prio))
+            return fail(err, &p->l, "spec.priority", "must be a whole number within int32, not %g", pri->valuedouble);
     } else if (p->pg && cJSON_IsString(get(get(p->pg, "spec"), "priorityClassName"))) {
         if (priority_class(k, &p->l, "spec.priority", get(get(p->pg, "spec"), "priorityClassName")->valuestring,
                            &prio) < 0)

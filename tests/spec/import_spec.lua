@@ -373,6 +373,16 @@ describe("the Kubernetes object mapping", function()
         pod("t", "web") },
       'forms workload "t/web", and so does pod "t/web-5d8f-x" (items[3]) of another owner' },
     { { node("n1"), queue("q", { priority = "high" }) }, 'items[1].spec.priority (Queue "q"): must be a whole number' },
+    -- priorities are Kubernetes' int32: nothing wider or fractional reaches the engine
+    -- (a fuzz finding: 6.7e86 was converted to int, undefined behaviour)
+    { { node("n1"), ns("t", "q"), queue("q"), pod("t", "p", { priority = 6.7e86 }) },
+      'items[3].spec.priority (Pod "t/p"): must be a whole number within int32' },
+    { { node("n1"), ns("t", "q"), queue("q"), pod("t", "p", { priority = 50.5 }) },
+      'items[3].spec.priority (Pod "t/p"): must be a whole number within int32' },
+    { { node("n1"), ns("t", "q"), queue("q"),
+        { apiVersion = "scheduling.k8s.io/v1", kind = "PriorityClass", metadata = { name = "huge" }, value = 3e9 },
+        pod("t", "p", { priorityClassName = "huge" }) },
+      'priority class "huge" has no value that is a whole number within int32' },
   }
   for i, case in ipairs(bad) do
     it("refuses bad input " .. i .. " with exit 2 and the JSON path: " .. case[2], function()
