@@ -23,6 +23,12 @@
 # KUBE_CLUSTER_OWNER=none (then only `down` stops it).  Every process gets
 # its own pid file in DIR/pids; logs are in DIR/logs.  Only 127.0.0.1 is
 # ever listened on or talked to.
+#
+# DIR/audit.log is the API server's audit log (JSON lines, one per
+# request that writes: create, update, patch, delete, deletecollection, at
+# Metadata level, so each line names verb, objectRef, user, userAgent and
+# responseStatus.code): how a test proves what a client wrote, or that it
+# wrote nothing, from the server's side.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -188,6 +194,16 @@ up() {
 	wait_for etcd 60 "$DIR/logs/etcd.log" curl -sf "http://127.0.0.1:$etcd_port/health"
 
 	local c=$DIR/certs
+	# the audit policy: writes only (reads would drown them), Metadata
+	cat >"$DIR/audit-policy.yaml" <<-EOF
+		apiVersion: audit.k8s.io/v1
+		kind: Policy
+		omitStages: [RequestReceived]
+		rules:
+		- level: Metadata
+		  verbs: [create, update, patch, delete, deletecollection]
+		- level: None
+	EOF
 	# The endpoint reconciler is off: it would publish 127.0.0.1 as the
 	# kubernetes Service's endpoint, which Endpoints validation refuses.
 	start kube-apiserver "$BIN/kube-apiserver" \
@@ -202,6 +218,8 @@ up() {
 		--service-account-signing-key-file "$c/sa.key" \
 		--service-cluster-ip-range 10.96.0.0/16 \
 		--endpoint-reconciler-type none \
+		--audit-policy-file "$DIR/audit-policy.yaml" --audit-log-path "$DIR/audit.log" \
+		--audit-log-format json --audit-log-mode blocking --audit-log-maxbackup 0 \
 		--profiling=false
 	kubeconfig "$DIR/kubeconfig" admin
 	kubeconfig "$DIR/controller-manager.kubeconfig" controller-manager
