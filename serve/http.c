@@ -20,6 +20,7 @@ struct sv_http {
     struct req *inflight;     /* list of requests added to multi */
     sv_http_observe_fn observe;
     void *observe_ud;
+    char *user_agent;         /* NULL: libcurl's */
 };
 
 typedef struct req {
@@ -205,6 +206,7 @@ void sv_http_free(sv_http *h) {
     }
     curl_multi_cleanup(h->multi);
     sv_config_free(&h->cfg);
+    free(h->user_agent);
     uv_timer_stop(&h->timer);
     h->timer.data = h;
     uv_close((uv_handle_t *)&h->timer, free_client);
@@ -286,6 +288,7 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, method);
+    if (h->user_agent) curl_easy_setopt(r->easy, CURLOPT_USERAGENT, h->user_agent);
     if (h->cfg.insecure) {
         curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(r->easy, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -330,6 +333,14 @@ fail:
 }
 
 unsigned long sv_http_count(const sv_http *h) { return h->answered; }
+
+int sv_http_user_agent(sv_http *h, const char *ua) {
+    char *d = strdup(ua);
+    if (!d) return -1;
+    free(h->user_agent);
+    h->user_agent = d;
+    return 0;
+}
 
 void sv_http_observe(sv_http *h, sv_http_observe_fn fn, void *ud) {
     h->observe = fn;

@@ -37,6 +37,11 @@ void sv_http_free(sv_http *h);
 int sv_http_request(sv_http *h, const char *method, const char *path, const char *body,
                     sv_http_data_fn data, sv_http_done_fn done, void *ud);
 
+/* The User-Agent of every request from now on (copied), so the API
+ * server's audit log tells replicas apart; 0, or -1 when out of memory
+ * (the old one stays).  Default: libcurl's. */
+int sv_http_user_agent(sv_http *h, const char *ua);
+
 /* Called as each request ends (before its done callback), with its
  * method, path (query included) and status (0: no answer): how the daemon
  * counts what it asks of the API server (serve/monitor.c).  One observer;

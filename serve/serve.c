@@ -24,6 +24,7 @@
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
+#include "leader.h"
 #include "objects.h"
 #include "queues.h"
 #include "monitor.h"
@@ -59,6 +60,8 @@ struct serve {
     sv_workloads *workloads;
     sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
+    sv_leader *leader;         /* NULL: no election (--leader-elect=false, --dry-run) */
+    bool stopping;
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
@@ -73,6 +76,8 @@ struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
+          "                        [--leader-elect[=false]] [--lease-namespace NS] [--lease-name NAME]\n"
+          "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -92,6 +97,18 @@ static void usage(FILE *f) {
           "  --scheduler-name NAME\n"
           "                     the spec.schedulerName of the pods to schedule (default\n"
           "                     understory); other pods hold their room as external\n"
+          "  --leader-elect[=false]\n"
+          "                     elect one writing replica on a coordination.k8s.io Lease\n"
+          "                     (default on; a standby keeps its caches warm and writes\n"
+          "                     nothing; --dry-run never takes part)\n"
+          "  --lease-namespace NS, --lease-name NAME\n"
+          "                     the Lease (default understory-system/understory)\n"
+          "  --lease-duration D how long a standby waits for a silent leader (default 15s;\n"
+          "                     whole seconds)\n"
+          "  --renew-deadline D a leader that has not renewed for D stops writing (default\n"
+          "                     10s; shorter than the lease duration)\n"
+          "  --retry-period D   time between two tries to acquire or renew (default 2s;\n"
+          "                     shorter than the renew deadline)\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -232,6 +249,9 @@ static void on_cycle(uv_timer_t *t) {
     serve *s = t->data;
     us_error err;
     if (s->synced < NINFORMERS) return;
+    /* a standby keeps its caches warm and plans nothing: what it would
+     * assume could only be the leader's intent, never the cluster's */
+    if (s->leader && !sv_leader_leading(s->leader)) return;
     double now = wall(), at = now - s->epoch;
     if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
     /* binds not seen within a minute did not happen */
@@ -279,9 +299,9 @@ static int start_kinds(serve *s, uv_loop_t *loop) {
 
 static void close_handle(uv_handle_t *h) { (void)h; }
 
-static void on_signal(uv_signal_t *sig, int signum) {
-    serve *s = sig->data;
-    (void)signum;
+/* Everything stops: the loop then ends once the handles have closed. */
+static void stop_all(void *ud) {
+    serve *s = ud;
     sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
     s->monitor = NULL;
     sv_informer_stop(s->nodes);
@@ -291,13 +311,30 @@ static void on_signal(uv_signal_t *sig, int signum) {
         sv_informer_stop(s->kinds[k]);
         s->kinds[k] = NULL;
     }
-    uv_timer_stop(&s->cycle);
-    uv_close((uv_handle_t *)&s->cycle, close_handle);
+    sv_leader_free(s->leader); /* in the same turn as the client: no lease answer comes in between */
+    s->leader = NULL;
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
     uv_close((uv_handle_t *)&s->sigterm, close_handle);
 }
+
+/* SIGINT, SIGTERM: no more cycles; a leader gives its lease up first
+ * (a standby takes over at its next try, not a lease duration later). */
+static void on_signal(uv_signal_t *sig, int signum) {
+    serve *s = sig->data;
+    (void)signum;
+    if (s->stopping) return;
+    s->stopping = true;
+    uv_timer_stop(&s->cycle);
+    uv_close((uv_handle_t *)&s->cycle, close_handle);
+    if (s->leader) sv_leader_release(s->leader, stop_all, s);
+    else stop_all(s);
+}
+
+static bool may_write(void *ud) { return sv_leader_leading(((serve *)ud)->leader); }
+
+static void on_leading(void *ud, bool leading) { sv_monitor_leader(((serve *)ud)->monitor, leading); }
 
 /* The admin endpoint on the loop, before anything connects: an address it
  * cannot listen on is a configuration error.  0, or -1 with err. */
@@ -326,7 +363,10 @@ static void watch_for_admin(serve *s) {
 int sv_main(int argc, char **argv) {
     const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
     const char *scheduler = KUBE_DEFAULT_SCHEDULER;
-    char err[1024];
+    char err[1024], identity[300], agent[320];
+    bool elect = true;
+    sv_leader_opts lease = {"understory-system", "understory", identity, SV_LEADER_LEASE_DURATION,
+                            SV_LEADER_RENEW_DEADLINE, SV_LEADER_RETRY_PERIOD};
     sv_config cfg;
     serve s;
     memset(&s, 0, sizeof s);
@@ -345,6 +385,25 @@ int sv_main(int argc, char **argv) {
             s.dry_run = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
             scheduler = argv[++i];
+        } else if (!strcmp(argv[i], "--leader-elect") || !strcmp(argv[i], "--leader-elect=true")) {
+            elect = true;
+        } else if (!strcmp(argv[i], "--leader-elect=false")) {
+            elect = false;
+        } else if (!strcmp(argv[i], "--lease-namespace") && i + 1 < argc) {
+            lease.namespace_ = argv[++i];
+        } else if (!strcmp(argv[i], "--lease-name") && i + 1 < argc) {
+            lease.name = argv[++i];
+        } else if ((!strcmp(argv[i], "--lease-duration") || !strcmp(argv[i], "--renew-deadline") ||
+                    !strcmp(argv[i], "--retry-period")) && i + 1 < argc) {
+            double *d = !strcmp(argv[i], "--lease-duration")   ? &lease.lease_duration
+                        : !strcmp(argv[i], "--renew-deadline") ? &lease.renew_deadline
+                                                               : &lease.retry_period;
+            if (!sv_leader_parse_duration(argv[i + 1], d)) {
+                fprintf(stderr, "understory serve: %s: \"%s\" is not a duration (e.g. 15s, 500ms, 2m)\n", argv[i],
+                        argv[i + 1]);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
             if (!parse_interval(argv[++i], &s.interval)) {
                 fprintf(stderr, "understory serve: --cycle-interval: \"%s\" is not a number of seconds "
@@ -355,12 +414,21 @@ int sv_main(int argc, char **argv) {
             fprintf(stderr, "understory serve: %s %s\n",
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
-                                          !strcmp(argv[i], "--cycle-interval"))
+                                          !strcmp(argv[i], "--cycle-interval") || !strncmp(argv[i], "--lease-", 8) ||
+                                          !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
             return 2;
         }
+    }
+    if (sv_leader_identity(identity, sizeof identity) < 0) {
+        fprintf(stderr, "understory serve: the host name, this replica's identity, cannot be read\n");
+        return 2;
+    }
+    if (elect && !s.dry_run && sv_leader_check_opts(&lease, err, sizeof err) < 0) {
+        fprintf(stderr, "understory serve: %s\n", err);
+        return 2;
     }
     int rc = kubeconfig && *kubeconfig ? sv_kubeconfig_load(kubeconfig, context, &cfg, err, sizeof err)
                                        : sv_kubeconfig_in_cluster(SA_DIR, &cfg, err, sizeof err);
@@ -406,6 +474,31 @@ int sv_main(int argc, char **argv) {
         return 1;
     }
     watch_for_admin(&s);
+    snprintf(agent, sizeof agent, "understory/%s", identity);
+    /* a dry run writes nothing, the lease included: it never stands in the leader's way */
+    if (sv_http_user_agent(s.http, agent) < 0 || sv_writes_identity(s.writes, identity) < 0)
+        snprintf(err, sizeof err, "out of memory");
+    else if (!elect || s.dry_run || (s.leader = sv_leader_start(s.http, loop, &lease, on_leading, &s, err, sizeof err)))
+        err[0] = '\0';
+    if (err[0]) {
+        fprintf(stderr, "understory serve: %s\n", err);
+        s.status = 1;
+        uv_signal_init(loop, &s.sigint); /* stop_all closes them */
+        uv_signal_init(loop, &s.sigterm);
+        stop_all(&s);
+        uv_run(loop, UV_RUN_DEFAULT);
+        sv_queues_free(s.queue_map);
+        sv_writes_free(s.writes);
+        sv_workloads_free(s.workloads);
+        us_engine_destroy(s.engine);
+        return 1;
+    }
+    if (s.leader) {
+        sv_monitor_leader(s.monitor, false);
+        sv_writes_gate(s.writes, may_write, &s);
+        fprintf(stderr, "understory serve: leader election on lease %s/%s as %s\n", lease.namespace_, lease.name,
+                identity);
+    }
     uv_signal_init(loop, &s.sigint);
     uv_signal_init(loop, &s.sigterm);
     s.sigint.data = s.sigterm.data = &s;

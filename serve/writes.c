@@ -33,6 +33,9 @@ struct sv_writes {
     us_engine *engine;
     sv_workloads *wl;
     bool dry_run;
+    char *identity;           /* reportingInstance; NULL: "understory" */
+    bool (*may_write)(void *); /* the leader's gate, or NULL */
+    void *gate_ud;
     req *inflight;
     unsigned long count;
 };
@@ -70,7 +73,21 @@ void sv_writes_free(sv_writes *x) {
         x->inflight = r->next;
         req_free(r);
     }
+    free(x->identity);
     free(x);
+}
+
+int sv_writes_identity(sv_writes *x, const char *identity) {
+    char *d = strdup(identity);
+    if (!d) return -1;
+    free(x->identity);
+    x->identity = d;
+    return 0;
+}
+
+void sv_writes_gate(sv_writes *x, bool (*may_write)(void *ud), void *ud) {
+    x->may_write = may_write;
+    x->gate_ud = ud;
 }
 
 unsigned long sv_writes_count(const sv_writes *x) { return x->count; }
@@ -87,6 +104,11 @@ static void on_done(void *ud, long status, const char *body, size_t n, const cha
 /* Start method path body, logged as what; pod: a bind's pod. */
 static int send_req(sv_writes *x, const char *method, const char *path, const char *body, const char *what,
                 const char *pod, const char *then_path, const char *then_body) {
+    if (x->may_write && !x->may_write(x->gate_ud)) {
+        printf("%s: not leader, not written\n", what);
+        if (pod) sv_workloads_forget(x->wl, pod);
+        return -1;
+    }
     req *r = calloc(1, sizeof *r);
     if (!r || !(r->what = strdup(what)) || (pod && !(r->pod = strdup(pod))) ||
         (then_path && !(r->then_path = strdup(then_path))) || (then_body && !(r->then_body = strdup(then_body))))
@@ -321,7 +343,7 @@ static void event(sv_writes *x, const us_event_info *ev) {
               cJSON_AddStringToObject(md, "namespace", ns) && (an = cJSON_AddObjectToObject(md, "annotations")) &&
               cJSON_AddStringToObject(e, "eventTime", now) &&
               cJSON_AddStringToObject(e, "reportingController", "understory") &&
-              cJSON_AddStringToObject(e, "reportingInstance", "understory") &&
+              cJSON_AddStringToObject(e, "reportingInstance", x->identity ? x->identity : "understory") &&
               cJSON_AddStringToObject(e, "action", action) && cJSON_AddStringToObject(e, "reason", ev->reason) &&
               cJSON_AddStringToObject(e, "type", ev->type) && cJSON_AddStringToObject(e, "note", ev->message);
     for (size_t i = 0; ok && i < ev->nannotations; i++)

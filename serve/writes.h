@@ -19,6 +19,15 @@ typedef struct sv_writes sv_writes;
 sv_writes *sv_writes_new(sv_http *h, us_engine *e, sv_workloads *w, bool dry_run);
 void sv_writes_free(sv_writes *x);
 
+/* Who writes: events name identity (copied) as their reportingInstance
+ * (default "understory").  0, or -1 when out of memory. */
+int sv_writes_identity(sv_writes *x, const char *identity);
+/* Ask may_write(ud) before every request (a cycle's and the DELETE that
+ * follows an eviction's PATCH alike); false: the request is not made and
+ * is logged as not written.  Leader election's gate: only the leader
+ * writes, and it stops the moment it may no longer.  NULL: always. */
+void sv_writes_gate(sv_writes *x, bool (*may_write)(void *ud), void *ud);
+
 /* After us_engine_run_cycle at wall time t: the cycle's decisions (bind,
  * pipeline, evict), its Evict events, and the PodScheduled condition of
  * the pods left pending, each logged on stdout as one line. */
