@@ -35,6 +35,7 @@ struct sv_leader {
     bool leading;
     double renewed;     /* monotonic time the last successful try was sent */
     bool busy;          /* a try in flight */
+    bool creating;      /* it is a create (POST), not an update */
     double sent;        /* when it was sent */
     char *observed;     /* the lease's spec as last seen (unformatted JSON) */
     double observed_at; /* when we saw it change */
@@ -192,6 +193,7 @@ static void on_written(void *ud, long status, const char *body, size_t n, const 
 /* PUT (or POST when create) lease; the answer ends the try. */
 static void send_lease(sv_leader *l, cJSON *lease, bool create) {
     char *text = cJSON_PrintUnformatted(lease);
+    l->creating = create;
     if (!text || sv_http_request(l->http, create ? "POST" : "PUT", create ? l->collection : l->path, text, NULL,
                                  on_written, l) < 0) {
         fprintf(stderr, "understory serve: leader: out of memory\n");
@@ -272,7 +274,7 @@ static void on_written(void *ud, long status, const char *body, size_t n, const 
         set_leading(l, false, "409 Conflict on renew: another replica wrote the lease");
         return;
     }
-    note_error(l, "write", status, body, errmsg);
+    note_error(l, l->creating ? "create" : "update", status, body, errmsg);
 }
 
 static void try_lease(uv_timer_t *t) {

@@ -430,8 +430,11 @@ int sv_main(int argc, char **argv) {
         fprintf(stderr, "understory serve: %s\n", err);
         return 2;
     }
+    /* where the kubelet mounts the token; elsewhere only in tests that play the kubelet */
+    const char *sa_dir = getenv("UNDERSTORY_SERVICE_ACCOUNT_DIR");
     int rc = kubeconfig && *kubeconfig ? sv_kubeconfig_load(kubeconfig, context, &cfg, err, sizeof err)
-                                       : sv_kubeconfig_in_cluster(SA_DIR, &cfg, err, sizeof err);
+                                       : sv_kubeconfig_in_cluster(sa_dir && *sa_dir ? sa_dir : SA_DIR, &cfg, err,
+                                                                  sizeof err);
     if (rc < 0) {
         fprintf(stderr, "understory serve: %s\n", err);
         return 2;

@@ -94,12 +94,12 @@ YAML
 # Bad and taken admin addresses: exit 2, naming the address, before any
 # connection.
 status=0
-"$understory" serve --kubeconfig "$work/operator.kubeconfig" --admin-address nonsense \
+"$understory" serve --leader-elect=false --kubeconfig "$work/operator.kubeconfig" --admin-address nonsense \
 	>"$work/bad.out" 2>"$work/bad.err" || status=$?
 [[ $status -eq 2 ]] || fail "a bad --admin-address exited $status, not 2"
 grep -q "admin address 'nonsense': expected HOST:PORT" "$work/bad.err" || fail "a bad --admin-address was not named"
 
-"$understory" serve --kubeconfig "$work/operator.kubeconfig" --admin-address 127.0.0.1:0 \
+"$understory" serve --leader-elect=false --kubeconfig "$work/operator.kubeconfig" --admin-address 127.0.0.1:0 \
 	>"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
@@ -112,7 +112,7 @@ done
 admin=http://127.0.0.1:$port
 
 status=0
-"$understory" serve --kubeconfig "$work/operator.kubeconfig" --admin-address "127.0.0.1:$port" \
+"$understory" serve --leader-elect=false --kubeconfig "$work/operator.kubeconfig" --admin-address "127.0.0.1:$port" \
 	>"$work/taken.out" 2>"$work/taken.err" || status=$?
 [[ $status -eq 2 ]] || fail "a taken --admin-address exited $status, not 2"
 grep -q "admin address 127.0.0.1:$port: address already in use" "$work/taken.err" ||

@@ -83,7 +83,7 @@ token_kubeconfig() {
 token_kubeconfig understory "$work/understory.kubeconfig"
 token_kubeconfig nobody "$work/nobody.kubeconfig"
 
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
+"$understory" serve --leader-elect=false --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
 until_line "$work/serve.out" "nodes synced: 511 in the engine" "the first list, in pages of 500"
@@ -154,7 +154,7 @@ k delete queue.scheduling.run.ai team-a >/dev/null
 until_line "$work/serve.out" "queue team-a: removed" "team-a deleted"
 
 # Without the binding: refused, and retried.
-"$understory" serve --kubeconfig "$work/nobody.kubeconfig" --admin-address 127.0.0.1:0 >"$work/nobody.out" 2>"$work/nobody.err" &
+"$understory" serve --leader-elect=false --kubeconfig "$work/nobody.kubeconfig" --admin-address 127.0.0.1:0 >"$work/nobody.out" 2>"$work/nobody.err" &
 pids+=("$!")
 end=$((SECONDS + 30))
 until [[ $(grep -c "list /api/v1/nodes: HTTP 403" "$work/nobody.err" 2>/dev/null || true) -ge 2 ]]; do
@@ -190,7 +190,7 @@ until_line "$work/serve.out" \
 # good one, its next retry gets through.
 sed 's|^    token: .*|    tokenFile: '"$work"'/token|' "$work/understory.kubeconfig" >"$work/rotating.kubeconfig"
 echo "not-a-token" >"$work/token"
-"$understory" serve --kubeconfig "$work/rotating.kubeconfig" --admin-address 127.0.0.1:0 >"$work/rotating.out" 2>"$work/rotating.err" &
+"$understory" serve --leader-elect=false --kubeconfig "$work/rotating.kubeconfig" --admin-address 127.0.0.1:0 >"$work/rotating.out" 2>"$work/rotating.err" &
 pids+=("$!")
 until_line "$work/rotating.err" "understory serve: list /api/v1/nodes: HTTP 401; again in 500 ms" "a bad token refused"
 [[ ! -s $work/rotating.out ]] || fail "serve with a bad token saw nodes"
