@@ -23,6 +23,32 @@ run serve --admin-address
 expect_status 2
 expect_stderr_has "understory serve: missing the value of --admin-address"
 
+# the lease timings: durations, in kube-scheduler's order
+# (retry < renew deadline < lease duration), checked before connecting
+run serve --help
+expect_stdout_has "--leader-elect[=false]"
+expect_stdout_has "--renew-deadline D"
+run serve --lease-duration soon
+expect_status 2
+expect_stderr_has 'understory serve: --lease-duration: "soon" is not a duration (e.g. 15s, 500ms, 2m)'
+run serve --lease-name
+expect_status 2
+expect_stderr_has "understory serve: missing the value of --lease-name"
+run serve --renew-deadline 15s --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "understory serve: --renew-deadline (15 s) must be above 0 and shorter than --lease-duration (15 s)"
+expect_stdout_empty
+run serve --lease-duration 30s --renew-deadline 20s --retry-period 20s --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "understory serve: --retry-period (20 s) must be above 0 and shorter than --renew-deadline (20 s)"
+run serve --lease-duration 1500ms --renew-deadline 1s --retry-period 500ms --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "--lease-duration: 1.5 s is not a whole number of seconds"
+# without election (or in a dry run) the timings are not used, so not checked
+run serve --leader-elect=false --renew-deadline 15s --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "$TMP/none.yaml: No such file or directory"
+
 run serve --kubeconfig "$TMP/none.yaml"
 expect_status 2
 expect_stderr_has "$TMP/none.yaml: No such file or directory"
