@@ -206,6 +206,13 @@ static void on_got(void *ud, long status, const char *body, size_t n, const char
     sv_leader *l = ud;
     (void)n;
     if (l->stopped) return;
+    if (mono() - l->sent >= l->renew_deadline) {
+        /* an answer this late (the process was frozen, or the server is
+         * that slow) may name a holder long replaced: read again */
+        l->busy = false;
+        sv_leader_leading(l);
+        return;
+    }
     if (status == 404) {
         cJSON *lease = cJSON_CreateObject(), *md;
         bool ok = lease && cJSON_AddStringToObject(lease, "apiVersion", "coordination.k8s.io/v1") &&
