@@ -7,7 +7,8 @@
 # of the applied Deployment (read back with kubectl, not repeated here),
 # the ServiceAccount's token in the in-cluster layout (token, ca.crt,
 # namespace; UNDERSTORY_SERVICE_ACCOUNT_DIR points there instead of
-# /var/run/secrets/kubernetes.io/serviceaccount) and the policy
+# /var/run/secrets/kubernetes.io/serviceaccount), the container's
+# environment (the Downward API's pod name and namespace) and the policy
 # ConfigMap's files in the kubelet's layout (a ..data symlink to a
 # timestamped directory).  Two differences, both because the replicas
 # share this host's network: --admin-address listens on 127.0.0.1 port 0
@@ -124,9 +125,26 @@ done
 [[ $(find -L "$pdir" -maxdepth 1 -type f -name '*.lua' | wc -l) -eq $(ls "$root"/policies/*.lua | wc -l) ]] ||
 	fail "the ConfigMap holds other files than policies/"
 
+# the container's environment as the kubelet sets it: values, and the
+# Downward API's pod name (understory-NAME here) and namespace
+pod_env() {
+	local name value field
+	# fields joined by the unit separator: tabs would collapse an empty value
+	while IFS=$'\x1f' read -r name value field; do
+		case $field in
+		"") printf '%s=%s\n' "$name" "$value" ;;
+		metadata.name) printf '%s=understory-%s\n' "$name" "$1" ;;
+		metadata.namespace) printf '%s=understory-system\n' "$name" ;;
+		*) fail "the test does not provide $field (env $name of the Deployment)" ;;
+		esac
+	done < <(jq -r "$container.env // [] | .[] | [.name, (.value // \"\"), (.valueFrom.fieldRef.fieldPath // \"\")] | join(\"\\u001f\")" "$work/deployment.json")
+}
+pod_env check >/dev/null # every variable is one the test can provide
 # start NAME: one replica as the Deployment runs it
 start() {
-	env -u KUBECONFIG KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$(cat "$work/c/api-port")" \
+	local envs
+	mapfile -t envs < <(pod_env "$1")
+	env -u KUBECONFIG "${envs[@]}" KUBERNETES_SERVICE_HOST=127.0.0.1 KUBERNETES_SERVICE_PORT="$(cat "$work/c/api-port")" \
 		UNDERSTORY_SERVICE_ACCOUNT_DIR="$work/sa" "$understory" "${command[@]:1}" "${run_args[@]}" \
 		>"$work/$1.out" 2>"$work/$1.err" &
 	pid[$1]=$!
