@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonsplit.h"
 #include "use.h"
 #include "utf8.h"
 
@@ -1268,6 +1269,79 @@ static void line_col(const char *buf, size_t off, int *line, int *col) {
     }
 }
 
+/* The members whose arrays are read an element at a time: at 130,000
+ * nodes their trees would be most of the peak memory of a load. */
+static const char *const split_keys[] = {"nodes", "workloads", NULL};
+
+/* The document's root when it was split (jsonsplit.h): every member parsed
+ * alone, in order, except the split arrays, which are empty here and read
+ * through items.  NULL when memory runs out. */
+static cJSON *split_root(const char *text, const us_jdoc *d) {
+    cJSON *root = cJSON_CreateObject();
+    for (size_t k = 0; root && k < d->n; k++) {
+        const us_jmember *m = &d->members[k];
+        cJSON *key = cJSON_ParseWithLengthOpts(text + m->key.off, m->key.len, NULL, 0);
+        cJSON *v = m->split ? cJSON_CreateArray()
+                            : cJSON_ParseWithLengthOpts(text + m->value.off, m->value.len, NULL, 0);
+        if (!key || !v || !cJSON_IsString(key) || !cJSON_AddItemToObject(root, key->valuestring, v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(root);
+            root = NULL;
+        }
+        cJSON_Delete(key);
+    }
+    return root;
+}
+
+/* The elements of a top-level array, from the whole tree or parsed a piece
+ * at a time (each piece freed when the next is read). */
+typedef struct items {
+    const cJSON *at;        /* whole tree: the next element */
+    const char *text;       /* split: the document */
+    const us_jmember *m;    /* split: the member, or NULL when not split */
+    size_t i;
+    cJSON *piece;           /* split: the element read last */
+} items;
+
+/* arr is the array in the root (NULL when absent); the member of the same
+ * name is used when it was split. */
+static void items_init(items *it, const cJSON *arr, const char *text, const us_jdoc *d, const char *key) {
+    memset(it, 0, sizeof *it);
+    it->at = arr ? arr->child : NULL;
+    it->text = text;
+    for (size_t k = 0; arr && d && k < d->n && !it->m; k++) {
+        const us_jmember *m = &d->members[k];
+        if (m->split && m->key.len == strlen(key) + 2 && memcmp(text + m->key.off + 1, key, m->key.len - 2) == 0)
+            it->m = m;
+    }
+}
+
+static size_t items_count(const items *it, const cJSON *arr) {
+    return it->m ? it->m->nitems : (size_t)cJSON_GetArraySize(arr);
+}
+
+/* The next element; NULL at the end, or with *oom set when memory ran out. */
+static const cJSON *items_next(items *it, bool *oom) {
+    const cJSON *o;
+    *oom = false;
+    if (!it->m) {
+        o = it->at;
+        if (o) it->at = o->next;
+        return o;
+    }
+    cJSON_Delete(it->piece);
+    it->piece = NULL;
+    if (it->i == it->m->nitems) return NULL;
+    const us_jspan *sp = &it->m->items[it->i++];
+    if (!(it->piece = cJSON_ParseWithLengthOpts(it->text + sp->off, sp->len, NULL, 0))) *oom = true;
+    return it->piece;
+}
+
+static void items_free(items *it) {
+    cJSON_Delete(it->piece);
+    it->piece = NULL;
+}
+
 int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const char *origin,
                             us_err *err) {
     ctx c;
@@ -1275,9 +1349,12 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     char *buf = NULL, p[PATHLEN];
     const char *end = NULL, *nul;
     const cJSON *nodes, *queues, *wls, *tl, *o;
-    int rc = -1, i, line, col, idx;
+    int rc = -1, i, line, col, idx, split;
     size_t nsub;
     long bad;
+    us_jdoc jd = {0};
+    items nit = {0}, wit = {0};
+    bool oom = false;
 
     memset(sc, 0, sizeof *sc);
     us_state_init(&sc->state);
@@ -1289,35 +1366,47 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
 
     /* cJSON wants a terminated string; a NUL inside the text would end it
      * early and hide what follows, so that is a syntax error */
-    if (!(buf = malloc(len + 1))) {
-        nomem(&c);
-        goto fail;
-    }
-    if (len) memcpy(buf, json, len);
-    buf[len] = '\0';
-    if ((nul = memchr(buf, '\0', len))) {
-        line_col(buf, (size_t)(nul - buf), &line, &col);
+    if (len && (nul = memchr(json, '\0', len))) {
+        line_col(json, (size_t)(nul - json), &line, &col);
         us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
         goto fail;
     }
     /* JSON is UTF-8: invalid bytes would reach names, and from there the
      * output, which must stay valid */
-    if ((bad = us_utf8_invalid(buf, len)) >= 0) {
-        line_col(buf, (size_t)bad, &line, &col);
+    if ((bad = us_utf8_invalid(json, len)) >= 0) {
+        line_col(json, (size_t)bad, &line, &col);
         us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
-                   bad, line, col, (unsigned)(unsigned char)buf[bad]);
+                   bad, line, col, (unsigned)(unsigned char)json[bad]);
         goto fail;
     }
-    if (!(root = cJSON_ParseWithOpts(buf, &end, 1))) {
-        size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
-        line_col(buf, off, &line, &col);
-        us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
+    /* Strict JSON is read a piece at a time; anything else is parsed whole
+     * by cJSON, which then accepts it or names where it fails */
+    if ((split = us_jsplit(json, len, split_keys, &jd)) < 0) {
+        nomem(&c);
         goto fail;
     }
-    /* the tree holds its own copies: the text goes now, not after the
-     * state is built (at 130,000 nodes it is 80 MB of the peak) */
-    free(buf);
-    buf = NULL;
+    if (split) {
+        if (!(root = split_root(json, &jd))) {
+            nomem(&c);
+            goto fail;
+        }
+    } else {
+        if (!(buf = malloc(len + 1))) {
+            nomem(&c);
+            goto fail;
+        }
+        if (len) memcpy(buf, json, len);
+        buf[len] = '\0';
+        if (!(root = cJSON_ParseWithOpts(buf, &end, 1))) {
+            size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+            line_col(buf, off, &line, &col);
+            us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
+            goto fail;
+        }
+        /* the tree holds its own copies: the copy goes now */
+        free(buf);
+        buf = NULL;
+    }
     if (!cJSON_IsObject(root)) {
         us_err_set(err, US_EINVAL, "the document must be a JSON object, not %s", tname(root));
         goto fail;
@@ -1337,10 +1426,17 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     if (top_array(&c, root, "nodes", &nodes) < 0 || top_array(&c, root, "queues", &queues) < 0 ||
         top_array(&c, root, "workloads", &wls) < 0 || top_array(&c, root, "timeline", &tl) < 0)
         goto fail;
+    items_init(&nit, nodes, json, split ? &jd : NULL, "nodes");
+    items_init(&wit, wls, json, split ? &jd : NULL, "workloads");
 
     i = 0;
-    cJSON_ArrayForEach(o, nodes) {
+    while ((o = items_next(&nit, &oom))) {
         if (parse_node(&c, o, subidx(p, "", "nodes", i++), false, &idx) < 0) goto fail;
+    }
+    items_free(&nit);
+    if (oom) {
+        nomem(&c);
+        goto fail;
     }
     c.nused = c.st->nnodes;
     if (c.nused && (!(c.used = calloc(c.nused, sizeof *c.used)) ||
@@ -1357,7 +1453,7 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     if (queues && resolve_parents(&c, queues) < 0) goto fail;
     us_state_derive_queues(c.st);
 
-    nsub = (size_t)cJSON_GetArraySize(wls) + (size_t)cJSON_GetArraySize(tl);
+    nsub = items_count(&wit, wls) + (size_t)cJSON_GetArraySize(tl);
     if (nsub && (!(c.submitted = malloc(nsub * sizeof *c.submitted)) ||
                  !(c.haspods = calloc(nsub, sizeof *c.haspods)))) {
         nomem(&c);
@@ -1365,8 +1461,13 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     }
     for (size_t k = 0; k < nsub; k++) c.submitted[k] = -1;
     i = 0;
-    cJSON_ArrayForEach(o, wls) {
+    while ((o = items_next(&wit, &oom))) {
         if (parse_workload(&c, o, subidx(p, "", "workloads", i++), false, 0, &idx) < 0) goto fail;
+    }
+    items_free(&wit);
+    if (oom) {
+        nomem(&c);
+        goto fail;
     }
 
     if (tl && cJSON_GetArraySize(tl) > 0) {
@@ -1400,6 +1501,9 @@ fail:
     free(c.pinned);
     free(c.submitted);
     free(c.haspods);
+    items_free(&nit);
+    items_free(&wit);
+    us_jdoc_free(&jd);
     cJSON_Delete(root);
     free(buf);
     if (rc < 0) us_scenario_free(sc);
