@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "utf8.h"
+
 typedef struct P {
     const char *s;
     size_t len, i;
@@ -63,6 +65,12 @@ static bool string(P *p, bool *plain) {
             return true;
         }
         if (ch < 0x20) return false;
+        if (ch >= 0x80) { /* UTF-8, by the loader's rule */
+            int k = us_utf8_seq_len(p->s + p->i, p->len - p->i);
+            if (k <= 0) return false;
+            p->i += (size_t)k;
+            continue;
+        }
         if (ch != '\\') {
             p->i++;
             continue;

@@ -3,16 +3,19 @@
  * one at a time, so that a large scenario never exists as one cJSON tree.
  *
  * us_jsplit checks the whole text against strict JSON (RFC 8259: no
- * leading zeros, no raw control characters in strings, \u escapes with
+ * leading zeros, no raw control characters in strings, strings of valid
+ * UTF-8 by us_utf8_invalid's rule, \u escapes with
  * four hex digits and paired surrogates, whitespace only space, tab, CR
  * and LF, numbers of at most 63 characters, nesting at most
  * US_JSPLIT_DEPTH) and, when the document is an object, records where
  * each member's key and value lie and, for the members named in split
  * whose value is an array, where each element lies.  Every text it accepts
  * is one cJSON accepts, and each piece parsed alone gives the same value as
- * in the whole tree; a text it refuses may still be JSON cJSON accepts (or
- * not), so the caller then parses the whole text with cJSON, whose verdict
- * and error position stay the reference.
+ * in the whole tree.  So a text it accepts holds no NUL byte and is valid
+ * UTF-8 (a byte above 0x7f outside a string is not JSON).  A text it
+ * refuses may still be JSON cJSON accepts (or not), so the caller then
+ * parses the whole text with cJSON, whose verdict and error position stay
+ * the reference.
  *
  * A us_jdoc owns its arrays (free with us_jdoc_free) and points into no
  * text: spans are offsets.  Reentrant; no global state.

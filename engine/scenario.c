@@ -170,65 +170,98 @@ static const char *numstr(char buf[32], double d) {
 /* ---- name tables ----------------------------------------------------------- */
 
 /* Name -> index, open addressing.  Keys point into the state's own strings,
- * which never move (only the arrays of structs holding them do). */
+ * which never move (only the arrays of structs holding them do).  A slot
+ * keeps its key's hash beside it, so a probe reads a string only when the
+ * hashes agree and growing never reads one: at a million pod names each
+ * string read is a cache miss. */
+typedef struct name_slot {
+    const char *k;   /* NULL: empty */
+    uint32_t h;      /* the key's hash: its low bits index, all of it filters */
+    int v;
+} name_slot;
+
 typedef struct names {
-    const char **k;
-    int *v;
+    name_slot *s;
     size_t cap, n;
 } names;
 
-static uint64_t hash(const char *s) {
+/* FNV-1a, then mixed: a product carries only upward, so without the mix
+ * the low bits the table indexes by depend only on the low bits of each
+ * byte, and names that differ in their digits crowd together. */
+static uint32_t hash(const char *s) {
     uint64_t h = 1469598103934665603u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+/* The slot holding k, or the empty one where k would go (the table has
+ * room: names_put grows it first). */
+static size_t names_slot(const names *h, const char *k, uint32_t x) {
+    for (size_t i = x & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        const name_slot *sl = &h->s[i];
+        if (!sl->k || (sl->h == x && strcmp(sl->k, k) == 0)) return i;
+    }
 }
 
 static int names_get(const names *h, const char *k) {
     if (!h->cap) return -1;
-    for (size_t i = hash(k) & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
-        if (!h->k[i]) return -1;
-        if (strcmp(h->k[i], k) == 0) return h->v[i];
-    }
+    const name_slot *sl = &h->s[names_slot(h, k, hash(k))];
+    return sl->k ? sl->v : -1;
 }
 
-static void names_insert(names *h, const char *k, int v) {
-    size_t i = hash(k) & (h->cap - 1);
-    while (h->k[i]) i = (i + 1) & (h->cap - 1);
-    h->k[i] = k;
-    h->v[i] = v;
+static void names_place(names *h, name_slot sl) {
+    size_t i = sl.h & (h->cap - 1);
+    while (h->s[i].k) i = (i + 1) & (h->cap - 1);
+    h->s[i] = sl;
     h->n++;
+}
+
+/* Make room for one more name: 0, or -1 when out of memory.  Growing
+ * moves the slots by their kept hashes, reading no string. */
+static int names_reserve(names *h) {
+    if ((h->n + 1) * 2 > h->cap) {
+        names old = *h;
+        size_t ncap = h->cap ? h->cap * 2 : 64;
+        name_slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns) return -1;
+        h->s = ns;
+        h->cap = ncap;
+        h->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.s[i].k) names_place(h, old.s[i]);
+        free(old.s);
+    }
+    return 0;
 }
 
 /* Add k (absent) -> v; 0, or -1 when out of memory. */
 static int names_put(names *h, const char *k, int v) {
-    const char **nk = NULL;
-    int *nv = NULL;
-    if ((h->n + 1) * 2 > h->cap) {
-        names old = *h;
-        size_t ncap = h->cap ? h->cap * 2 : 64;
-        nk = calloc(ncap, sizeof *nk);
-        nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) goto fail;
-        h->k = nk;
-        h->v = nv;
-        h->cap = ncap;
-        h->n = 0;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.k[i]) names_insert(h, old.k[i], old.v[i]);
-        free(old.k);
-        free(old.v);
-    }
-    names_insert(h, k, v);
+    if (names_reserve(h) < 0) return -1;
+    names_place(h, (name_slot){k, hash(k), v});
     return 0;
-fail:
-    free(nk);
-    free(nv);
-    return -1;
+}
+
+/* A name to add once it is known free: one probe both checks and places
+ * (the pods of a large scenario are a million lookups).  Reserve, look
+ * (*at: the slot; its k set when taken), then fill the slot with the
+ * state's own copy of the key. */
+static int names_look(names *h, const char *k, size_t *at, uint32_t *x) {
+    if (names_reserve(h) < 0) return -1;
+    *x = hash(k);
+    *at = names_slot(h, k, *x);
+    return 0;
+}
+
+static void names_fill(names *h, size_t at, const char *k, uint32_t x, int v) {
+    h->s[at] = (name_slot){k, x, v};
+    h->n++;
 }
 
 static void names_free(names *h) {
-    free(h->k);
-    free(h->v);
+    free(h->s);
     memset(h, 0, sizeof *h);
 }
 
@@ -310,6 +343,29 @@ static const char *subidx(char dst[PATHLEN], const char *path, const char *key, 
     subkey(dst, path, key);
     snprintf(n, sizeof n, "[%d]", i);
     cat(dst, PATHLEN, n);
+    return dst;
+}
+
+/* Decimal digits of v >= 0 at out (no terminator); their count. */
+static size_t digits_of(char *out, long v) {
+    char t[24];
+    size_t n = 0, k = 0;
+    do t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n) out[k++] = t[--n];
+    return k;
+}
+
+/* dst, holding path.key (base characters), becomes path.key[i]: what
+ * subidx writes, without building the prefix again for every element. */
+static const char *subidx_next(char dst[PATHLEN], size_t base, int i) {
+    char n[28];
+    size_t k = 0;
+    n[k++] = '[';
+    k += digits_of(n + k, i);
+    n[k++] = ']';
+    for (size_t j = 0; j < k && base + 1 < PATHLEN; j++) dst[base++] = n[j];
+    dst[base] = '\0';
     return dst;
 }
 
@@ -913,6 +969,8 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     int slot = -1, si = -1;
     us_pod_state state;
     int ni, pi;
+    size_t at;
+    uint32_t hx;
     double release_at = w->termination_grace;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
@@ -971,11 +1029,21 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             gen = genbuf;
             len = sizeof genbuf;
         }
-        if (w->controller == US_CTRL_DAEMONSET) snprintf(gen, len, "%s-%s", w->name, node);
-        else snprintf(gen, len, "%s-%d", w->name, i);
+        if (w->controller == US_CTRL_DAEMONSET) {
+            snprintf(gen, len, "%s-%s", w->name, node);
+        } else { /* the same as "%s-%d", without printf for each pod */
+            size_t k = strlen(w->name);
+            memcpy(gen, w->name, k);
+            gen[k++] = '-';
+            gen[k + digits_of(gen + k, i)] = '\0';
+        }
         name = gen;
     }
-    if (names_get(&c->pods, name) >= 0) {
+    if (names_look(&c->pods, name, &at, &hx) < 0) {
+        nomem(c);
+        goto fail;
+    }
+    if (c->pods.s[at].k) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
@@ -988,10 +1056,11 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
-    if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
+    if (pi < 0) {
         nomem(c);
         goto fail;
     }
+    names_fill(&c->pods, at, st->pods[pi].name, hx, pi);
     st->pods[pi].state = state;
     st->pods[pi].node = ni;
     st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */
@@ -1026,8 +1095,9 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     if (n > 0 && w->submit_at != 0)
         return failk(c, p, NULL, "a workload with pre-existing pods must be submitted at 0, not %s",
                      numstr(num, w->submit_at));
+    size_t base = strlen(subkey(p, path, "pods"));
     cJSON_ArrayForEach(o, arr) {
-        if (parse_pod(c, o, subidx(p, path, "pods", i), wi, i) < 0) return -1;
+        if (parse_pod(c, o, subidx_next(p, base, i), wi, i) < 0) return -1;
         i++;
     }
     c->haspods[wi] = n > 0;
@@ -1364,23 +1434,9 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     c.err = err;
     c.origin = origin;
 
-    /* cJSON wants a terminated string; a NUL inside the text would end it
-     * early and hide what follows, so that is a syntax error */
-    if (len && (nul = memchr(json, '\0', len))) {
-        line_col(json, (size_t)(nul - json), &line, &col);
-        us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
-        goto fail;
-    }
-    /* JSON is UTF-8: invalid bytes would reach names, and from there the
-     * output, which must stay valid */
-    if ((bad = us_utf8_invalid(json, len)) >= 0) {
-        line_col(json, (size_t)bad, &line, &col);
-        us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
-                   bad, line, col, (unsigned)(unsigned char)json[bad]);
-        goto fail;
-    }
-    /* Strict JSON is read a piece at a time; anything else is parsed whole
-     * by cJSON, which then accepts it or names where it fails */
+    /* Strict JSON (valid UTF-8, no NUL: jsonsplit.h) is read a piece at a
+     * time; anything else goes the old way, checked and parsed whole by
+     * cJSON, which then accepts it or names where it fails */
     if ((split = us_jsplit(json, len, split_keys, &jd)) < 0) {
         nomem(&c);
         goto fail;
@@ -1391,6 +1447,21 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
             goto fail;
         }
     } else {
+        /* cJSON wants a terminated string; a NUL inside the text would end
+         * it early and hide what follows, so that is a syntax error */
+        if (len && (nul = memchr(json, '\0', len))) {
+            line_col(json, (size_t)(nul - json), &line, &col);
+            us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
+            goto fail;
+        }
+        /* JSON is UTF-8: invalid bytes would reach names, and from there
+         * the output, which must stay valid */
+        if ((bad = us_utf8_invalid(json, len)) >= 0) {
+            line_col(json, (size_t)bad, &line, &col);
+            us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
+                       bad, line, col, (unsigned)(unsigned char)json[bad]);
+            goto fail;
+        }
         if (!(buf = malloc(len + 1))) {
             nomem(&c);
             goto fail;
