@@ -151,12 +151,30 @@ int us_parse_memory(const char *s, int64_t *out) {
     return 0;
 }
 
+/* Decimal digits of v >= 0 at out (no terminator); their count. */
+static size_t digits_of(char *out, long v) {
+    char t[24];
+    size_t n = 0, k = 0;
+    do t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n) out[k++] = t[--n];
+    return k;
+}
+
 /* Shortest text that reads back as d, so JSON 0.1 is "0.1", not
  * "0.10000000000000001": numbers then parse exactly like strings. */
 static const char *numstr(char buf[32], double d) {
     double t = fabs(d);
     int p = 1, digits = 1;
     if (d == 0) d = 0; /* -0 */
+    /* a whole number below 1e15 is its digits, which the search below
+     * would find after a dozen printf calls (every node has a few) */
+    if (t < 1e15 && d == floor(d)) {
+        size_t k = 0;
+        if (d < 0) buf[k++] = '-';
+        buf[k + digits_of(buf + k, (long)t)] = '\0';
+        return buf;
+    }
     for (; p < 17; p++) {
         snprintf(buf, 32, "%.*g", p, d);
         if (strtod(buf, NULL) == d) break;
@@ -344,16 +362,6 @@ static const char *subidx(char dst[PATHLEN], const char *path, const char *key, 
     snprintf(n, sizeof n, "[%d]", i);
     cat(dst, PATHLEN, n);
     return dst;
-}
-
-/* Decimal digits of v >= 0 at out (no terminator); their count. */
-static size_t digits_of(char *out, long v) {
-    char t[24];
-    size_t n = 0, k = 0;
-    do t[n++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    while (n) out[k++] = t[--n];
-    return k;
 }
 
 /* dst, holding path.key (base characters), becomes path.key[i]: what
