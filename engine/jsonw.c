@@ -12,6 +12,7 @@
 #include "jsonw.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Beyond this magnitude cJSON would print an integral double with an
@@ -31,9 +32,9 @@ static void flush(us_jw *w) {
 
 static void put(us_jw *w, const char *s, size_t len) {
     if (w->failed) return;
-    if (w->n + len > sizeof w->buf) {
+    if (w->n + len > US_JW_BUF) {
         flush(w);
-        if (len > sizeof w->buf) {
+        if (len > US_JW_BUF) {
             if (!w->failed && fwrite(s, 1, len, w->f) != len) fail(w, US_EIO);
             return;
         }
@@ -191,11 +192,12 @@ static void attach(us_jw *w, const char *key, cJSON *it) {
 /* ---- both ------------------------------------------------------------------ */
 
 void us_jw_text(us_jw *w, FILE *f) {
-    memset(w, 0, offsetof(us_jw, buf));
+    memset(w, 0, sizeof *w);
     w->f = f;
+    if (!(w->buf = malloc(US_JW_BUF))) fail(w, US_ENOMEM);
 }
 
-void us_jw_tree(us_jw *w) { memset(w, 0, offsetof(us_jw, buf)); }
+void us_jw_tree(us_jw *w) { memset(w, 0, sizeof *w); }
 
 static void open_(us_jw *w, const char *key, bool object) {
     if (w->depth >= US_JW_DEPTH) fail(w, US_EINVAL);
@@ -297,6 +299,8 @@ int us_jw_finish(us_jw *w, cJSON **tree, us_err *err) {
     if (tree) *tree = NULL;
     if (w->depth != 0) fail(w, US_EINVAL);
     if (w->f) flush(w);
+    free(w->buf);
+    w->buf = NULL;
     if (!w->f && !w->failed && !w->root) fail(w, US_EINVAL);
     if (w->failed) {
         cJSON_Delete(w->root);

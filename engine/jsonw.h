@@ -36,10 +36,11 @@ typedef struct us_jw {
     cJSON *open[US_JW_DEPTH];       /* tree: the open containers */
     int failed;                     /* 0, or US_ENOMEM / US_EIO / US_EINVAL */
     size_t n;                       /* text: bytes buffered */
-    char buf[US_JW_BUF];
+    char *buf;                      /* text: US_JW_BUF bytes, owned */
 } us_jw;
 
-/* Start a document on f (text) or in memory (tree). */
+/* Start a document on f (text) or in memory (tree).  Every document started
+ * is ended with us_jw_finish, which frees what the writer holds. */
 void us_jw_text(us_jw *w, FILE *f);
 void us_jw_tree(us_jw *w);
 

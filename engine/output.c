@@ -240,13 +240,10 @@ cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
 }
 
 int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
-    /* the writer is large (its buffer): not on the stack */
-    us_jw *w = malloc(sizeof *w);
-    if (!w) return us_err_nomem(err);
-    us_jw_text(w, f);
-    document_w(w, res, final);
-    int rc = us_jw_finish(w, NULL, err);
-    free(w);
+    us_jw w;
+    us_jw_text(&w, f);
+    document_w(&w, res, final);
+    int rc = us_jw_finish(&w, NULL, err);
     if (rc == 0 && (fputc('\n', f) == EOF || fflush(f) == EOF))
         rc = us_err_set(err, US_EIO, "cannot write the output");
     return rc;

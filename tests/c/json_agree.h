@@ -97,17 +97,17 @@ static const char *json_print_agrees(const cJSON *tree) {
     char *ref = NULL, *text = NULL;
     size_t n = 0;
     const char *why = NULL;
-    us_jw *w = NULL;
+    us_jw w;
     FILE *f = NULL;
     cJSON *copy = NULL;
     if (agree_depth(tree) > US_JW_DEPTH) return NULL; /* the writer refuses such depth */
-    if (!(ref = cJSON_Print(tree)) || !(copy = cJSON_Duplicate(tree, 1)) || !(w = malloc(sizeof *w)) ||
+    if (!(ref = cJSON_Print(tree)) || !(copy = cJSON_Duplicate(tree, 1)) ||
         !(f = open_memstream(&text, &n)))
         goto out;
-    us_jw_text(w, f);
-    us_jw_take(w, NULL, copy);
+    us_jw_text(&w, f);
+    us_jw_take(&w, NULL, copy);
     copy = NULL;
-    if (us_jw_finish(w, NULL, NULL) < 0) {
+    if (us_jw_finish(&w, NULL, NULL) < 0) {
         why = "the writer refused a tree cJSON prints";
         goto out;
     }
@@ -118,7 +118,6 @@ static const char *json_print_agrees(const cJSON *tree) {
 out:
     if (f) fclose(f);
     cJSON_Delete(copy);
-    free(w);
     free(text);
     free(ref);
     return why;
