@@ -216,7 +216,7 @@ deps-check:
 # again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the
 # fuzzer's coverage, in build/fuzz.  make test runs each briefly on its seed
 # corpus (tests/fuzz/corpus/<target>); long runs are in docs/testing.md.
-FUZZ_TARGETS := scenario quantity policy_result api kube
+FUZZ_TARGETS := scenario quantity policy_result api kube json
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 fuzz:

@@ -10,6 +10,7 @@
 #include "harvest.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -326,16 +327,57 @@ static int push_wait(us_harvest *h, size_t k, double w) {
     return 0;
 }
 
-static size_t open_wait(const us_harvest *h, const char *pod) {
-    for (size_t i = 0; i < h->nopen; i++)
-        if (strcmp(h->open[i].pod, pod) == 0) return i;
-    return h->nopen;
+/* The open waits by pod name, for one cycle's decisions: a lookup per
+ * decision must not scan every open wait (at 130,000 nodes a cycle has
+ * 100,000 decisions and thousands of waits).  Slots hold 1 + an index into
+ * h->open; a dropped wait keeps its slot with its pod NULL, and is
+ * compacted away when the cycle's decisions are read. */
+typedef struct open_index {
+    size_t *slot, cap;
+} open_index;
+
+static uint64_t name_hash(const char *s) {
+    uint64_t x = 1469598103934665603u;
+    for (; *s; s++) x = (x ^ (unsigned char)*s) * 1099511628211u;
+    return x;
+}
+
+static void open_add(open_index *oi, const us_harvest *h, size_t i) {
+    size_t k = name_hash(h->open[i].pod) & (oi->cap - 1);
+    while (oi->slot[k]) k = (k + 1) & (oi->cap - 1);
+    oi->slot[k] = i + 1;
+}
+
+/* room: the waits that may open while it is used */
+static int open_index_build(open_index *oi, const us_harvest *h, size_t room) {
+    oi->cap = 16;
+    while (oi->cap < 2 * (h->nopen + room)) oi->cap *= 2;
+    if (!(oi->slot = calloc(oi->cap, sizeof *oi->slot))) return -1;
+    for (size_t i = 0; i < h->nopen; i++) open_add(oi, h, i);
+    return 0;
+}
+
+/* The first open wait of pod (in h->open order), or h->nopen. */
+static size_t open_wait(const open_index *oi, const us_harvest *h, const char *pod) {
+    size_t found = h->nopen;
+    for (size_t k = name_hash(pod) & (oi->cap - 1); oi->slot[k]; k = (k + 1) & (oi->cap - 1)) {
+        size_t i = oi->slot[k] - 1;
+        if (h->open[i].pod && i < found && strcmp(h->open[i].pod, pod) == 0) found = i;
+    }
+    return found;
 }
 
 static void drop_open(us_harvest *h, size_t i) {
     free(h->open[i].pod);
-    memmove(h->open + i, h->open + i + 1, (h->nopen - i - 1) * sizeof *h->open);
-    h->nopen--;
+    h->open[i].pod = NULL;
+}
+
+/* Close the gaps dropped waits left, keeping the order of the rest. */
+static void compact_open(us_harvest *h) {
+    size_t n = 0;
+    for (size_t i = 0; i < h->nopen; i++)
+        if (h->open[i].pod) h->open[n++] = h->open[i];
+    h->nopen = n;
 }
 
 /* A pipelined AI pod that waits for a background pod starts a wait; its
@@ -343,14 +385,16 @@ static void drop_open(us_harvest *h, size_t i) {
 static int read_decisions(us_harvest *h, const us_state *st, double now, const us_cycle_log *log,
                           us_hv_pool *pools) {
     pod_index pi = {st, NULL, 0};
+    open_index oi = {NULL, 0};
     int rc = -1;
+    if (open_index_build(&oi, h, log->ndecisions) < 0) return -1;
     for (size_t i = 0; i < log->ndecisions; i++) {
         const us_decision *d = &log->decisions[i];
         int node = us_hv_node_index(h, d->node);
         int k = node >= 0 ? h->node_pool[node] : -1;
         if (d->op == US_OP_EVICT && d->action == US_ACT_BACKGROUND && k >= 0) pools[k].evictions++;
         if (!d->pod) continue;
-        size_t o = open_wait(h, d->pod);
+        size_t o = open_wait(&oi, h, d->pod);
         if (o < h->nopen && d->op == US_OP_BIND) {
             double w = now - h->open[o].since;
             int pk = h->open[o].pool;
@@ -375,9 +419,12 @@ static int read_decisions(us_harvest *h, const us_state *st, double now, const u
             goto cleanup;
         }
         h->open[h->nopen++] = (us_hv_wait){copy, now, k};
+        open_add(&oi, h, h->nopen - 1);
     }
     rc = 0;
 cleanup:
+    compact_open(h);
+    free(oi.slot);
     free(pi.idx);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include "output.h"
 
 #include "figures.h"
+#include "jsonw.h"
 #include "rollup.h"
 
 #include <inttypes.h>
@@ -17,27 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- JSON ---------------------------------------------------------------- */
-
-/* Beyond this magnitude cJSON would print an integral double with an
- * exponent ("%1.15g"), so such integers are written as raw text. */
-#define BIG_INT 1000000000000000LL
-
-static cJSON *int_item(int64_t v) {
-    if (v > -BIG_INT && v < BIG_INT) return cJSON_CreateNumber((double)v);
-    char buf[32];
-    snprintf(buf, sizeof buf, "%" PRId64, v);
-    cJSON *it = cJSON_CreateRaw(buf);
-    if (it) {
-        it->valuedouble = (double)v;
-        it->valueint = v > 0 ? INT32_MAX : INT32_MIN;
-    }
-    return it;
-}
-
-static cJSON *str_item(const char *s) {
-    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
-}
+/* ---- JSON ----------------------------------------------------------------
+ * The document is described once, against the writer (jsonw.h): streamed
+ * as text by us_output_json, built as a tree by us_output_document. */
 
 int us_output_put(cJSON *obj, const char *key, cJSON *item) {
     if (!item) return -1;
@@ -57,17 +40,25 @@ int us_output_push(cJSON *arr, cJSON *item) {
     return 0;
 }
 
+static void res_w(us_jw *w, const char *key, us_res r) {
+    us_jw_begin_object(w, key);
+    us_jw_number(w, us_res_names[US_GPU], (double)r.v[US_GPU] / US_GPU_UNIT);
+    us_jw_int(w, us_res_names[US_CPU], r.v[US_CPU]);
+    us_jw_int(w, us_res_names[US_MEM], r.v[US_MEM]);
+    us_jw_end(w);
+}
+
+/* One value written to a tree of its own. */
+static cJSON *tree_of(us_jw *w) {
+    cJSON *t;
+    return us_jw_finish(w, &t, NULL) < 0 ? NULL : t;
+}
+
 cJSON *us_output_res(us_res r) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, us_res_names[US_GPU], cJSON_CreateNumber((double)r.v[US_GPU] / US_GPU_UNIT)) < 0 ||
-        us_output_put(o, us_res_names[US_CPU], int_item(r.v[US_CPU])) < 0 ||
-        us_output_put(o, us_res_names[US_MEM], int_item(r.v[US_MEM])) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    us_jw w;
+    us_jw_tree(&w);
+    res_w(&w, NULL, r);
+    return tree_of(&w);
 }
 
 /* Fair shares are fractional in engine units; output rounds them to the
@@ -78,107 +69,88 @@ static us_res round_fair(const double fair[US_NRES]) {
     return r;
 }
 
-cJSON *us_output_decision(const us_decision *d) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, "op", cJSON_CreateString(us_op_names[d->op])) < 0 ||
-        us_output_put(o, "pod", str_item(d->pod)) < 0 || us_output_put(o, "node", str_item(d->node)) < 0)
-        goto fail;
+static void decision_w(us_jw *w, const us_decision *d) {
+    us_jw_begin_object(w, NULL);
+    us_jw_string(w, "op", us_op_names[d->op]);
+    us_jw_string(w, "pod", d->pod);
+    us_jw_string(w, "node", d->node);
     if (d->op == US_OP_PIPELINE) {
-        cJSON *w = cJSON_CreateArray();
-        if (us_output_put(o, "waits_for", w) < 0) goto fail;
-        for (size_t i = 0; i < d->nwaits; i++)
-            if (us_output_push(w, str_item(d->waits_for[i])) < 0) goto fail;
+        us_jw_begin_array(w, "waits_for");
+        for (size_t i = 0; i < d->nwaits; i++) us_jw_string(w, NULL, d->waits_for[i]);
+        us_jw_end(w);
     }
-    if (d->action != US_ACT_NONE &&
-        us_output_put(o, "action", cJSON_CreateString(us_action_names[d->action])) < 0)
-        goto fail;
-    if (d->op == US_OP_EVICT && d->evictor && us_output_put(o, "evictor", cJSON_CreateString(d->evictor)) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    if (d->action != US_ACT_NONE) us_jw_string(w, "action", us_action_names[d->action]);
+    if (d->op == US_OP_EVICT && d->evictor) us_jw_string(w, "evictor", d->evictor);
+    us_jw_end(w);
 }
 
-static cJSON *event_json(const us_event *e) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, "type", str_item(e->type)) < 0 || us_output_put(o, "reason", str_item(e->reason)) < 0 ||
-        us_output_put(o, "object", str_item(e->object)) < 0 || us_output_put(o, "message", str_item(e->message)) < 0)
-        goto fail;
+cJSON *us_output_decision(const us_decision *d) {
+    us_jw w;
+    us_jw_tree(&w);
+    decision_w(&w, d);
+    return tree_of(&w);
+}
+
+static void event_w(us_jw *w, const us_event *e) {
+    us_jw_begin_object(w, NULL);
+    us_jw_string(w, "type", e->type);
+    us_jw_string(w, "reason", e->reason);
+    us_jw_string(w, "object", e->object);
+    us_jw_string(w, "message", e->message);
     if (e->annotations.n) {
-        cJSON *a = cJSON_CreateObject();
-        if (us_output_put(o, "annotations", a) < 0) goto fail;
+        us_jw_begin_object(w, "annotations");
         for (size_t i = 0; i < e->annotations.n; i++)
-            if (us_output_put(a, e->annotations.items[i].key, str_item(e->annotations.items[i].value)) < 0)
-                goto fail;
+            us_jw_string(w, e->annotations.items[i].key, e->annotations.items[i].value);
+        us_jw_end(w);
     }
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    us_jw_end(w);
 }
 
 /* A workload change names its workload, a node change its node. */
 static bool about_node(us_change_kind a) { return a >= US_CH_ADD_NODE && a <= US_CH_UNCORDON; }
 
-static cJSON *change_json(const us_change *ch) {
-    cJSON *o = cJSON_CreateObject(), *pods;
-    if (!o) return NULL;
-    if (us_output_put(o, "action", cJSON_CreateString(us_change_names[ch->action])) < 0 ||
-        us_output_put(o, about_node(ch->action) ? "node" : "workload", str_item(ch->object)) < 0 ||
-        (ch->action == US_CH_COMPLETE &&
-         us_output_put(o, "cause", cJSON_CreateString(ch->by_duration ? "duration" : "timeline")) < 0) ||
-        us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0)
-        goto fail;
-    for (size_t i = 0; i < ch->npods; i++)
-        if (us_output_push(pods, str_item(ch->pods[i])) < 0) goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+static void change_w(us_jw *w, const us_change *ch) {
+    us_jw_begin_object(w, NULL);
+    us_jw_string(w, "action", us_change_names[ch->action]);
+    us_jw_string(w, about_node(ch->action) ? "node" : "workload", ch->object);
+    if (ch->action == US_CH_COMPLETE) us_jw_string(w, "cause", ch->by_duration ? "duration" : "timeline");
+    us_jw_begin_array(w, "pods");
+    for (size_t i = 0; i < ch->npods; i++) us_jw_string(w, NULL, ch->pods[i]);
+    us_jw_end(w);
+    us_jw_end(w);
 }
 
-static cJSON *cycle_json(const us_sim_result *res, const us_state *st, size_t i) {
+static void cycle_w(us_jw *w, const us_sim_result *res, const us_state *st, size_t i) {
     const us_sim_cycle *c = &res->cycles[i];
-    cJSON *o = cJSON_CreateObject(), *decisions, *events, *changes;
-    if (!o) return NULL;
-    if (us_output_put(o, "cycle", cJSON_CreateNumber(c->index)) < 0 ||
-        us_output_put(o, "time", cJSON_CreateNumber(c->time)) < 0 ||
-        us_output_put(o, "policy", cJSON_CreateString(c->policy)) < 0 ||
-        us_output_put(o, "changes", changes = cJSON_CreateArray()) < 0 ||
-        us_output_put(o, "decisions", decisions = cJSON_CreateArray()) < 0 ||
-        us_output_put(o, "events", events = cJSON_CreateArray()) < 0)
-        goto fail;
-    for (size_t k = 0; k < c->nchanges; k++)
-        if (us_output_push(changes, change_json(&c->changes[k])) < 0) goto fail;
-    for (size_t k = 0; k < c->log.ndecisions; k++)
-        if (us_output_push(decisions, us_output_decision(&c->log.decisions[k])) < 0) goto fail;
-    for (size_t k = 0; k < c->log.nevents; k++)
-        if (us_output_push(events, event_json(&c->log.events[k])) < 0) goto fail;
+    us_jw_begin_object(w, NULL);
+    us_jw_number(w, "cycle", c->index);
+    us_jw_number(w, "time", c->time);
+    us_jw_string(w, "policy", c->policy);
+    us_jw_begin_array(w, "changes");
+    for (size_t k = 0; k < c->nchanges; k++) change_w(w, &c->changes[k]);
+    us_jw_end(w);
+    us_jw_begin_array(w, "decisions");
+    for (size_t k = 0; k < c->log.ndecisions; k++) decision_w(w, &c->log.decisions[k]);
+    us_jw_end(w);
+    us_jw_begin_array(w, "events");
+    for (size_t k = 0; k < c->log.nevents; k++) event_w(w, &c->log.events[k]);
+    us_jw_end(w);
     if (c->log.nlines || c->log.dropped_lines) {
-        cJSON *lines = cJSON_CreateArray();
-        if (us_output_put(o, "log", lines) < 0) goto fail;
+        us_jw_begin_array(w, "log");
         for (size_t k = 0; k < c->log.nlines; k++) {
             const us_log_line *l = &c->log.lines[k];
-            cJSON *it = cJSON_CreateObject();
-            if (us_output_push(lines, it) < 0 || us_output_put(it, "file", str_item(l->file)) < 0 ||
-                us_output_put(it, "line", cJSON_CreateNumber(l->line)) < 0 ||
-                us_output_put(it, "message", str_item(l->text)) < 0)
-                goto fail;
+            us_jw_begin_object(w, NULL);
+            us_jw_string(w, "file", l->file);
+            us_jw_number(w, "line", l->line);
+            us_jw_string(w, "message", l->text);
+            us_jw_end(w);
         }
-        if (c->log.dropped_lines &&
-            us_output_put(o, "log_dropped", cJSON_CreateNumber((double)c->log.dropped_lines)) < 0)
-            goto fail;
+        us_jw_end(w);
+        if (c->log.dropped_lines) us_jw_number(w, "log_dropped", (double)c->log.dropped_lines);
     }
-    if (us_output_put(o, "pools", us_fig_cycle_pools(res, i)) < 0 ||
-        us_output_put(o, "queues", us_fig_cycle_queues(res, st, i)) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    us_jw_take(w, "pools", us_fig_cycle_pools(res, i));
+    us_jw_take(w, "queues", us_fig_cycle_queues(res, st, i));
+    us_jw_end(w);
 }
 
 static const char *workload_name(const us_state *st, int w) {
@@ -189,25 +161,18 @@ static const char *node_name(const us_state *st, int n) {
     return n >= 0 && (size_t)n < st->nnodes ? st->nodes[n].name : NULL;
 }
 
-static cJSON *pod_json(const us_state *st, const us_pod *p) {
+static void pod_w(us_jw *jw, const us_state *st, const us_pod *p) {
     int w = p->workload;
-    bool bg = w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].background;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, "name", str_item(p->name)) < 0 ||
-        us_output_put(o, "workload", str_item(workload_name(st, w))) < 0 ||
-        us_output_put(o, "node", str_item(node_name(st, p->node))) < 0 ||
-        us_output_put(o, "state", cJSON_CreateString(us_pod_state_names[p->state])) < 0 ||
-        us_output_put(o, "background", cJSON_CreateBool(bg)) < 0)
-        goto fail;
+    bool known = w >= 0 && (size_t)w < st->nworkloads;
+    us_jw_begin_object(jw, NULL);
+    us_jw_string(jw, "name", p->name);
+    us_jw_string(jw, "workload", workload_name(st, w));
+    us_jw_string(jw, "node", node_name(st, p->node));
+    us_jw_string(jw, "state", us_pod_state_names[p->state]);
+    us_jw_bool(jw, "background", known && st->workloads[w].background);
     /* only when set, so documents without external workloads are unchanged */
-    if (w >= 0 && (size_t)w < st->nworkloads && st->workloads[w].external &&
-        us_output_put(o, "external", cJSON_CreateBool(true)) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    if (known && st->workloads[w].external) us_jw_bool(jw, "external", true);
+    us_jw_end(jw);
 }
 
 /* The figures of queue q after the last cycle; NULL when there are none. */
@@ -217,91 +182,70 @@ static const us_queue_figures *last_figures(const us_sim_result *res, size_t q) 
     return c->queues ? &c->queues[q] : NULL;
 }
 
-static cJSON *queue_json(const us_sim_result *res, const us_state *st, size_t q) {
+static void queue_w(us_jw *w, const us_sim_result *res, const us_state *st, size_t q) {
     const us_queue_figures *f = last_figures(res, q);
     us_res alloc = {{0}}, fair = {{0}};
     if (f) {
         alloc = f->allocated;
         fair = round_fair(f->fair);
     }
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, "name", str_item(st->queues[q].name)) < 0 ||
-        us_output_put(o, "allocated", us_output_res(alloc)) < 0 ||
-        us_output_put(o, "fair_share", us_output_res(fair)) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+    us_jw_begin_object(w, NULL);
+    us_jw_string(w, "name", st->queues[q].name);
+    res_w(w, "allocated", alloc);
+    res_w(w, "fair_share", fair);
+    us_jw_end(w);
 }
 
-static cJSON *final_json(const us_sim_result *res, const us_state *st) {
-    cJSON *o = cJSON_CreateObject(), *pods, *queues;
-    if (!o) return NULL;
-    if (us_output_put(o, "time", cJSON_CreateNumber(res->final_time)) < 0 ||
-        us_output_put(o, "pods", pods = cJSON_CreateArray()) < 0 ||
-        us_output_put(o, "queues", queues = cJSON_CreateArray()) < 0)
-        goto fail;
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && us_output_push(pods, pod_json(st, &st->pods[i])) < 0) goto fail;
-    for (size_t q = 0; q < st->nqueues; q++)
-        if (us_output_push(queues, queue_json(res, st, q)) < 0) goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+static void final_w(us_jw *w, const us_sim_result *res, const us_state *st) {
+    us_jw_begin_object(w, "final");
+    us_jw_number(w, "time", res->final_time);
+    us_jw_begin_array(w, "pods");
+    for (size_t i = 0; i < st->npods && !w->failed; i++)
+        if (!st->pods[i].gone) pod_w(w, st, &st->pods[i]);
+    us_jw_end(w);
+    us_jw_begin_array(w, "queues");
+    for (size_t q = 0; q < st->nqueues; q++) queue_w(w, res, st, q);
+    us_jw_end(w);
+    us_jw_end(w);
 }
 
-static cJSON *summary_json(const us_sim_result *res) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    if (us_output_put(o, "cycles", cJSON_CreateNumber((double)res->ncycles)) < 0 ||
-        us_output_put(o, "background_evictions", cJSON_CreateNumber(res->totals.background_evictions)) < 0 ||
-        us_output_put(o, "preemptions", cJSON_CreateNumber(res->totals.preemptions)) < 0 ||
-        us_output_put(o, "reclaims", cJSON_CreateNumber(res->totals.reclaims)) < 0 ||
-        us_output_put(o, "ai_pods_pending", cJSON_CreateNumber(res->ai_pods_pending)) < 0 ||
-        us_output_put(o, "harvest", us_fig_summary(res)) < 0)
-        goto fail;
-    return o;
-fail:
-    cJSON_Delete(o);
-    return NULL;
+static void summary_w(us_jw *w, const us_sim_result *res) {
+    us_jw_begin_object(w, "summary");
+    us_jw_number(w, "cycles", (double)res->ncycles);
+    us_jw_number(w, "background_evictions", res->totals.background_evictions);
+    us_jw_number(w, "preemptions", res->totals.preemptions);
+    us_jw_number(w, "reclaims", res->totals.reclaims);
+    us_jw_number(w, "ai_pods_pending", res->ai_pods_pending);
+    us_jw_take(w, "harvest", us_fig_summary(res));
+    us_jw_end(w);
+}
+
+static void document_w(us_jw *w, const us_sim_result *res, const us_state *final) {
+    us_jw_begin_object(w, NULL);
+    us_jw_string(w, "scenario", res->scenario);
+    us_jw_string(w, "policy", res->policy);
+    us_jw_begin_array(w, "cycles");
+    for (size_t i = 0; i < res->ncycles && !w->failed; i++) cycle_w(w, res, final, i);
+    us_jw_end(w);
+    final_w(w, res, final);
+    summary_w(w, res);
+    us_jw_end(w);
 }
 
 cJSON *us_output_document(const us_sim_result *res, const us_state *final) {
-    cJSON *doc = cJSON_CreateObject(), *cycles;
-    if (!doc) return NULL;
-    if (us_output_put(doc, "scenario", str_item(res->scenario)) < 0 ||
-        us_output_put(doc, "policy", cJSON_CreateString(res->policy)) < 0 ||
-        us_output_put(doc, "cycles", cycles = cJSON_CreateArray()) < 0)
-        goto fail;
-    for (size_t i = 0; i < res->ncycles; i++)
-        if (us_output_push(cycles, cycle_json(res, final, i)) < 0) goto fail;
-    if (us_output_put(doc, "final", final_json(res, final)) < 0 || us_output_put(doc, "summary", summary_json(res)) < 0)
-        goto fail;
-    return doc;
-fail:
-    cJSON_Delete(doc);
-    return NULL;
+    us_jw w;
+    us_jw_tree(&w);
+    document_w(&w, res, final);
+    return tree_of(&w);
 }
 
 int us_output_json(FILE *f, const us_sim_result *res, const us_state *final, us_err *err) {
-    int rc = -1;
-    char *text = NULL;
-    cJSON *doc = us_output_document(res, final);
-    if (!doc || !(text = cJSON_Print(doc))) {
-        us_err_nomem(err);
-        goto cleanup;
-    }
-    if (fputs(text, f) == EOF || fputc('\n', f) == EOF || fflush(f) == EOF) {
-        us_err_set(err, US_EIO, "cannot write the output");
-        goto cleanup;
-    }
-    rc = 0;
-cleanup:
-    free(text);
-    cJSON_Delete(doc);
+    us_jw w;
+    us_jw_text(&w, f);
+    document_w(&w, res, final);
+    int rc = us_jw_finish(&w, NULL, err);
+    if (rc == 0 && (fputc('\n', f) == EOF || fflush(f) == EOF))
+        rc = us_err_set(err, US_EIO, "cannot write the output");
     return rc;
 }
 

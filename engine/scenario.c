@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonsplit.h"
 #include "use.h"
 #include "utf8.h"
 
@@ -150,12 +151,30 @@ int us_parse_memory(const char *s, int64_t *out) {
     return 0;
 }
 
+/* Decimal digits of v >= 0 at out (no terminator); their count. */
+static size_t digits_of(char *out, long v) {
+    char t[24];
+    size_t n = 0, k = 0;
+    do t[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n) out[k++] = t[--n];
+    return k;
+}
+
 /* Shortest text that reads back as d, so JSON 0.1 is "0.1", not
  * "0.10000000000000001": numbers then parse exactly like strings. */
 static const char *numstr(char buf[32], double d) {
     double t = fabs(d);
     int p = 1, digits = 1;
     if (d == 0) d = 0; /* -0 */
+    /* a whole number below 1e15 is its digits, which the search below
+     * would find after a dozen printf calls (every node has a few) */
+    if (t < 1e15 && d == floor(d)) {
+        size_t k = 0;
+        if (d < 0) buf[k++] = '-';
+        buf[k + digits_of(buf + k, (long)t)] = '\0';
+        return buf;
+    }
     for (; p < 17; p++) {
         snprintf(buf, 32, "%.*g", p, d);
         if (strtod(buf, NULL) == d) break;
@@ -169,65 +188,98 @@ static const char *numstr(char buf[32], double d) {
 /* ---- name tables ----------------------------------------------------------- */
 
 /* Name -> index, open addressing.  Keys point into the state's own strings,
- * which never move (only the arrays of structs holding them do). */
+ * which never move (only the arrays of structs holding them do).  A slot
+ * keeps its key's hash beside it, so a probe reads a string only when the
+ * hashes agree and growing never reads one: at a million pod names each
+ * string read is a cache miss. */
+typedef struct name_slot {
+    const char *k;   /* NULL: empty */
+    uint32_t h;      /* the key's hash: its low bits index, all of it filters */
+    int v;
+} name_slot;
+
 typedef struct names {
-    const char **k;
-    int *v;
+    name_slot *s;
     size_t cap, n;
 } names;
 
-static uint64_t hash(const char *s) {
+/* FNV-1a, then mixed: a product carries only upward, so without the mix
+ * the low bits the table indexes by depend only on the low bits of each
+ * byte, and names that differ in their digits crowd together. */
+static uint32_t hash(const char *s) {
     uint64_t h = 1469598103934665603u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdu;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+/* The slot holding k, or the empty one where k would go (the table has
+ * room: names_put grows it first). */
+static size_t names_slot(const names *h, const char *k, uint32_t x) {
+    for (size_t i = x & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        const name_slot *sl = &h->s[i];
+        if (!sl->k || (sl->h == x && strcmp(sl->k, k) == 0)) return i;
+    }
 }
 
 static int names_get(const names *h, const char *k) {
     if (!h->cap) return -1;
-    for (size_t i = hash(k) & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
-        if (!h->k[i]) return -1;
-        if (strcmp(h->k[i], k) == 0) return h->v[i];
-    }
+    const name_slot *sl = &h->s[names_slot(h, k, hash(k))];
+    return sl->k ? sl->v : -1;
 }
 
-static void names_insert(names *h, const char *k, int v) {
-    size_t i = hash(k) & (h->cap - 1);
-    while (h->k[i]) i = (i + 1) & (h->cap - 1);
-    h->k[i] = k;
-    h->v[i] = v;
+static void names_place(names *h, name_slot sl) {
+    size_t i = sl.h & (h->cap - 1);
+    while (h->s[i].k) i = (i + 1) & (h->cap - 1);
+    h->s[i] = sl;
     h->n++;
+}
+
+/* Make room for one more name: 0, or -1 when out of memory.  Growing
+ * moves the slots by their kept hashes, reading no string. */
+static int names_reserve(names *h) {
+    if ((h->n + 1) * 2 > h->cap) {
+        names old = *h;
+        size_t ncap = h->cap ? h->cap * 2 : 64;
+        name_slot *ns = calloc(ncap, sizeof *ns);
+        if (!ns) return -1;
+        h->s = ns;
+        h->cap = ncap;
+        h->n = 0;
+        for (size_t i = 0; i < old.cap; i++)
+            if (old.s[i].k) names_place(h, old.s[i]);
+        free(old.s);
+    }
+    return 0;
 }
 
 /* Add k (absent) -> v; 0, or -1 when out of memory. */
 static int names_put(names *h, const char *k, int v) {
-    const char **nk = NULL;
-    int *nv = NULL;
-    if ((h->n + 1) * 2 > h->cap) {
-        names old = *h;
-        size_t ncap = h->cap ? h->cap * 2 : 64;
-        nk = calloc(ncap, sizeof *nk);
-        nv = calloc(ncap, sizeof *nv);
-        if (!nk || !nv) goto fail;
-        h->k = nk;
-        h->v = nv;
-        h->cap = ncap;
-        h->n = 0;
-        for (size_t i = 0; i < old.cap; i++)
-            if (old.k[i]) names_insert(h, old.k[i], old.v[i]);
-        free(old.k);
-        free(old.v);
-    }
-    names_insert(h, k, v);
+    if (names_reserve(h) < 0) return -1;
+    names_place(h, (name_slot){k, hash(k), v});
     return 0;
-fail:
-    free(nk);
-    free(nv);
-    return -1;
+}
+
+/* A name to add once it is known free: one probe both checks and places
+ * (the pods of a large scenario are a million lookups).  Reserve, look
+ * (*at: the slot; its k set when taken), then fill the slot with the
+ * state's own copy of the key. */
+static int names_look(names *h, const char *k, size_t *at, uint32_t *x) {
+    if (names_reserve(h) < 0) return -1;
+    *x = hash(k);
+    *at = names_slot(h, k, *x);
+    return 0;
+}
+
+static void names_fill(names *h, size_t at, const char *k, uint32_t x, int v) {
+    h->s[at] = (name_slot){k, x, v};
+    h->n++;
 }
 
 static void names_free(names *h) {
-    free(h->k);
-    free(h->v);
+    free(h->s);
     memset(h, 0, sizeof *h);
 }
 
@@ -309,6 +361,19 @@ static const char *subidx(char dst[PATHLEN], const char *path, const char *key, 
     subkey(dst, path, key);
     snprintf(n, sizeof n, "[%d]", i);
     cat(dst, PATHLEN, n);
+    return dst;
+}
+
+/* dst, holding path.key (base characters), becomes path.key[i]: what
+ * subidx writes, without building the prefix again for every element. */
+static const char *subidx_next(char dst[PATHLEN], size_t base, int i) {
+    char n[28];
+    size_t k = 0;
+    n[k++] = '[';
+    k += digits_of(n + k, i);
+    n[k++] = ']';
+    for (size_t j = 0; j < k && base + 1 < PATHLEN; j++) dst[base++] = n[j];
+    dst[base] = '\0';
     return dst;
 }
 
@@ -912,6 +977,8 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     int slot = -1, si = -1;
     us_pod_state state;
     int ni, pi;
+    size_t at;
+    uint32_t hx;
     double release_at = w->termination_grace;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
@@ -970,11 +1037,21 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             gen = genbuf;
             len = sizeof genbuf;
         }
-        if (w->controller == US_CTRL_DAEMONSET) snprintf(gen, len, "%s-%s", w->name, node);
-        else snprintf(gen, len, "%s-%d", w->name, i);
+        if (w->controller == US_CTRL_DAEMONSET) {
+            snprintf(gen, len, "%s-%s", w->name, node);
+        } else { /* the same as "%s-%d", without printf for each pod */
+            size_t k = strlen(w->name);
+            memcpy(gen, w->name, k);
+            gen[k++] = '-';
+            gen[k + digits_of(gen + k, i)] = '\0';
+        }
         name = gen;
     }
-    if (names_get(&c->pods, name) >= 0) {
+    if (names_look(&c->pods, name, &at, &hx) < 0) {
+        nomem(c);
+        goto fail;
+    }
+    if (c->pods.s[at].k) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
@@ -987,10 +1064,11 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
-    if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
+    if (pi < 0) {
         nomem(c);
         goto fail;
     }
+    names_fill(&c->pods, at, st->pods[pi].name, hx, pi);
     st->pods[pi].state = state;
     st->pods[pi].node = ni;
     st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */
@@ -1025,8 +1103,9 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     if (n > 0 && w->submit_at != 0)
         return failk(c, p, NULL, "a workload with pre-existing pods must be submitted at 0, not %s",
                      numstr(num, w->submit_at));
+    size_t base = strlen(subkey(p, path, "pods"));
     cJSON_ArrayForEach(o, arr) {
-        if (parse_pod(c, o, subidx(p, path, "pods", i), wi, i) < 0) return -1;
+        if (parse_pod(c, o, subidx_next(p, base, i), wi, i) < 0) return -1;
         i++;
     }
     c->haspods[wi] = n > 0;
@@ -1268,6 +1347,79 @@ static void line_col(const char *buf, size_t off, int *line, int *col) {
     }
 }
 
+/* The members whose arrays are read an element at a time: at 130,000
+ * nodes their trees would be most of the peak memory of a load. */
+static const char *const split_keys[] = {"nodes", "workloads", NULL};
+
+/* The document's root when it was split (jsonsplit.h): every member parsed
+ * alone, in order, except the split arrays, which are empty here and read
+ * through items.  NULL when memory runs out. */
+static cJSON *split_root(const char *text, const us_jdoc *d) {
+    cJSON *root = cJSON_CreateObject();
+    for (size_t k = 0; root && k < d->n; k++) {
+        const us_jmember *m = &d->members[k];
+        cJSON *key = cJSON_ParseWithLengthOpts(text + m->key.off, m->key.len, NULL, 0);
+        cJSON *v = m->split ? cJSON_CreateArray()
+                            : cJSON_ParseWithLengthOpts(text + m->value.off, m->value.len, NULL, 0);
+        if (!key || !v || !cJSON_IsString(key) || !cJSON_AddItemToObject(root, key->valuestring, v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(root);
+            root = NULL;
+        }
+        cJSON_Delete(key);
+    }
+    return root;
+}
+
+/* The elements of a top-level array, from the whole tree or parsed a piece
+ * at a time (each piece freed when the next is read). */
+typedef struct items {
+    const cJSON *at;        /* whole tree: the next element */
+    const char *text;       /* split: the document */
+    const us_jmember *m;    /* split: the member, or NULL when not split */
+    size_t i;
+    cJSON *piece;           /* split: the element read last */
+} items;
+
+/* arr is the array in the root (NULL when absent); the member of the same
+ * name is used when it was split. */
+static void items_init(items *it, const cJSON *arr, const char *text, const us_jdoc *d, const char *key) {
+    memset(it, 0, sizeof *it);
+    it->at = arr ? arr->child : NULL;
+    it->text = text;
+    for (size_t k = 0; arr && d && k < d->n && !it->m; k++) {
+        const us_jmember *m = &d->members[k];
+        if (m->split && m->key.len == strlen(key) + 2 && memcmp(text + m->key.off + 1, key, m->key.len - 2) == 0)
+            it->m = m;
+    }
+}
+
+static size_t items_count(const items *it, const cJSON *arr) {
+    return it->m ? it->m->nitems : (size_t)cJSON_GetArraySize(arr);
+}
+
+/* The next element; NULL at the end, or with *oom set when memory ran out. */
+static const cJSON *items_next(items *it, bool *oom) {
+    const cJSON *o;
+    *oom = false;
+    if (!it->m) {
+        o = it->at;
+        if (o) it->at = o->next;
+        return o;
+    }
+    cJSON_Delete(it->piece);
+    it->piece = NULL;
+    if (it->i == it->m->nitems) return NULL;
+    const us_jspan *sp = &it->m->items[it->i++];
+    if (!(it->piece = cJSON_ParseWithLengthOpts(it->text + sp->off, sp->len, NULL, 0))) *oom = true;
+    return it->piece;
+}
+
+static void items_free(items *it) {
+    cJSON_Delete(it->piece);
+    it->piece = NULL;
+}
+
 int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const char *origin,
                             us_err *err) {
     ctx c;
@@ -1275,9 +1427,12 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     char *buf = NULL, p[PATHLEN];
     const char *end = NULL, *nul;
     const cJSON *nodes, *queues, *wls, *tl, *o;
-    int rc = -1, i, line, col, idx;
+    int rc = -1, i, line, col, idx, split;
     size_t nsub;
     long bad;
+    us_jdoc jd = {0};
+    items nit = {0}, wit = {0};
+    bool oom = false;
 
     memset(sc, 0, sizeof *sc);
     us_state_init(&sc->state);
@@ -1287,37 +1442,50 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     c.err = err;
     c.origin = origin;
 
-    /* cJSON wants a terminated string; a NUL inside the text would end it
-     * early and hide what follows, so that is a syntax error */
-    if (!(buf = malloc(len + 1))) {
+    /* Strict JSON (valid UTF-8, no NUL: jsonsplit.h) is read a piece at a
+     * time; anything else goes the old way, checked and parsed whole by
+     * cJSON, which then accepts it or names where it fails */
+    if ((split = us_jsplit(json, len, split_keys, &jd)) < 0) {
         nomem(&c);
         goto fail;
     }
-    if (len) memcpy(buf, json, len);
-    buf[len] = '\0';
-    if ((nul = memchr(buf, '\0', len))) {
-        line_col(buf, (size_t)(nul - buf), &line, &col);
-        us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
-        goto fail;
+    if (split) {
+        if (!(root = split_root(json, &jd))) {
+            nomem(&c);
+            goto fail;
+        }
+    } else {
+        /* cJSON wants a terminated string; a NUL inside the text would end
+         * it early and hide what follows, so that is a syntax error */
+        if (len && (nul = memchr(json, '\0', len))) {
+            line_col(json, (size_t)(nul - json), &line, &col);
+            us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d: a NUL byte", line, col);
+            goto fail;
+        }
+        /* JSON is UTF-8: invalid bytes would reach names, and from there
+         * the output, which must stay valid */
+        if ((bad = us_utf8_invalid(json, len)) >= 0) {
+            line_col(json, (size_t)bad, &line, &col);
+            us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
+                       bad, line, col, (unsigned)(unsigned char)json[bad]);
+            goto fail;
+        }
+        if (!(buf = malloc(len + 1))) {
+            nomem(&c);
+            goto fail;
+        }
+        if (len) memcpy(buf, json, len);
+        buf[len] = '\0';
+        if (!(root = cJSON_ParseWithOpts(buf, &end, 1))) {
+            size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+            line_col(buf, off, &line, &col);
+            us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
+            goto fail;
+        }
+        /* the tree holds its own copies: the copy goes now */
+        free(buf);
+        buf = NULL;
     }
-    /* JSON is UTF-8: invalid bytes would reach names, and from there the
-     * output, which must stay valid */
-    if ((bad = us_utf8_invalid(buf, len)) >= 0) {
-        line_col(buf, (size_t)bad, &line, &col);
-        us_err_set(err, US_EINVAL, "invalid UTF-8 at byte offset %ld (line %d, column %d): byte 0x%02x",
-                   bad, line, col, (unsigned)(unsigned char)buf[bad]);
-        goto fail;
-    }
-    if (!(root = cJSON_ParseWithOpts(buf, &end, 1))) {
-        size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
-        line_col(buf, off, &line, &col);
-        us_err_set(err, US_EINVAL, "invalid JSON at line %d, column %d", line, col);
-        goto fail;
-    }
-    /* the tree holds its own copies: the text goes now, not after the
-     * state is built (at 130,000 nodes it is 80 MB of the peak) */
-    free(buf);
-    buf = NULL;
     if (!cJSON_IsObject(root)) {
         us_err_set(err, US_EINVAL, "the document must be a JSON object, not %s", tname(root));
         goto fail;
@@ -1337,10 +1505,17 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     if (top_array(&c, root, "nodes", &nodes) < 0 || top_array(&c, root, "queues", &queues) < 0 ||
         top_array(&c, root, "workloads", &wls) < 0 || top_array(&c, root, "timeline", &tl) < 0)
         goto fail;
+    items_init(&nit, nodes, json, split ? &jd : NULL, "nodes");
+    items_init(&wit, wls, json, split ? &jd : NULL, "workloads");
 
     i = 0;
-    cJSON_ArrayForEach(o, nodes) {
+    while ((o = items_next(&nit, &oom))) {
         if (parse_node(&c, o, subidx(p, "", "nodes", i++), false, &idx) < 0) goto fail;
+    }
+    items_free(&nit);
+    if (oom) {
+        nomem(&c);
+        goto fail;
     }
     c.nused = c.st->nnodes;
     if (c.nused && (!(c.used = calloc(c.nused, sizeof *c.used)) ||
@@ -1357,7 +1532,7 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     if (queues && resolve_parents(&c, queues) < 0) goto fail;
     us_state_derive_queues(c.st);
 
-    nsub = (size_t)cJSON_GetArraySize(wls) + (size_t)cJSON_GetArraySize(tl);
+    nsub = items_count(&wit, wls) + (size_t)cJSON_GetArraySize(tl);
     if (nsub && (!(c.submitted = malloc(nsub * sizeof *c.submitted)) ||
                  !(c.haspods = calloc(nsub, sizeof *c.haspods)))) {
         nomem(&c);
@@ -1365,8 +1540,13 @@ int us_scenario_load_string(us_scenario *sc, const char *json, size_t len, const
     }
     for (size_t k = 0; k < nsub; k++) c.submitted[k] = -1;
     i = 0;
-    cJSON_ArrayForEach(o, wls) {
+    while ((o = items_next(&wit, &oom))) {
         if (parse_workload(&c, o, subidx(p, "", "workloads", i++), false, 0, &idx) < 0) goto fail;
+    }
+    items_free(&wit);
+    if (oom) {
+        nomem(&c);
+        goto fail;
     }
 
     if (tl && cJSON_GetArraySize(tl) > 0) {
@@ -1400,6 +1580,9 @@ fail:
     free(c.pinned);
     free(c.submitted);
     free(c.haspods);
+    items_free(&nit);
+    items_free(&wit);
+    us_jdoc_free(&jd);
     cJSON_Delete(root);
     free(buf);
     if (rc < 0) us_scenario_free(sc);

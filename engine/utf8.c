@@ -39,6 +39,8 @@ static int seq_len(const unsigned char *s, size_t n) {
     return len;
 }
 
+int us_utf8_seq_len(const char *s, size_t n) { return seq_len((const unsigned char *)s, n); }
+
 long us_utf8_invalid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {

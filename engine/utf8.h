@@ -12,6 +12,11 @@
  * invalid), or -1 when all of it is valid. */
 long us_utf8_invalid(const char *s, size_t n);
 
+/* Length of the valid UTF-8 sequence starting s[0..n) (n >= 1): 1 to 4,
+ * 0 when it is invalid, -1 when n cuts it short.  The rule of
+ * us_utf8_invalid, one character at a time. */
+int us_utf8_seq_len(const char *s, size_t n);
+
 /* A malloc'd copy of s that is valid UTF-8: each invalid byte becomes the
  * four characters \xNN, and a sequence cut short at the very end (by a
  * truncated buffer) is dropped.  NULL when memory runs out. */

@@ -5,8 +5,11 @@
  * a scenario document, loads it the way the CLI does, submits everything and
  * times full scheduling cycles, phase by phase; then changes 1% of the pods
  * (completes running AI deployments and submits new ones, half and half)
- * and times the cycle that follows, the incremental cycle.  Each
- * measurement runs in a child process so that its peak memory is its own.
+ * and times the cycle that follows, the incremental cycle.  Then the
+ * command line's path on the same document, written to a file: load it,
+ * simulate its one cycle, write the output document, each timed, with the
+ * peak memory of the whole.  Each measurement runs in a child process so
+ * that its peak memory is its own.
  * The same input is run with the default Lua policies and with the same
  * policies compiled in C, side by side, so the figures that matter are
  * ratios.
@@ -44,13 +47,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cycle.h"
 #include "lifecycle.h"
+#include "output.h"
 #include "policy.h"
 #include "scenario.h"
+#include "sim.h"
 #include "understory.h"
 
 /* ---- a growing text buffer ---------------------------------------------- */
@@ -286,6 +292,8 @@ static size_t change_one_percent(us_state *st, double t) {
     return done + added;
 }
 
+static long hwm_kib(void);
+
 static void measure(int nodes, uint64_t seed, bool real, const char *policies, result *r) {
     memset(r, 0, sizeof *r);
     buf b = {0};
@@ -354,9 +362,7 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, r
     }
     us_policy_free(pol);
     us_scenario_free(&sc);
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    r->peak_kib = ru.ru_maxrss;
+    r->peak_kib = hwm_kib();
 }
 
 static int run_child(int nodes, uint64_t seed, bool real, const char *policies, result *r) {
@@ -377,6 +383,162 @@ static int run_child(int nodes, uint64_t seed, bool real, const char *policies, 
     int status;
     waitpid(pid, &status, 0);
     return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+}
+
+/* ---- the command line's path (in a child process) -------------------------
+ * What `understory simulate FILE --json` does with the document, each step
+ * timed on its own: load the file, simulate its one cycle, write the output
+ * document (to /dev/null: the formatting, not the disk).  The peak memory
+ * is the child's own high-water mark (VmHWM), read after the load and at
+ * the end; CPU seconds are reported beside wall seconds because this
+ * machine is shared. */
+
+typedef struct io_result {
+    double load, load_cpu, sim, write, write_cpu;
+    long load_hwm_kib, hwm_kib;
+    size_t pods;
+    int ok;
+} io_result;
+
+static double cpu_now(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+           ((double)ru.ru_utime.tv_usec + (double)ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* VmHWM of this process in KiB, or -1. */
+static long hwm_kib(void) {
+    char line[256];
+    long v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmHWM:", 6) == 0) v = strtol(line + 6, NULL, 10);
+    fclose(f);
+    return v;
+}
+
+static void measure_io(const char *path, const char *policies, io_result *r) {
+    memset(r, 0, sizeof *r);
+    us_err err = {0};
+    us_scenario sc;
+    us_policy *pol = NULL;
+    us_sim_result res;
+    us_sim_opts o;
+    double t0 = now(), c0 = cpu_now();
+    if (us_scenario_load_file(&sc, path, &err) < 0) {
+        fprintf(stderr, "understory-bench: %s: %s\n", path, err.msg);
+        return;
+    }
+    r->load = now() - t0;
+    r->load_cpu = cpu_now() - c0;
+    r->load_hwm_kib = hwm_kib();
+    if (policies && !(pol = us_policy_load(policies, NULL, &err))) {
+        fprintf(stderr, "understory-bench: %s\n", err.msg);
+        us_scenario_free(&sc);
+        return;
+    }
+    us_sim_opts_default(&o);
+    /* no wall-clock budget: the document written is the same however busy
+     * the machine is, so write times compare */
+    o.cycle.cycle_budget = 0;
+    t0 = now();
+    if (us_sim_run(&sc, pol, &o, &res, &err) < 0) {
+        fprintf(stderr, "understory-bench: simulate: %s\n", err.msg);
+        us_policy_free(pol);
+        us_scenario_free(&sc);
+        return;
+    }
+    r->sim = now() - t0;
+    r->pods = sc.state.npods;
+    FILE *f = fopen("/dev/null", "w");
+    if (f) {
+        t0 = now();
+        c0 = cpu_now();
+        r->ok = us_output_json(f, &res, &sc.state, &err) == 0;
+        r->write = now() - t0;
+        r->write_cpu = cpu_now() - c0;
+        if (fclose(f) != 0) r->ok = 0;
+        if (!r->ok) fprintf(stderr, "understory-bench: output: %s\n", err.msg);
+    }
+    us_sim_result_free(&res);
+    us_policy_free(pol);
+    us_scenario_free(&sc);
+    r->hwm_kib = hwm_kib();
+}
+
+/* The best of `repeats` children (by load time; the peak is the same every
+ * run), each loading path. */
+static int best_io(const char *path, const char *policies, io_result *best) {
+    for (int k = 0; k < repeats; k++) {
+        io_result r;
+        int fd[2];
+        if (pipe(fd) < 0) return -1;
+        pid_t pid = fork();
+        if (pid < 0) return -1;
+        if (pid == 0) {
+            close(fd[0]);
+            measure_io(path, policies, &r);
+            ssize_t n = write(fd[1], &r, sizeof r);
+            _exit(n == (ssize_t)sizeof r ? 0 : 1);
+        }
+        close(fd[1]);
+        ssize_t n = read(fd[0], &r, sizeof r);
+        close(fd[0]);
+        int status;
+        waitpid(pid, &status, 0);
+        if (n != (ssize_t)sizeof r || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || !r.ok) return -1;
+        if (k == 0) *best = r;
+        if (r.load < best->load) {
+            best->load = r.load;
+            best->load_cpu = r.load_cpu;
+        }
+        if (r.write < best->write) {
+            best->write = r.write;
+            best->write_cpu = r.write_cpu;
+        }
+        if (r.sim < best->sim) best->sim = r.sim;
+        if (r.hwm_kib > best->hwm_kib) best->hwm_kib = r.hwm_kib;
+        if (r.load_hwm_kib > best->load_hwm_kib) best->load_hwm_kib = r.load_hwm_kib;
+    }
+    return 0;
+}
+
+/* Write the scenario for nodes to a file of its own; the parent frees the
+ * text before any child starts, so no child inherits its pages. */
+static int write_scenario(const char *path, int nodes, uint64_t seed, bool real) {
+    buf b = {0};
+    generate(&b, nodes, seed, real);
+    FILE *f = fopen(path, "w");
+    int rc = f && fwrite(b.s, 1, b.n, f) == b.n ? 0 : -1;
+    if (f && fclose(f) != 0) rc = -1;
+    free(b.s);
+    return rc;
+}
+
+static int run_io(int nodes, uint64_t seed, bool real, const char *policies) {
+    char path[256];
+    const char *dir = getenv("TMPDIR");
+    struct stat sb;
+    io_result r = {0};
+    snprintf(path, sizeof path, "%s/understory-bench-%d.json", dir && *dir ? dir : "/tmp", (int)getpid());
+    if (write_scenario(path, nodes, seed, real) < 0 || stat(path, &sb) < 0) {
+        fprintf(stderr, "understory-bench: cannot write %s: %s\n", path, strerror(errno));
+        unlink(path);
+        return -1;
+    }
+    int rc = best_io(path, policies, &r);
+    unlink(path);
+    if (rc < 0) {
+        printf("  simulate --json: FAILED\n");
+        return -1;
+    }
+    printf("  simulate --json (%.0f MB document, %zu pods): load %.3f s (cpu %.3f s), one cycle %.3f s, "
+           "write %.3f s (cpu %.3f s) | peak memory %.0f MiB (%.0f MiB after the load)\n",
+           (double)sb.st_size / 1e6, r.pods, r.load, r.load_cpu, r.sim, r.write, r.write_cpu,
+           r.hwm_kib / 1024.0, r.load_hwm_kib / 1024.0);
+    return 0;
 }
 
 /* The fastest of `repeats` runs: on a shared machine the minimum is the
@@ -617,6 +779,7 @@ int main(int argc, char **argv) {
             print_row("c", &c);
             printf("  lua / c cycle time: %.2fx full (#1), %.2fx after the 1%% change (+1%%)\n",
                    c.cycle > 0 ? lua.cycle / c.cycle : 0, c.inc > 0 ? lua.inc / c.inc : 0);
+            if (run_io(sizes[s], seed, shape, policies) < 0) failed = 1;
             if (!base_nodes) {
                 base = lua.cycle;
                 base_nodes = sizes[s];

@@ -31,6 +31,11 @@ grep -q "the cycle after 120 pods changed" "$TMP/out" || fail "no 1% change repo
 plain=$(sed -n '/node labels plain/,/node labels real/p' "$TMP/out" | grep -A1 -E '^  lua #' | grep -o 'placed *[0-9]*')
 real=$(sed -n '/node labels real/,$p' "$TMP/out" | grep -A1 -E '^  lua #' | grep -o 'placed *[0-9]*')
 [ -n "$plain" ] && [ "$plain" = "$real" ] || fail "plain labels placed [$plain], real labels [$real]"
+# the command line's path ran in both shapes, each step reported: the same
+# document loaded, simulated (9,975 pods at the end, releasing ones
+# included) and written
+io=$(grep -cE '^  simulate --json \(1 MB document, 9975 pods\): load [0-9.]+ s \(cpu [0-9.]+ s\), one cycle [0-9.]+ s, write [0-9.]+ s \(cpu [0-9.]+ s\) \| peak memory [0-9]+ MiB \([0-9]+ MiB after the load\)$' "$TMP/out")
+[ "$io" = 2 ] || fail "expected the simulate --json line in both shapes, got $io: $(cat "$TMP/out")"
 # the paths that must stay linear ran and checked their results
 for what in "scale-down, 20000 replicas to 1" "scenario load, a queue chain 2000 deep" \
     "a chain of 80 queues, one upsert at a time"; do
