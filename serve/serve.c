@@ -73,6 +73,7 @@ struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
+          "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -92,6 +93,10 @@ static void usage(FILE *f) {
           "  --scheduler-name NAME\n"
           "                     the spec.schedulerName of the pods to schedule (default\n"
           "                     understory); other pods hold their room as external\n"
+          "  --kube-api-qps QPS requests a second to the API server, watches apart\n"
+          "                     (default 50; above 0, at most 100000)\n"
+          "  --kube-api-burst N requests allowed at once above that rate (default 100;\n"
+          "                     a whole number, 1 to 100000)\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -253,6 +258,16 @@ static bool parse_interval(const char *v, double *out) {
     return true;
 }
 
+/* --kube-api-qps: above 0, at most 100000; --kube-api-burst: a whole
+ * number from 1 to 100000. */
+static bool parse_limit(const char *v, bool whole, double *out) {
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d > 0) || d > 100000 || (whole && (d < 1 || d != (double)(long)d))) return false;
+    *out = d;
+    return true;
+}
+
 static void on_queues_synced(void *ud) {
     serve *s = ud;
     s->synced++;
@@ -329,6 +344,7 @@ int sv_main(int argc, char **argv) {
     char err[1024];
     sv_config cfg;
     serve s;
+    double qps = SV_HTTP_DEFAULT_QPS, burst = SV_HTTP_DEFAULT_BURST;
     memset(&s, 0, sizeof s);
     s.interval = 1;
     for (int i = 1; i < argc; i++) {
@@ -345,6 +361,15 @@ int sv_main(int argc, char **argv) {
             s.dry_run = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
             scheduler = argv[++i];
+        } else if ((!strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst")) && i + 1 < argc) {
+            bool is_qps = !strcmp(argv[i], "--kube-api-qps");
+            if (!parse_limit(argv[i + 1], !is_qps, is_qps ? &qps : &burst)) {
+                fprintf(stderr, "understory serve: %s: \"%s\" is not %s\n", argv[i], argv[i + 1],
+                        is_qps ? "a number of requests a second (above 0, at most 100000)"
+                               : "a whole number of requests (1 to 100000)");
+                return 2;
+            }
+            i++;
         } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
             if (!parse_interval(argv[++i], &s.interval)) {
                 fprintf(stderr, "understory serve: --cycle-interval: \"%s\" is not a number of seconds "
@@ -355,7 +380,8 @@ int sv_main(int argc, char **argv) {
             fprintf(stderr, "understory serve: %s %s\n",
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
-                                          !strcmp(argv[i], "--cycle-interval"))
+                                          !strcmp(argv[i], "--cycle-interval") || !strcmp(argv[i], "--kube-api-qps") ||
+                                          !strcmp(argv[i], "--kube-api-burst"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -383,6 +409,7 @@ int sv_main(int argc, char **argv) {
         return 2;
     }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
+    if (s.http) sv_http_set_limit(s.http, qps, (unsigned)burst);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
     s.epoch = wall();
