@@ -26,7 +26,7 @@ all_q() { [[ $(bound_count q) -eq 40 ]]; }
 until_ok 120 "40 pods bound under --kube-api-qps 5" all_q
 binds_once q 40
 scrape limited
-waited=$(sample limited 'understory_api_rate_limiter_wait_seconds_total ')
+waited=$(sample limited 'understory_api_rate_limiter_wait_seconds_total{} ')
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "${waited:-0}" ||
 	fail "understory_api_rate_limiter_wait_seconds_total is '$waited': no request waited for a token"
 stop_serve
