@@ -475,7 +475,10 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     } else {
         r->queued_at = now_s();
         link_req(r, &h->queue);
-        if (h->queue == r) pump(h); /* else the timer is set for the queue's head */
+        /* the queue moves on the timer, never inside this call, so no done
+         * callback runs before the caller has its request in hand; a queue
+         * that had others in it has its timer set already */
+        if (h->queue == r) uv_timer_start(&h->wake, on_wake, 0, 0);
     }
     free(url);
     free(auth);
