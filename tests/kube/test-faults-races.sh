@@ -45,6 +45,9 @@ stale_cycle() {
 			((SECONDS < end)) || fail "the daemon never saw $name"
 			sleep 0.1
 		done
+		# the scrape answered: let the daemon go back to waiting on its loop
+		# (a daemon stopped mid-work reads its sockets first when continued)
+		sleep 0.2
 		kill -STOP "$serve_pid"
 		if [[ -z $(k -n work get pod "$name" -o jsonpath='{.spec.nodeName}') ]]; then
 			$action "$name"
