@@ -201,9 +201,9 @@ static bool again(sv_http *h, req *r, long status) {
     long ra = status ? retry_after(r->easy) : 0;
     unsigned ms = sv_backoff_delay(&h->retry_rule, r->attempts - 1);
     if (ra * 1000 > (long)ms) ms = (unsigned)ra * 1000;
-    char why[64];
+    char why[CURL_ERROR_SIZE + 32];
     if (status) snprintf(why, sizeof why, "HTTP %ld%s", status, ra ? " with Retry-After" : "");
-    else snprintf(why, sizeof why, "%.60s", r->errbuf[0] ? r->errbuf : "no answer");
+    else snprintf(why, sizeof why, "%s", r->errbuf[0] ? r->errbuf : "no answer");
     fprintf(stderr, "understory serve: %s %s: %s; again in %u ms (retry %u of %u)\n", r->method, r->path, why, ms,
             r->attempts, h->max_retries);
     r->len = 0;
