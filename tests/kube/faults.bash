@@ -70,7 +70,8 @@ faults_cluster() {
 			  labels: {kai.scheduler/queue: work}
 		YAML
 	} | k apply -f - >/dev/null
-	until_ok 60 "the namespace work has its ServiceAccount" k -n work get serviceaccount default
+	has_sa() { k -n work get serviceaccount default >/dev/null 2>&1; }
+	until_ok 60 "the namespace work has its ServiceAccount" has_sa
 	cat >"$work/understory.kubeconfig" <<-YAML
 		apiVersion: v1
 		kind: Config

@@ -20,23 +20,24 @@ set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$here/faults.bash"
 
-interval=3
+interval=5
 faults_cluster
 start_serve serve --cycle-interval "$interval"
 
+# the pods the daemon's informer holds (a plain grep of /metrics: quick,
+# so that the daemon is stopped soon after it saw a pod)
 pods_held() {
-	scrape held
-	sample held 'understory_informer_objects{resource="pods"} '
+	curl -sf --max-time 5 "$admin/metrics" | grep '^understory_informer_objects{resource="pods"} '
 }
 
 # stale_cycle NAME ACTION: create pod NAME, wait until the daemon holds it
 # (its pods informer counts one more), stop the daemon before it binds it,
 # run ACTION (a command) against the pod, sleep past the cycle interval,
-# continue the daemon.  Tries up to 3 pods when a cycle bound the pod
+# continue the daemon.  Tries up to 5 pods when a cycle bound the pod
 # before the stop; prints the name of the pod used.
 stale_cycle() {
 	local base=$1 action=$2 try name before
-	for try in 1 2 3; do
+	for try in 1 2 3 4 5; do
 		name=$base-$try
 		before=$(pods_held)
 		pod_yaml "$name" | k apply -f - >/dev/null
@@ -47,7 +48,7 @@ stale_cycle() {
 		done
 		# the scrape answered: let the daemon go back to waiting on its loop
 		# (a daemon stopped mid-work reads its sockets first when continued)
-		sleep 0.2
+		sleep 0.1
 		kill -STOP "$serve_pid"
 		if [[ -z $(k -n work get pod "$name" -o jsonpath='{.spec.nodeName}') ]]; then
 			$action "$name"
@@ -59,7 +60,7 @@ stale_cycle() {
 		kill -CONT "$serve_pid" # a cycle was quicker: another pod
 		sleep 1
 	done
-	fail "a cycle bound each of $base-1..3 before the daemon could be stopped"
+	fail "a cycle bound each of $base-1..5 before the daemon could be stopped"
 }
 
 # --- a bind answered 409 -------------------------------------------------
