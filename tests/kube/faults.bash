@@ -102,7 +102,7 @@ start_serve() {
 	serve_pid=$!
 	pids+=("$serve_pid")
 	local port= end=$((SECONDS + 30))
-	until port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/$name.err") &&
+	until port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/$name.err" 2>/dev/null) &&
 		[[ -n $port ]]; do
 		((SECONDS < end)) || fail "serve ($name) did not say where its admin endpoint is"
 		sleep 0.2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/kube/test-faults-restart.sh — the API server restarted in the
 # middle of a run (tests/kube/cluster.sh restart): 30 pods are being
-# scheduled when it stops, 30 more are created one by one around the
+# bound when it stops (the daemon runs with --kube-api-qps 5, so that its
+# binds take seconds and the restart lands among them: some are answered
+# by no one and tried again), 30 more are created one by one around the
 # outage (each as soon as the API server takes it).  Then:
 #   - every pod is bound, and exactly once: the audit log holds one
 #     binding created (201) by the daemon per pod, whatever was retried;
@@ -13,7 +15,7 @@ set -euo pipefail
 . "$here/faults.bash"
 
 faults_cluster
-start_serve serve
+start_serve serve --kube-api-qps 5 --kube-api-burst 5
 
 make_pods a 1 30
 # b-1..b-30, one at a time, each tried until the API server takes it
@@ -25,7 +27,6 @@ make_pods a 1 30
 ) &
 creator=$!
 pids+=("$creator")
-sleep 1
 "$cluster" restart "$work/c" kube-apiserver
 wait "$creator" || fail "the pods b-* could not be created"
 kill -0 "$serve_pid" 2>/dev/null || fail "the daemon died when the API server restarted"
@@ -42,6 +43,9 @@ dup=$(grep -E '^bind work/[ab]-[0-9]+ -> n[1-4]: done \(201\)$' "$work/serve.out
 [[ $(grep -cE '^bind work/[ab]-[0-9]+ -> n[1-4]: done \(201\)$' "$work/serve.out") -eq 60 ]] ||
 	fail "the daemon did not log 60 successful binds"
 
+# the restart did land among the binds: some were tried again
+grep -qE '^understory serve: POST /api/v1/namespaces/work/pods/[ab]-[0-9]+/binding: .*; again in [0-9]+ ms' \
+	"$work/serve.err" || fail "no bind was in flight during the restart (none tried again)"
 # the watches ended with the old API server and came back (resumed or
 # relisted), and the daemon says so
 scrape after
