@@ -92,6 +92,24 @@ grep -E ': HTTP 429 with Retry-After; again in [0-9]+ ms' "$work/throttled.err" 
 	fail "the daemon did not log a 429 with Retry-After"
 awk '{for (i = 1; i < NF; i++) if ($i == "in") ms = $(i + 1); if (ms < 1000) bad++} END {exit bad > 0}' "$work/429.lines" ||
 	fail "a retry after a 429 waited less than Retry-After's second: $(head -3 "$work/429.lines")"
+# and from the server's clock: a bind answered 429 came back no sooner
+# than the Retry-After second after (the retry left at least 1 s after the
+# answer, which came after the request arrived)
+audit | awk '$3 == "pods/binding" && $4 ~ /^work\/t-/' >"$work/throttled.audit"
+"$python" - "$work/throttled.audit" <<-'PY' || fail "a bind came back sooner than Retry-After after its 429 (above)"
+	import sys
+	last, bad, seen = {}, 0, 0
+	for line in open(sys.argv[1]):
+	    t, _, _, pod, code = line.split()
+	    if pod in last and last[pod][1] == "429":
+	        seen += 1
+	        if float(t) - last[pod][0] < 1.0:
+	            bad += 1
+	            print("%s: again %.3f s after a 429" % (pod, float(t) - last[pod][0]), file=sys.stderr)
+	    last[pod] = (float(t), code)
+	print("retries after a 429 seen by the server: %d, too early: %d" % (seen, bad), file=sys.stderr)
+	sys.exit(0 if seen and not bad else 1)
+PY
 curl -sf -o /dev/null --max-time 5 "$admin/healthz" || fail "/healthz while throttled"
 stop_serve
 echo "ok: the rate limit holds, 429s are retried, every pod bound once"
