@@ -79,7 +79,7 @@ until_ok 60 "the controllers created the seed story's pods" \
 
 # --- dry run: decisions logged, nothing written -------------------------
 pod_table >"$work/before-dry.txt"
-"$understory" serve --dry-run --kubeconfig "$work/understory.kubeconfig" >"$work/dry.out" 2>"$work/dry.err" &
+"$understory" serve --dry-run --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/dry.out" 2>"$work/dry.err" &
 dry_pid=$!
 pids+=("$dry_pid")
 has_dry_binds() { [[ $(grep -c -- ' -> n[1-4]: dry run, not written$' "$work/dry.out") -ge 33 ]]; }
@@ -94,7 +94,7 @@ diff -u "$work/before-dry.txt" "$work/after-dry.txt" >&2 ||
 	fail "a --dry-run daemon created events"
 
 # --- the daemon schedules ------------------------------------------------
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" >"$work/serve.out" 2>"$work/serve.err" &
+"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 pids+=("$serve_pid")
 burn28() { [[ $(bound_count infra app=gpu-burn) -eq 28 ]]; }
