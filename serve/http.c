@@ -3,21 +3,47 @@
  * libcurl's own multi-uv example: curl tells which sockets to poll and
  * when to time out; the loop tells curl what became ready.  Each socket
  * has one uv_poll_t, freed in its close callback.
+ *
+ * Before curl sees it, a request other than a watch waits its turn in
+ * `queue` (FIFO) for a token of the rate limit (ratelimit.h); one that
+ * failed in a way worth another try waits in `backoff` until its time
+ * (backoff.h, or the server's Retry-After when longer), then queues
+ * again.  One timer, `wake`, serves both: nothing ever blocks the loop.
  */
 #include "http.h"
 
 #include <curl/curl.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "ratelimit.h"
+
+/* A retry waits at least this long, doubling up to the cap. */
+#define RETRY_BASE_MS 250
+#define RETRY_CAP_MS 8000
+/* A Retry-After longer than this is taken as this. */
+#define RETRY_AFTER_MAX_S 60
 
 struct sv_http {
     uv_loop_t *loop;
     CURLM *multi;
-    uv_timer_t timer;
+    uv_timer_t timer;         /* curl's */
+    uv_timer_t wake;          /* the queue's and the backoff's */
+    int open;                 /* handles not closed yet (sv_http_free) */
     sv_config cfg;            /* strings owned here */
     unsigned long answered;
-    struct req *inflight;     /* list of requests added to multi */
+    struct req *inflight;     /* requests added to multi */
+    struct req *queue, *queue_tail; /* waiting for a token, oldest first */
+    struct req *backoff;      /* waiting to be tried again */
+    sv_ratelimit limit;
+    sv_backoff retry_rule;
+    unsigned max_retries;
+    sv_http_stats stats;
     sv_http_observe_fn observe;
     void *observe_ud;
     char *user_agent;         /* NULL: libcurl's */
@@ -25,7 +51,8 @@ struct sv_http {
 
 typedef struct req {
     sv_http *h;
-    struct req *prev, *next;  /* in h->inflight */
+    struct req *prev, *next;  /* in *list */
+    struct req **list;        /* h->inflight, h->queue or h->backoff */
     CURL *easy;
     struct curl_slist *headers;
     char *body;               /* request body */
@@ -36,6 +63,9 @@ typedef struct req {
     void *ud;
     char method[16];
     char *path;               /* for the observer */
+    unsigned attempts;        /* answers (or failures) so far */
+    double queued_at;         /* when it began to wait for a token */
+    uint64_t due_ms;          /* in backoff: when to queue again */
     char errbuf[CURL_ERROR_SIZE];
 } req;
 
@@ -61,10 +91,31 @@ static void blob_copy(sv_blob *d, const sv_blob *s, bool *ok) {
 }
 
 static void unlink_req(req *r) {
+    if (!r->list) return;
+    if (r->list == &r->h->queue && r->h->queue_tail == r) r->h->queue_tail = r->prev;
     if (r->prev) r->prev->next = r->next;
-    else if (r->h->inflight == r) r->h->inflight = r->next;
+    else *r->list = r->next;
     if (r->next) r->next->prev = r->prev;
     r->prev = r->next = NULL;
+    r->list = NULL;
+}
+
+/* At the head of list (inflight, backoff), or the tail of the queue. */
+static void link_req(req *r, req **list) {
+    sv_http *h = r->h;
+    r->list = list;
+    if (list == &h->queue) {
+        r->prev = h->queue_tail;
+        r->next = NULL;
+        if (h->queue_tail) h->queue_tail->next = r;
+        else h->queue = r;
+        h->queue_tail = r;
+        return;
+    }
+    r->prev = NULL;
+    r->next = *list;
+    if (*list) (*list)->prev = r;
+    *list = r;
 }
 
 static void req_free(req *r) {
@@ -78,9 +129,95 @@ static void req_free(req *r) {
     free(r);
 }
 
+static double now_s(void) { return (double)uv_hrtime() / 1e9; }
+static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
+
+static void pump(sv_http *h);
+
+/* Hand r to curl now. */
+static void start(req *r) {
+    sv_http *h = r->h;
+    if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) {
+        /* curl cannot take it: the request fails as if unanswered */
+        if (h->observe) h->observe(h->observe_ud, r->method, r->path, 0);
+        r->done(r->ud, 0, "", 0, "libcurl refused the request");
+        req_free(r);
+        return;
+    }
+    link_req(r, &h->inflight);
+}
+
+static void on_wake(uv_timer_t *t) { pump(t->data); }
+
+/* Requests whose backoff is over join the queue; queued ones leave while
+ * the bucket has tokens; the timer is set for whichever comes next. */
+static void pump(sv_http *h) {
+    uint64_t ms = now_ms(), next = UINT64_MAX;
+    for (req *r = h->backoff, *nx; r; r = nx) {
+        nx = r->next;
+        if (r->due_ms <= ms) {
+            unlink_req(r);
+            r->queued_at = now_s();
+            link_req(r, &h->queue);
+        } else if (r->due_ms < next) {
+            next = r->due_ms;
+        }
+    }
+    while (h->queue) {
+        double t = now_s(), wait = sv_ratelimit_take(&h->limit, t);
+        if (wait > 0) {
+            uint64_t at = ms + (uint64_t)ceil(wait * 1000);
+            if (at < next) next = at;
+            break;
+        }
+        req *r = h->queue;
+        unlink_req(r);
+        h->stats.limiter_wait_seconds += t - r->queued_at;
+        start(r);
+    }
+    if (next == UINT64_MAX) uv_timer_stop(&h->wake);
+    else uv_timer_start(&h->wake, on_wake, next > ms ? next - ms : 1, 0);
+}
+
+/* The server's Retry-After in seconds (0: none, or a date). */
+static long retry_after(CURL *e) {
+    struct curl_header *hd;
+    if (curl_easy_header(e, "Retry-After", 0, CURLH_HEADER, -1, &hd) != CURLHE_OK) return 0;
+    char *end;
+    long s = strtol(hd->value, &end, 10);
+    if (end == hd->value || s < 0) return 0;
+    return s > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : s;
+}
+
+/* A request that ended with status (0: no answer) is tried again later:
+ * not a watch (its informer decides), tries left, and an answer that may
+ * differ next time: none, 429 or 5xx.  Every request the daemon makes is
+ * safe to repeat (writes are idempotent on retry: KUBERNETES.md). */
+static bool again(sv_http *h, req *r, long status) {
+    if (r->data || r->attempts > h->max_retries) return false;
+    if (status == 0) h->stats.retries_unanswered++;
+    else if (status == 429) h->stats.retries_throttled++;
+    else if (status >= 500) h->stats.retries_server_error++;
+    else return false;
+    long ra = status ? retry_after(r->easy) : 0;
+    unsigned ms = sv_backoff_delay(&h->retry_rule, r->attempts - 1);
+    if (ra * 1000 > (long)ms) ms = (unsigned)ra * 1000;
+    char why[CURL_ERROR_SIZE + 32];
+    if (status) snprintf(why, sizeof why, "HTTP %ld%s", status, ra ? " with Retry-After" : "");
+    else snprintf(why, sizeof why, "%s", r->errbuf[0] ? r->errbuf : "no answer");
+    fprintf(stderr, "understory serve: %s %s: %s; again in %u ms (retry %u of %u)\n", r->method, r->path, why, ms,
+            r->attempts, h->max_retries);
+    r->len = 0;
+    r->errbuf[0] = '\0';
+    r->due_ms = now_ms() + ms;
+    link_req(r, &h->backoff);
+    return true;
+}
+
 static void check_done(sv_http *h) {
     CURLMsg *m;
     int left;
+    bool retried = false;
     while ((m = curl_multi_info_read(h->multi, &left))) {
         if (m->msg != CURLMSG_DONE) continue;
         req *r = NULL;
@@ -88,14 +225,21 @@ static void check_done(sv_http *h) {
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
         if (m->data.result == CURLE_OK) curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &status);
         curl_multi_remove_handle(h->multi, m->easy_handle);
+        unlink_req(r);
         h->answered++;
+        r->attempts++;
         const char *why = m->data.result == CURLE_OK ? NULL
                           : r->errbuf[0] ? r->errbuf : curl_easy_strerror(m->data.result);
-        if (r->buf) r->buf[r->len] = '\0';
         if (h->observe) h->observe(h->observe_ud, r->method, r->path, status);
+        if (again(h, r, status)) {
+            retried = true;
+            continue;
+        }
+        if (r->buf) r->buf[r->len] = '\0';
         r->done(r->ud, status, r->buf ? r->buf : "", r->len, why);
         req_free(r);
     }
+    if (retried) pump(h);
 }
 
 static void on_poll(uv_poll_t *p, int status, int events) {
@@ -179,7 +323,13 @@ sv_http *sv_http_new(uv_loop_t *loop, const sv_config *cfg, char *err, size_t er
     blob_copy(&h->cfg.key, &cfg->key, &ok);
     if (!ok || !(h->multi = curl_multi_init())) goto nomem;
     uv_timer_init(loop, &h->timer);
-    h->timer.data = h;
+    uv_timer_init(loop, &h->wake);
+    h->timer.data = h->wake.data = h;
+    h->open = 2;
+    sv_ratelimit_init(&h->limit, SV_HTTP_DEFAULT_QPS, SV_HTTP_DEFAULT_BURST, now_s());
+    /* jitter differs between processes: replicas that fail together part */
+    sv_backoff_init(&h->retry_rule, RETRY_BASE_MS, RETRY_CAP_MS, (uint64_t)getpid() * 0x9e3779b97f4a7c15u);
+    h->max_retries = SV_HTTP_MAX_RETRIES;
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
     curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
@@ -194,22 +344,28 @@ nomem:
     return NULL;
 }
 
-static void free_client(uv_handle_t *hd) { free(hd->data); }
+static void free_client(uv_handle_t *hd) {
+    sv_http *h = hd->data;
+    if (--h->open == 0) free(h);
+}
 
 void sv_http_free(sv_http *h) {
     if (!h) return;
-    /* requests in flight: detach and free them without calling back */
+    /* requests in flight or waiting: detach and free them without calling back */
     while (h->inflight) {
         req *r = h->inflight;
         curl_multi_remove_handle(h->multi, r->easy);
         req_free(r);
     }
+    while (h->queue) req_free(h->queue);
+    while (h->backoff) req_free(h->backoff);
     curl_multi_cleanup(h->multi);
     sv_config_free(&h->cfg);
     free(h->user_agent);
     uv_timer_stop(&h->timer);
-    h->timer.data = h;
+    uv_timer_stop(&h->wake);
     uv_close((uv_handle_t *)&h->timer, free_client);
+    uv_close((uv_handle_t *)&h->wake, free_client);
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *ud) {
@@ -316,10 +472,17 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     }
     if (!r->headers) goto fail;
     curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-    if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) goto fail;
-    r->next = h->inflight;
-    if (h->inflight) h->inflight->prev = r;
-    h->inflight = r;
+    if (data) { /* a watch: exempt from the rate limit, as client-go's */
+        if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) goto fail;
+        link_req(r, &h->inflight);
+    } else {
+        r->queued_at = now_s();
+        link_req(r, &h->queue);
+        /* the queue moves on the timer, never inside this call, so no done
+         * callback runs before the caller has its request in hand; a queue
+         * that had others in it has its timer set already */
+        if (h->queue == r) uv_timer_start(&h->wake, on_wake, 0, 0);
+    }
     free(url);
     free(auth);
     if (owned) free(token);
@@ -341,6 +504,12 @@ int sv_http_user_agent(sv_http *h, const char *ua) {
     h->user_agent = d;
     return 0;
 }
+
+void sv_http_set_limit(sv_http *h, double qps, unsigned burst) {
+    sv_ratelimit_init(&h->limit, qps, burst, now_s());
+}
+
+void sv_http_get_stats(const sv_http *h, sv_http_stats *out) { *out = h->stats; }
 
 void sv_http_observe(sv_http *h, sv_http_observe_fn fn, void *ud) {
     h->observe = fn;

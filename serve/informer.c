@@ -2,12 +2,16 @@
  * informer.c — list, then watch, one kind of object (see informer.h).
  * Objects are known by "namespace/name"; a relist marks the ones it sees,
  * and the unmarked ones are reported deleted.  Failed requests are retried
- * after a backoff that doubles up to 30 s and resets on success.
+ * after the client's backoff rule (backoff.h) from 500 ms up to 30 s,
+ * which starts over on success.
  */
 #include "informer.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
+#include <unistd.h>
+
+#include "backoff.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +30,8 @@ struct sv_informer {
     sv_synced_fn synced;
     void *ud;
     uv_timer_t retry;
-    unsigned backoff_ms;
+    sv_backoff backoff;
+    unsigned failures;      /* in a row: the backoff's attempt */
     char *rv;               /* resourceVersion to watch from */
     char *cont;             /* list continue token */
     bool listing, synced_once, relist, stopped;
@@ -127,10 +132,10 @@ static void on_retry(uv_timer_t *t) {
 }
 
 static void later(sv_informer *f, const char *what, long status, const char *msg) {
+    unsigned ms = sv_backoff_delay(&f->backoff, f->failures++);
     fprintf(stderr, "understory serve: %s %s: %s%s; again in %u ms\n", what, f->path,
-            status ? "HTTP " : "", msg, f->backoff_ms);
-    uv_timer_start(&f->retry, on_retry, f->backoff_ms, 0);
-    f->backoff_ms = f->backoff_ms * 2 > 30000 ? 30000 : f->backoff_ms * 2;
+            status ? "HTTP " : "", msg, ms);
+    uv_timer_start(&f->retry, on_retry, ms, 0);
 }
 
 static void on_list(void *ud, long status, const char *body, size_t n, const char *err) {
@@ -165,7 +170,7 @@ static void on_list(void *ud, long status, const char *body, size_t n, const cha
     set_str(&f->cont, cont && *cont ? cont : NULL);
     set_str(&f->rv, str_at(doc, "metadata", "resourceVersion"));
     cJSON_Delete(doc);
-    f->backoff_ms = 500;
+    f->failures = 0;
     if (f->stopped) return;
     if (f->cont) {
         start_list(f);
@@ -280,7 +285,7 @@ static void on_watch_done(void *ud, long status, const char *body, size_t n, con
         return;
     }
     if (status == 200) { /* the server ended it (timeoutSeconds): resume */
-        f->backoff_ms = 500;
+        f->failures = 0;
         start_watch(f);
         return;
     }
@@ -307,7 +312,10 @@ sv_informer *sv_informer_start(sv_http *h, uv_loop_t *loop, const char *path, sv
     f->fn = fn;
     f->synced = synced;
     f->ud = ud;
-    f->backoff_ms = 500;
+    /* the path in the seed: informers that fail together part */
+    uint64_t seed = (uint64_t)getpid();
+    for (const char *p = path; *p; p++) seed = seed * 1099511628211u ^ (unsigned char)*p;
+    sv_backoff_init(&f->backoff, 500, 30000, seed);
     uv_timer_init(loop, &f->retry);
     f->retry.data = f;
     start_list(f);

@@ -30,6 +30,7 @@ struct sv_monitor {
     sv_metric *api_requests, *lists, *watch_restarts, *objects, *synced;
     sv_metric *cycle, *decisions, *evictions, *pending, *reloads, *leader;
     sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds;
+    sv_metric *retries, *limiter_wait;
 };
 
 static const char *const RESOURCE[] = {"resource", NULL};
@@ -62,8 +63,16 @@ static void on_api_answer(void *ud, const char *method, const char *path, long s
     sv_metric_add(m->api_requests, (const char *[]){sv_monitor_k8s_verb(method, path), code}, 1);
 }
 
-/* The informers' counts as of now. */
+/* The informers' and the client's counts as of now. */
 static void refresh(sv_monitor *m) {
+    if (m->http) {
+        sv_http_stats st;
+        sv_http_get_stats(m->http, &st);
+        sv_metric_set(m->retries, (const char *[]){"unanswered"}, (double)st.retries_unanswered);
+        sv_metric_set(m->retries, (const char *[]){"throttled"}, (double)st.retries_throttled);
+        sv_metric_set(m->retries, (const char *[]){"server_error"}, (double)st.retries_server_error);
+        sv_metric_set(m->limiter_wait, NULL, st.limiter_wait_seconds);
+    }
     for (size_t i = 0; i < m->ninf; i++) {
         const char *r[] = {m->inf[i].resource};
         unsigned lists = sv_informer_lists(m->inf[i].inf);
@@ -142,7 +151,15 @@ static bool make_metrics(sv_monitor *m) {
     m->idle_gpus = sv_metrics_gauge(r, "understory_idle_gpus", "GPUs held by no pod now.", NULL);
     m->bg_gpu_seconds = sv_metrics_counter(r, "understory_background_gpu_seconds_total",
                                            "GPU-seconds background pods have used.", NULL);
-    return m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
+    m->retries = sv_metrics_counter(r, "understory_api_retries_total",
+                                    "Requests to the API server tried again, by reason: unanswered (no answer "
+                                    "came), throttled (429), server_error (5xx).",
+                                    (const char *[]){"reason", NULL});
+    m->limiter_wait = sv_metrics_counter(r, "understory_api_rate_limiter_wait_seconds_total",
+                                         "Seconds requests spent waiting for a token of the client-side rate "
+                                         "limit (--kube-api-qps, --kube-api-burst), summed over requests.",
+                                         NULL);
+    return m->retries && m->limiter_wait && m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
            m->evictions && m->pending && m->reloads && m->leader && m->bg_gpus && m->idle_gpus && m->bg_gpu_seconds &&
            sv_metric_set(m->leader, NULL, 1) == 0;
 }

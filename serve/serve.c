@@ -78,6 +78,7 @@ static void usage(FILE *f) {
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
           "                        [--leader-elect[=false]] [--lease-namespace NS] [--lease-name NAME]\n"
           "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
+          "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -109,6 +110,10 @@ static void usage(FILE *f) {
           "                     10s; shorter than the lease duration)\n"
           "  --retry-period D   time between two tries to acquire or renew (default 2s;\n"
           "                     shorter than the renew deadline)\n"
+          "  --kube-api-qps QPS requests a second to the API server, watches apart\n"
+          "                     (default 50; above 0, at most 100000)\n"
+          "  --kube-api-burst N requests allowed at once above that rate (default 100;\n"
+          "                     a whole number, 1 to 100000)\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -273,6 +278,16 @@ static bool parse_interval(const char *v, double *out) {
     return true;
 }
 
+/* --kube-api-qps: above 0, at most 100000; --kube-api-burst: a whole
+ * number from 1 to 100000. */
+static bool parse_limit(const char *v, bool whole, double *out) {
+    char *end;
+    double d = strtod(v, &end);
+    if (end == v || *end || !(d > 0) || d > 100000 || (whole && (d < 1 || d != (double)(long)d))) return false;
+    *out = d;
+    return true;
+}
+
 static void on_queues_synced(void *ud) {
     serve *s = ud;
     s->synced++;
@@ -369,6 +384,7 @@ int sv_main(int argc, char **argv) {
                             SV_LEADER_RENEW_DEADLINE, SV_LEADER_RETRY_PERIOD};
     sv_config cfg;
     serve s;
+    double qps = SV_HTTP_DEFAULT_QPS, burst = SV_HTTP_DEFAULT_BURST;
     memset(&s, 0, sizeof s);
     s.interval = 1;
     for (int i = 1; i < argc; i++) {
@@ -404,6 +420,15 @@ int sv_main(int argc, char **argv) {
                 return 2;
             }
             i++;
+        } else if ((!strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst")) && i + 1 < argc) {
+            bool is_qps = !strcmp(argv[i], "--kube-api-qps");
+            if (!parse_limit(argv[i + 1], !is_qps, is_qps ? &qps : &burst)) {
+                fprintf(stderr, "understory serve: %s: \"%s\" is not %s\n", argv[i], argv[i + 1],
+                        is_qps ? "a number of requests a second (above 0, at most 100000)"
+                               : "a whole number of requests (1 to 100000)");
+                return 2;
+            }
+            i++;
         } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
             if (!parse_interval(argv[++i], &s.interval)) {
                 fprintf(stderr, "understory serve: --cycle-interval: \"%s\" is not a number of seconds "
@@ -415,7 +440,8 @@ int sv_main(int argc, char **argv) {
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
                                           !strcmp(argv[i], "--cycle-interval") || !strncmp(argv[i], "--lease-", 8) ||
-                                          !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period"))
+                                          !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period") ||
+                                          !strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -454,6 +480,7 @@ int sv_main(int argc, char **argv) {
         return 2;
     }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
+    if (s.http) sv_http_set_limit(s.http, qps, (unsigned)burst);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
     s.epoch = wall();

@@ -9,6 +9,17 @@
  * events.k8s.io/v1 Events.  A write that would change nothing (the cached
  * object already says it) is not made.  Owns the requests in flight;
  * never decides anything: the engine did.
+ *
+ * Every write is idempotent on retry (serve/http.c tries a request again
+ * when its answer was lost), and the answers a retry or a race can bring
+ * are final, never retried, and leave no assumption behind:
+ *   bind 409     the pod is bound already (by someone else, or by our own
+ *                first try whose answer was lost): the server's word
+ *                stands, the watch will show where;
+ *   404          the pod is gone (deleted between decision and write);
+ *   delete 409   the uid precondition failed: the pod was replaced;
+ *   event 409    an event of that name exists (our earlier try): events
+ *                are named, not generated, so a retry cannot make two.
  */
 #include "writes.h"
 
@@ -18,9 +29,12 @@
 #include <string.h>
 #include <time.h>
 
+typedef enum wkind { W_BIND, W_PATCH, W_DELETE, W_EVENT } wkind;
+
 typedef struct req {
     struct req *next, *prev;
     struct sv_writes *x;
+    wkind kind;
     char *what;      /* "bind ns/name -> node", for the log */
     char *pod;       /* the pod's key, for a bind */
     char *then_path; /* evict: the DELETE after the PATCH */
@@ -110,6 +124,8 @@ static int send_req(sv_writes *x, const char *method, const char *path, const ch
         return -1;
     }
     req *r = calloc(1, sizeof *r);
+    if (r)
+        r->kind = pod ? W_BIND : !strcmp(method, "DELETE") ? W_DELETE : !strcmp(method, "POST") ? W_EVENT : W_PATCH;
     if (!r || !(r->what = strdup(what)) || (pod && !(r->pod = strdup(pod))) ||
         (then_path && !(r->then_path = strdup(then_path))) || (then_body && !(r->then_body = strdup(then_body))))
         goto fail;
@@ -132,6 +148,17 @@ fail:
     return -1;
 }
 
+/* What an answer that is not a success means for a write of kind: the
+ * log's word for a final one (see the top of the file), or NULL: it
+ * failed. */
+static const char *settled(wkind kind, long status) {
+    if (status == 404) return "gone (404)";
+    if (status == 409 && kind == W_BIND) return "already bound (409)";
+    if (status == 409 && kind == W_DELETE) return "replaced (409)";
+    if (status == 409 && kind == W_EVENT) return "already written (409)";
+    return NULL;
+}
+
 static void on_done(void *ud, long status, const char *body, size_t n, const char *errmsg) {
     req *r = ud;
     sv_writes *x = r->x;
@@ -140,18 +167,17 @@ static void on_done(void *ud, long status, const char *body, size_t n, const cha
     if (status >= 200 && status < 300) {
         printf("%s: done (%ld)\n", r->what, status);
         if (r->then_path) send_req(x, "DELETE", r->then_path, r->then_body, r->then_what, NULL, NULL, NULL);
-    } else if (status == 409 && r->pod) {
-        /* someone else bound it: the watch will say where */
-        printf("%s: already bound (409)\n", r->what);
     } else {
-        const cJSON *msg = NULL;
-        cJSON *b = body ? cJSON_Parse(body) : NULL;
-        msg = cJSON_GetObjectItemCaseSensitive(b, "message");
-        printf("%s: failed (%ld): %s\n", r->what, status,
-               str(msg) ? str(msg) : errmsg ? errmsg : "no message");
+        const char *word = settled(r->kind, status);
+        cJSON *b = body && *body ? cJSON_Parse(body) : NULL;
+        const char *msg = str(cJSON_GetObjectItemCaseSensitive(b, "message"));
+        char failed[32];
+        snprintf(failed, sizeof failed, "failed (%ld)", status);
+        printf("%s: %s: %s\n", r->what, word ? word : failed, msg ? msg : errmsg ? errmsg : "no message");
         cJSON_Delete(b);
-        /* the bind did not happen: the pod is pending again as the cache says */
-        if (r->pod) sv_workloads_forget(x->wl, r->pod);
+        /* a failed or settled bind: the pod is as the cache says (pending
+         * until the watch shows it bound or gone), nothing held for it */
+        if (r->kind == W_BIND) sv_workloads_forget(x->wl, r->pod);
     }
     fflush(stdout);
     req_free(r);
@@ -166,10 +192,11 @@ static bool split(const char *key, char *ns, size_t nl, char *name, size_t ml) {
     return true;
 }
 
-static void now_rfc3339(char *buf, size_t len, bool micro) {
+static void now_rfc3339(char *buf, size_t len, bool micro, struct timespec *when) {
     struct timespec ts;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
+    if (when) *when = ts;
     gmtime_r(&ts.tv_sec, &tm);
     size_t k = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
     if (micro) snprintf(buf + k, len - k, ".%06ldZ", ts.tv_nsec / 1000);
@@ -227,7 +254,7 @@ static const cJSON *condition(const cJSON *pod, const char *type) {
 static cJSON *status_patch(const char *type, const char *status, const char *reason, const char *message,
                            const char *nominated) {
     char now[40];
-    now_rfc3339(now, sizeof now, false);
+    now_rfc3339(now, sizeof now, false, NULL);
     cJSON *p = cJSON_CreateObject(), *s, *cs, *c;
     bool ok = p && (s = cJSON_AddObjectToObject(p, "status"));
     if (ok && nominated) ok = cJSON_AddStringToObject(s, "nominatedNodeName", nominated) != NULL;
@@ -330,16 +357,22 @@ static cJSON *regarding(sv_writes *x, const char *wl) {
 }
 
 static void event(sv_writes *x, const us_event_info *ev) {
-    char ns[256], name[256], path[600], what[800], now[40];
+    char ns[256], name[256], path[600], what[800], now[40], ename[300];
+    struct timespec ts;
     if (strcmp(ev->reason, "Evict") != 0 || !split(ev->object, ns, sizeof ns, name, sizeof name)) return;
     const char *action = "evict";
     for (size_t i = 0; i < ev->nannotations; i++)
         if (!strcmp(ev->annotations[i].key, "evictor-action-type")) action = ev->annotations[i].value;
-    now_rfc3339(now, sizeof now, true);
+    now_rfc3339(now, sizeof now, true, &ts);
     cJSON *e = cJSON_CreateObject(), *md, *an, *reg = regarding(x, ev->object);
+    /* named as client-go's recorder names events (regarding.time in hex
+     * nanoseconds): a retry sends the same name, so it cannot make two */
+    const char *rname = str(at(reg, "name", NULL));
+    snprintf(ename, sizeof ename, "%.200s.%llx", rname ? rname : name,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
     bool ok = e && reg && cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1") &&
               cJSON_AddStringToObject(e, "kind", "Event") && (md = cJSON_AddObjectToObject(e, "metadata")) &&
-              cJSON_AddStringToObject(md, "generateName", "understory-evict-") &&
+              cJSON_AddStringToObject(md, "name", ename) &&
               cJSON_AddStringToObject(md, "namespace", ns) && (an = cJSON_AddObjectToObject(md, "annotations")) &&
               cJSON_AddStringToObject(e, "eventTime", now) &&
               cJSON_AddStringToObject(e, "reportingController", "understory") &&

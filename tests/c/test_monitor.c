@@ -112,7 +112,8 @@ TEST(families_before_anything) {
         "understory_decisions_total counter", "understory_evictions_total counter", "understory_idle_gpus gauge",
         "understory_informer_lists_total counter", "understory_informer_objects gauge",
         "understory_informer_synced gauge", "understory_informer_watch_restarts_total counter",
-        "understory_leader gauge", "understory_pending_pods gauge", "understory_policy_reloads_total counter"};
+        "understory_leader gauge", "understory_pending_pods gauge", "understory_policy_reloads_total counter",
+        "understory_api_retries_total counter", "understory_api_rate_limiter_wait_seconds_total counter"};
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
         char want[128];
         snprintf(want, sizeof want, "# TYPE %s\n", families[i]);

@@ -48,6 +48,29 @@ expect_stderr_has "--lease-duration: 1.5 s is not a whole number of seconds"
 run serve --leader-elect=false --renew-deadline 15s --kubeconfig "$TMP/none.yaml"
 expect_status 2
 expect_stderr_has "$TMP/none.yaml: No such file or directory"
+# the client's rate limit: numbers in range, the burst whole; a bad value
+# is named before anything connects
+for bad in 0 -1 abc 1e9 "" 5x; do
+    run serve --kube-api-qps "$bad"
+    expect_status 2
+    expect_stderr_has "understory serve: --kube-api-qps: \"$bad\" is not a number of requests a second (above 0, at most 100000)"
+    expect_stdout_empty
+done
+for bad in 0 2.5 -3 100001 x; do
+    run serve --kube-api-burst "$bad"
+    expect_status 2
+    expect_stderr_has "understory serve: --kube-api-burst: \"$bad\" is not a whole number of requests (1 to 100000)"
+done
+run serve --kube-api-qps
+expect_status 2
+expect_stderr_has "understory serve: missing the value of --kube-api-qps"
+run serve --help
+expect_stdout_has "--kube-api-qps QPS requests a second to the API server, watches apart"
+expect_stdout_has "--kube-api-burst N requests allowed at once above that rate (default 100;"
+# good values pass the command line and go on to the configuration
+run serve --kube-api-qps 0.5 --kube-api-burst 1 --kubeconfig "$TMP/none.yaml"
+expect_status 2
+expect_stderr_has "$TMP/none.yaml: No such file or directory"
 
 run serve --kubeconfig "$TMP/none.yaml"
 expect_status 2

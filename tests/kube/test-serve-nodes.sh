@@ -192,7 +192,12 @@ sed 's|^    token: .*|    tokenFile: '"$work"'/token|' "$work/understory.kubecon
 echo "not-a-token" >"$work/token"
 "$understory" serve --leader-elect=false --kubeconfig "$work/rotating.kubeconfig" --admin-address 127.0.0.1:0 >"$work/rotating.out" 2>"$work/rotating.err" &
 pids+=("$!")
-until_line "$work/rotating.err" "understory serve: list /api/v1/nodes: HTTP 401; again in 500 ms" "a bad token refused"
+# (the wait before the next try is jittered: serve/backoff.c)
+end=$((SECONDS + 60))
+until grep -qE '^understory serve: list /api/v1/nodes: HTTP 401; again in [0-9]+ ms$' "$work/rotating.err" 2>/dev/null; do
+	((SECONDS < end)) || fail "a bad token refused: no 'list /api/v1/nodes: HTTP 401; again in N ms' in $work/rotating.err"
+	sleep 0.5
+done
 [[ ! -s $work/rotating.out ]] || fail "serve with a bad token saw nodes"
 k -n understory-system create token understory >"$work/token"
 until_line "$work/rotating.out" "nodes synced: 511 in the engine" "the rotated token used"
