@@ -43,6 +43,7 @@ struct sv_http {
     sv_ratelimit limit;
     sv_backoff retry_rule;
     unsigned max_retries;
+    long timeout_ms;          /* a plain request's; watches have none */
     sv_http_stats stats;
     sv_http_observe_fn observe;
     void *observe_ud;
@@ -330,6 +331,7 @@ sv_http *sv_http_new(uv_loop_t *loop, const sv_config *cfg, char *err, size_t er
     /* jitter differs between processes: replicas that fail together part */
     sv_backoff_init(&h->retry_rule, RETRY_BASE_MS, RETRY_CAP_MS, (uint64_t)getpid() * 0x9e3779b97f4a7c15u);
     h->max_retries = SV_HTTP_MAX_RETRIES;
+    h->timeout_ms = 60000;
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
     curl_multi_setopt(h->multi, CURLMOPT_SOCKETDATA, h);
     curl_multi_setopt(h->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
@@ -440,7 +442,7 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     curl_easy_setopt(r->easy, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     /* a plain request that takes a minute has failed; a watch lives as long
      * as the server keeps it (its timeoutSeconds), kept alive by TCP */
-    if (!data) curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, 60000L);
+    if (!data) curl_easy_setopt(r->easy, CURLOPT_TIMEOUT_MS, h->timeout_ms);
     curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(r->easy, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(r->easy, CURLOPT_CUSTOMREQUEST, method);
@@ -507,6 +509,11 @@ int sv_http_user_agent(sv_http *h, const char *ua) {
 
 void sv_http_set_limit(sv_http *h, double qps, unsigned burst) {
     sv_ratelimit_init(&h->limit, qps, burst, now_s());
+}
+
+void sv_http_set_patience(sv_http *h, unsigned retries, double timeout) {
+    h->max_retries = retries;
+    h->timeout_ms = timeout > 0 ? (long)(timeout * 1000) : 60000;
 }
 
 void sv_http_get_stats(const sv_http *h, sv_http_stats *out) { *out = h->stats; }

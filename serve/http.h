@@ -73,6 +73,13 @@ unsigned long sv_http_count(const sv_http *h);
  * bucket starts full).  Default SV_HTTP_DEFAULT_QPS/_BURST. */
 void sv_http_set_limit(sv_http *h, double qps, unsigned burst);
 
+/* How long a plain request may take (seconds; default 60) and how many
+ * times it is tried again (default SV_HTTP_MAX_RETRIES).  The lease's
+ * client has no retries and the renew deadline as its timeout, as
+ * kube-scheduler's leader-election client: the elector's own retry
+ * period is its retry, and an answer later than the deadline is useless. */
+void sv_http_set_patience(sv_http *h, unsigned retries, double timeout);
+
 /* What pressure did, since sv_http_new (serve/monitor.c's metrics). */
 typedef struct sv_http_stats {
     unsigned long retries_unanswered;   /* tried again: no answer came */

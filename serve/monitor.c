@@ -24,7 +24,8 @@ typedef struct watched {
 struct sv_monitor {
     sv_admin *admin;
     sv_metrics *reg;
-    sv_http *http;
+    sv_http *http[2];          /* the clients counted: the daemon's and the lease's */
+    size_t nhttp;
     watched inf[MAX_INFORMERS];
     size_t ninf;
     sv_metric *api_requests, *lists, *watch_restarts, *objects, *synced;
@@ -65,13 +66,19 @@ static void on_api_answer(void *ud, const char *method, const char *path, long s
 
 /* The informers' and the client's counts as of now. */
 static void refresh(sv_monitor *m) {
-    if (m->http) {
-        sv_http_stats st;
-        sv_http_get_stats(m->http, &st);
-        sv_metric_set(m->retries, (const char *[]){"unanswered"}, (double)st.retries_unanswered);
-        sv_metric_set(m->retries, (const char *[]){"throttled"}, (double)st.retries_throttled);
-        sv_metric_set(m->retries, (const char *[]){"server_error"}, (double)st.retries_server_error);
-        sv_metric_set(m->limiter_wait, NULL, st.limiter_wait_seconds);
+    if (m->nhttp) {
+        sv_http_stats sum = {0}, st;
+        for (size_t i = 0; i < m->nhttp; i++) {
+            sv_http_get_stats(m->http[i], &st);
+            sum.retries_unanswered += st.retries_unanswered;
+            sum.retries_throttled += st.retries_throttled;
+            sum.retries_server_error += st.retries_server_error;
+            sum.limiter_wait_seconds += st.limiter_wait_seconds;
+        }
+        sv_metric_set(m->retries, (const char *[]){"unanswered"}, (double)sum.retries_unanswered);
+        sv_metric_set(m->retries, (const char *[]){"throttled"}, (double)sum.retries_throttled);
+        sv_metric_set(m->retries, (const char *[]){"server_error"}, (double)sum.retries_server_error);
+        sv_metric_set(m->limiter_wait, NULL, sum.limiter_wait_seconds);
     }
     for (size_t i = 0; i < m->ninf; i++) {
         const char *r[] = {m->inf[i].resource};
@@ -185,7 +192,7 @@ fail:
 
 void sv_monitor_close(sv_monitor *m) {
     if (!m) return;
-    if (m->http) sv_http_observe(m->http, NULL, NULL);
+    for (size_t i = 0; i < m->nhttp; i++) sv_http_observe(m->http[i], NULL, NULL);
     sv_admin_close(m->admin); /* its connections close: no handler runs after this */
     sv_metrics_free(m->reg);
     free(m);
@@ -193,9 +200,11 @@ void sv_monitor_close(sv_monitor *m) {
 
 int sv_monitor_port(const sv_monitor *m) { return sv_admin_port(m->admin); }
 
-void sv_monitor_watch_http(sv_monitor *m, sv_http *h) {
-    m->http = h;
+int sv_monitor_watch_http(sv_monitor *m, sv_http *h) {
+    if (m->nhttp == sizeof m->http / sizeof m->http[0]) return -1;
+    m->http[m->nhttp++] = h;
     sv_http_observe(h, on_api_answer, m);
+    return 0;
 }
 
 int sv_monitor_watch_informer(sv_monitor *m, const char *resource, const sv_informer *inf) {

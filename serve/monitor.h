@@ -30,8 +30,9 @@ int sv_monitor_port(const sv_monitor *m);
 
 /* Count every request the client makes of the API server, by Kubernetes
  * verb (get, list, watch, create, update, patch, delete, deletecollection)
- * and HTTP status code (0: no answer). */
-void sv_monitor_watch_http(sv_monitor *m, sv_http *h);
+ * and HTTP status code (0: no answer), and its retries and limiter waits.
+ * At most two clients (the daemon's and the lease's); -1 beyond. */
+int sv_monitor_watch_http(sv_monitor *m, sv_http *h);
 /* An informer for resource (e.g. "nodes"): /readyz waits for its first
  * list; its lists, watch restarts and objects are metrics.  At most 16. */
 int sv_monitor_watch_informer(sv_monitor *m, const char *resource, const sv_informer *inf);

@@ -54,6 +54,7 @@ typedef struct kind_feed {
 struct serve {
     us_engine *engine;
     sv_http *http;
+    sv_http *lease_http;       /* the lease's own client (serve/http.h: patience) */
     sv_informer *nodes, *queues, *kinds[SV_NKINDS];
     kind_feed feeds[SV_NKINDS];
     sv_queues *queue_map;
@@ -328,6 +329,8 @@ static void stop_all(void *ud) {
     }
     sv_leader_free(s->leader); /* in the same turn as the client: no lease answer comes in between */
     s->leader = NULL;
+    sv_http_free(s->lease_http);
+    s->lease_http = NULL;
     sv_http_free(s->http);
     s->http = NULL;
     uv_close((uv_handle_t *)&s->sigint, close_handle);
@@ -366,6 +369,7 @@ static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err
  * (a new informer is one more call here). */
 static void watch_for_admin(serve *s) {
     sv_monitor_watch_http(s->monitor, s->http);
+    if (s->lease_http) sv_monitor_watch_http(s->monitor, s->lease_http);
     sv_monitor_watch_informer(s->monitor, "nodes", s->nodes);
     sv_monitor_watch_informer(s->monitor, "queues", s->queues);
     static const char *const names[SV_NKINDS] = {[SV_PODS] = "pods", [SV_NAMESPACES] = "namespaces",
@@ -481,21 +485,27 @@ int sv_main(int argc, char **argv) {
     }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
     if (s.http) sv_http_set_limit(s.http, qps, (unsigned)burst);
+    /* the lease has a client of its own, as kube-scheduler's: a queue of
+     * binds never delays a renew, and a renew is never retried past its
+     * deadline */
+    bool lease_ok = !elect || s.dry_run || (s.lease_http = sv_http_new(loop, &cfg, err, sizeof err));
+    if (s.lease_http) sv_http_set_patience(s.lease_http, 0, lease.renew_deadline);
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
     s.epoch = wall();
-    if (!s.http || !(s.queue_map = sv_queues_new(s.engine)) ||
+    if (!s.http || !lease_ok || !(s.queue_map = sv_queues_new(s.engine)) ||
         !(s.workloads = sv_workloads_new(s.engine, scheduler, s.epoch)) ||
         !(s.writes = sv_writes_new(s.http, s.engine, s.workloads, s.dry_run)) || start_kinds(&s, loop) < 0 ||
         !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
         !(s.queues = sv_informer_start(s.http, loop, "/apis/scheduling.run.ai/v2/queues", on_queue,
                                        on_queues_synced, &s))) {
-        fprintf(stderr, "understory serve: %s\n", s.http ? "out of memory" : err);
+        fprintf(stderr, "understory serve: %s\n", s.http && lease_ok ? "out of memory" : err);
         sv_informer_stop(s.nodes);
         sv_informer_stop(s.queues);
         for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
         sv_monitor_close(s.monitor);
         sv_http_free(s.http);
+        sv_http_free(s.lease_http);
         sv_queues_free(s.queue_map);
         sv_writes_free(s.writes);
         sv_workloads_free(s.workloads);
@@ -506,9 +516,10 @@ int sv_main(int argc, char **argv) {
     watch_for_admin(&s);
     snprintf(agent, sizeof agent, "understory/%s", identity);
     /* a dry run writes nothing, the lease included: it never stands in the leader's way */
-    if (sv_http_user_agent(s.http, agent) < 0 || sv_writes_identity(s.writes, identity) < 0)
+    if (sv_http_user_agent(s.http, agent) < 0 || (s.lease_http && sv_http_user_agent(s.lease_http, agent) < 0) ||
+        sv_writes_identity(s.writes, identity) < 0)
         snprintf(err, sizeof err, "out of memory");
-    else if (!elect || s.dry_run || (s.leader = sv_leader_start(s.http, loop, &lease, on_leading, &s, err, sizeof err)))
+    else if (!elect || s.dry_run || (s.leader = sv_leader_start(s.lease_http, loop, &lease, on_leading, &s, err, sizeof err)))
         err[0] = '\0';
     if (err[0]) {
         fprintf(stderr, "understory serve: %s\n", err);
