@@ -2,7 +2,8 @@
 # tests/kube/test-faults-pressure.sh — the API client under pressure, on a
 # real control plane, proved from the API server's own audit log:
 #   - the client-side rate limit: with --kube-api-qps 5 --kube-api-burst 5
-#     and 40 pods to bind, the daemon's writes as the server received them
+#     and 40 pods to bind, the daemon's writes (the lease's apart: it has
+#     a client of its own) as the server received them
 #     never exceed the bucket: in any span of t seconds between two of
 #     them, at most 5 + 5 t (+1: the server stamps arrival, not departure,
 #     and one request may be held up on the way); and the limit does hold
@@ -30,7 +31,9 @@ waited=$(sample limited 'understory_api_rate_limiter_wait_seconds_total{} ')
 "$python" -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" "${waited:-0}" ||
 	fail "understory_api_rate_limiter_wait_seconds_total is '$waited': no request waited for a token"
 stop_serve
-audit >"$work/limited.audit"
+# the lease has a client of its own, outside the limit (serve/http.h:
+# patience), as kube-scheduler's leader election: its renews are not counted
+audit | awk '$3 != "leases"' >"$work/limited.audit"
 [[ $(wc -l <"$work/limited.audit") -ge 40 ]] || fail "fewer than 40 writes from the daemon in the audit log"
 # the bucket, over every pair of writes (i, j): j - i + 1 <= 5 + 5 (t_j - t_i) + 1
 "$python" - "$work/limited.audit" <<-'PY' || fail "the daemon's writes beat the bucket (above)"
