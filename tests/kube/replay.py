@@ -15,7 +15,7 @@
 #       is in (kubectl get pods -A -o json; events.k8s.io events -o json)
 #
 # A test tool, not a product command: the inverse of `understory import`
-# cannot be exact, since a cluster holds controllers (ReplicaSets, Jobs)
+# cannot be exact, since a cluster holds controllers (ReplicaSets, DaemonSets)
 # where import reads the pods they made, with names the API server picks.
 #
 # The mapping: a node is a KWOK node (annotation kwok.x-k8s.io/node: fake)
@@ -23,18 +23,19 @@
 # kai.scheduler/node-pool (pool "default": no label).  A queue is a KAI
 # Queue in KAI's units.  Each workload has a PodGroup (its name, minMember,
 # queue, priority class, preemptibility) and a controller whose pod template
-# names the PodGroup: controller none and job are a Job (the simulator sends
-# an evicted pod back to pending whatever the controller, and a Job's
-# podFailurePolicy that ignores DisruptionTarget makes it recreate the pod
-# understory evicted), deployment a ReplicaSet (which adopts the scenario's
-# pre-existing pods, created bound beforehand), daemonset a DaemonSet.
+# names the PodGroup: a DaemonSet for controller daemonset, else a
+# ReplicaSet, created after the scenario's running pods (bound), which it
+# adopts.  A ReplicaSet for none and job too: the simulator keeps a
+# workload's pods until it is deleted and sends an evicted pod back to
+# pending whatever its controller, which is what a ReplicaSet does (a
+# Job's pods complete at once under KWOK, and a bare pod evicted is gone).
 # External workloads are bound pods of the default scheduler.  Priorities
 # are PriorityClasses (a number N: class priority-N).
 #
 # A feature with no Kubernetes form here is refused, naming it, exit 2:
 # a timeline, a duration, created_at, a queue's per-pool resources,
-# pre-existing pods that are not running or belong to a Job, a daemonset in
-# a scenario of several pools.  cycle_interval and horizon are the
+# pre-existing pods that are not running, a daemonset with pre-existing pods
+# or in a scenario of several pools.  cycle_interval and horizon are the
 # simulator's clock, not the cluster's: they are read by nobody here.
 #
 # A state (sim-state, kube-state) is JSON: "nodes", per class of equivalent
@@ -198,8 +199,6 @@ def workload_objects(w, path, pools):
     for i, p in enumerate(pods):
         if p["state"] != "running":
             refuse("%s.pods[%d]" % (path, i), "a pre-existing %s pod" % p["state"])
-    if pods and ctrl in ("none", "job") and not w.get("external"):
-        refuse(path + ".pods", "pre-existing pods of a Job (a Job adopts no pod)")
     if ctrl == "daemonset" and (pods or len(pools) > 1):
         refuse(path, "a daemonset with pre-existing pods or in a scenario of several pools")
     spec, annotations = pod_spec(w, "default-scheduler" if w.get("external") else "understory")
@@ -227,25 +226,18 @@ def workload_objects(w, path, pools):
                 "spec": pg})
     template = {"metadata": {"labels": labels, "annotations": annotations}, "spec": spec}
     selector = {"matchLabels": {"app": name}}
-    if ctrl == "deployment":
-        # the scenario's running pods first, bound: the ReplicaSet adopts them
-        for i, p in enumerate(pods):
-            pns, pname = split(p.get("name") or "%s-%d" % (w["name"], i))
-            out.append({"apiVersion": "v1", "kind": "Pod",
-                        "metadata": {"name": pname, "namespace": pns, "labels": labels, "annotations": annotations},
-                        "spec": dict(spec, nodeName=p["node"])})
-        out.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": ns},
-                    "spec": {"replicas": replicas, "selector": selector, "template": template}})
-    elif ctrl == "daemonset":
+    if ctrl == "daemonset":
         out.append({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": name, "namespace": ns},
                     "spec": {"selector": selector, "template": template}})
-    else:
-        template["spec"] = dict(spec, restartPolicy="Never")
-        out.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": ns},
-                    "spec": {"parallelism": replicas, "completions": replicas, "backoffLimit": 0,
-                             "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [
-                                 {"type": "DisruptionTarget"}]}]},
-                             "template": template}})
+        return out
+    # the scenario's running pods first, bound: the ReplicaSet adopts them
+    for i, p in enumerate(pods):
+        pns, pname = split(p.get("name") or "%s-%d" % (w["name"], i))
+        out.append({"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": pname, "namespace": pns, "labels": labels, "annotations": annotations},
+                    "spec": dict(spec, nodeName=p["node"])})
+    out.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": replicas, "selector": selector, "template": template}})
     return out
 
 

@@ -95,7 +95,15 @@ cat >"$work/understory.kubeconfig" <<-YAML
 YAML
 sa=system:serviceaccount:understory-system:understory
 
-pod_total() { k -n default get pods --no-headers 2>/dev/null | wc -l; }
+# made N: N pods exist, and every pod of ours has its controller (a pod
+# the scenario has running is created bound, then adopted by its
+# ReplicaSet: until then the daemon would see a workload of its own)
+made() {
+	k -n default get pods -o json >"$work/made.json" &&
+		[[ $(jq '.items | length' "$work/made.json") -eq $1 ]] &&
+		[[ $(jq '[.items[] | select(.spec.schedulerName == "understory" and
+			((.metadata.ownerReferences // []) | length) == 0)] | length' "$work/made.json") -eq 0 ]]
+}
 # kube_state FILE SCENARIO: the cluster's state (replay.py kube-state)
 kube_state() {
 	k get pods -A -o json >"$work/pods.json" &&
@@ -165,8 +173,7 @@ for name in $scenarios; do
 			# the controllers make the pods (and adopt the bound ones) before
 			# the daemon sees anything: the simulator starts from them all
 			expect_pods=$("$replay" pods "$file" 0)
-			until_ok 60 "$name: the controllers made the $expect_pods pods of t=0" \
-				bash -c "[[ \$('$kubectl' --kubeconfig '$work/c/kubeconfig' -n default get pods --no-headers 2>/dev/null | wc -l) -eq $expect_pods ]]"
+			until_ok 60 "$name: the controllers made (or adopted) the $expect_pods pods of t=0" made "$expect_pods"
 			"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 \
 				>"$work/$name-serve.out" 2>"$work/$name-serve.err" &
 			serve_pid=$!
