@@ -99,7 +99,7 @@ sa=system:serviceaccount:understory-system:understory
 # the scenario has running is created bound, then adopted by its
 # ReplicaSet: until then the daemon would see a workload of its own)
 made() {
-	k -n default get pods -o json >"$work/made.json" &&
+	k get pods -A -o json >"$work/made.json" &&
 		[[ $(jq '.items | length' "$work/made.json") -eq $1 ]] &&
 		[[ $(jq '[.items[] | select(.spec.schedulerName == "understory" and
 			((.metadata.ownerReferences // []) | length) == 0)] | length' "$work/made.json") -eq 0 ]]
@@ -146,7 +146,7 @@ compare() {
 
 clean() {
 	k -n default delete jobs,replicasets,daemonsets,podgroups --all --wait=true >/dev/null
-	k -n default delete pods --all --force --grace-period=0 >/dev/null 2>&1
+	k delete pods -A -l app --force --grace-period=0 >/dev/null 2>&1
 	k -n default delete events.events.k8s.io --all >/dev/null
 	k delete queues --all >/dev/null
 	k delete nodes --all >/dev/null
