@@ -29,18 +29,19 @@
 # preempt (priority inside a queue; a gang broken whole), reclaim-siblings
 # (reclaim down a queue tree), fragmented (which background pods an AI pod
 # evicts; a pod no node holds), rule-violations (background work that
-# breaks a rule is never scheduled).  Not replayed: seed-story, tie-break,
-# reload and policy-diff have a timeline (nodes and workloads changing, a
-# policy reload) and controllers a duration, which Kubernetes objects do
-# not express (replay.py refuses them, and this test checks it does);
-# external's pods of another scheduler are bound pods, which serve's
-# import maps as examples/ says, but its gang never fits, so it shows
-# nothing the others do not.
+# breaks a rule is never scheduled), tie-break (the node that displaces the
+# least background work; a gang with one pod bound and one pipelined: this
+# test found serve's pipelined pod reported pending, and the gang stopped).
+# Not replayed: seed-story and reload have a timeline (nodes and workloads
+# changing, a policy reload) and controllers a duration, which Kubernetes
+# objects do not express (replay.py refuses them, and this test checks it
+# does).  policy-diff and external pass too (REPLAY_SCENARIOS="policy-diff
+# external"), but add no rule the others do not check, at a minute each.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
 replay=$here/replay.py
-scenarios=${REPLAY_SCENARIOS:-keep-if-fits reclaim preempt reclaim-siblings fragmented rule-violations}
+scenarios=${REPLAY_SCENARIOS:-keep-if-fits reclaim preempt reclaim-siblings fragmented rule-violations tie-break}
 
 pids=()
 cleanup() {
