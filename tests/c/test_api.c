@@ -712,7 +712,7 @@ TEST(pipelined_pod_reported_unbound_stays_pipelined) {
     CHECK(pod_named(e, bound, &p) && p.phase == US_PHASE_RUNNING);
     CHECK(pod_named(e, piped, &p) && p.phase == US_PHASE_PIPELINED);
     for (int i = 0; i < 8; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "burn-%d", i);
         CHECK(us_engine_remove_pod(e, name, &err) == US_OK); /* terminated */
     }
