@@ -369,7 +369,9 @@ typedef struct us_pod_spec {
  * place of one of the workload's pending pods (and its name).  Refused when
  * the node has not the room (running and terminating pods count), is in
  * another pool, or the workload has no place for another pod.  A pod the
- * engine evicted and that still terminates is left terminating. */
+ * engine evicted and that still terminates is left terminating; a pod it
+ * pipelined and that is reported unbound (node NULL: so it is, until its
+ * room is free) is left pipelined. */
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err);
 /* From {"name": ..., "workload": ..., "node": ..., "state": "running" |
  * "pending"}; state defaults to running with a node, pending without. */

@@ -1223,7 +1223,10 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
             e->names_stale = true;
             return ok(err);
         }
-        if (pd->state == US_POD_PENDING) {
+        /* a pipelined pod is unbound until its room is free: as decided
+         * (pending again, its gang would break and stop the pods it has
+         * running) */
+        if (pd->state == US_POD_PENDING || pd->state == US_POD_PIPELINED) {
             pd->named = true;
             return ok(err);
         }

@@ -672,6 +672,58 @@ TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
     us_engine_destroy(e);
 }
 
+/* A control plane reports a pipelined pod as it is: unbound.  It stays
+ * pipelined, so the gang it belongs to does not break and its pod already
+ * bound elsewhere is not stopped (tests/kube/test-replay.sh found serve's
+ * gang of two, one pod bound and one pipelined, evicted whole a cycle
+ * later); it binds once the background pods it waits for are gone. */
+TEST(pipelined_pod_reported_unbound_stays_pipelined) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_decision_info d;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 8, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 8);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(workload(e, "w", "q", 2, 8, 1) == US_OK); /* a gang of two 8-GPU pods */
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "backgroundpods") == 8);
+    CHECK(count_decisions(e, US_DECISION_BIND, "allocate") == 1);
+    CHECK(count_decisions(e, US_DECISION_PIPELINE, "allocate") == 1);
+    const char *bound = NULL, *piped = NULL;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        CHECK(us_engine_decision(e, i, &d) == US_OK);
+        if (d.op == US_DECISION_BIND) bound = strcmp(d.pod, "w-0") == 0 ? "w-0" : "w-1";
+        if (d.op == US_DECISION_PIPELINE) piped = strcmp(d.pod, "w-0") == 0 ? "w-0" : "w-1";
+    }
+    CHECK(bound && piped && strcmp(bound, piped) != 0);
+    /* the cluster as the control plane sees it: one bound on n2, one not */
+    us_pod_spec run = {bound, "w", "n2"}, wait = {piped, "w", NULL};
+    CHECK(us_engine_upsert_pod(e, &run, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &wait, &err) == US_OK);
+    CHECK(pod_named(e, piped, &p) && p.phase == US_PHASE_PIPELINED);
+    CHECK_STR(p.node, "n1");
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK); /* the burn-in still terminates */
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 0);
+    CHECK(pod_named(e, bound, &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(pod_named(e, piped, &p) && p.phase == US_PHASE_PIPELINED);
+    for (int i = 0; i < 8; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "burn-%d", i);
+        CHECK(us_engine_remove_pod(e, name, &err) == US_OK); /* terminated */
+    }
+    CHECK(us_engine_run_cycle(e, 3, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 1);
+    CHECK(us_engine_decision(e, 0, &d) == US_OK && d.op == US_DECISION_BIND);
+    CHECK_STR(d.pod, piped);
+    CHECK_STR(d.node, "n1");
+    us_engine_destroy(e);
+}
+
 TEST(many_pods_reported_gone_then_read) {
     us_engine *e = engine();
     us_error err;
@@ -1291,6 +1343,7 @@ int main(void) {
     RUN(pod_reports);
     RUN(reported_pods_each_take_a_place_of_their_own);
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
+    RUN(pipelined_pod_reported_unbound_stays_pipelined);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
     RUN(invariant_checks_on_request);

@@ -25,6 +25,16 @@
 --   <!-- doctest: internals -->       (anywhere in a file) the file describes
 --                                     engine internals: the us_ names it
 --                                     mentions are looked up in engine/*.h
+--   <!-- doctest: kube -->            (anywhere in a file) a walk-through on
+--                                     a Kubernetes control plane it starts
+--                                     itself: its console blocks run only
+--                                     with DOCTEST_KUBE=1 in the environment
+--                                     (tests/kube/test-docs.sh), else they
+--                                     are skipped; they run in order as one
+--                                     bash session (variables, cd and jobs
+--                                     carry from block to block), and a job
+--                                     it leaves running ("cmd &") is stopped
+--                                     with SIGTERM at its end
 -- And in every document: each `us_...` name must be public (declared in
 -- bindings/understory.h) or, in an internals document, exist in engine/*.h;
 -- each `understory.NAME` must be a field of the Lua module.
@@ -45,6 +55,7 @@ assert(ROOT and UNDERSTORY and #files > 0, "usage: doctest.lua ROOT UNDERSTORY F
 
 local passed, failed = 0, 0
 local UPDATE = os.getenv("DOCTEST_UPDATE") == "1"
+local KUBE = os.getenv("DOCTEST_KUBE") == "1"
 local updates = {}   -- {at = first line after the command, count, text}
 
 local function sh_quote(s)
@@ -148,7 +159,8 @@ end
 
 -- ---- running blocks ----------------------------------------------------
 
-local function run_console(block, dir, env)
+-- The commands of a console block: {cmd, want = {lines}, at}.
+local function console_commands(block)
     local cmds = {}
     for i, l in ipairs(block.lines) do
         local c = l:match("^%$ (.*)$")
@@ -159,21 +171,35 @@ local function run_console(block, dir, env)
             w[#w + 1] = l
         end
     end
-    if #cmds == 0 then return false, "a console block with no \"$ \" command" end
-    -- One bash runs them all; a record separator before each command marks
-    -- where its output starts, and `(exit $s)` keeps $? for `echo $?`.
+    return cmds
+end
+
+-- Runs the commands of cmds (a list of console_commands lists) in one bash
+-- session, in order: a record separator before each command marks where its
+-- output starts, and `(exit $s)` keeps $? for `echo $?`.  A job the session
+-- leaves running (a command ending in "&") is stopped with SIGTERM and
+-- waited for at its end.  Returns the output and the pieces, by "b.k".
+local function run_session(lists, dir, env)
     local script = { "cd " .. sh_quote(dir), "s=0" }
-    for k, c in ipairs(cmds) do
-        script[#script + 1] = string.format("printf '\\036%d\\n'; (exit $s); %s\ns=$?", k, c.cmd)
+    for b, cmds in ipairs(lists) do
+        for k, c in ipairs(cmds) do
+            script[#script + 1] = string.format("printf '\\036%d.%d\\n'; (exit $s); %s\ns=$?", b, k, c.cmd)
+        end
     end
+    script[#script + 1] = "printf '\\036end\\n'; jobs -p | xargs -r kill -TERM 2>/dev/null; wait"
     write_file(dir .. "/.doctest.sh", table.concat(script, "\n") .. "\n")
     local out = run(env .. " bash " .. sh_quote(dir .. "/.doctest.sh") .. " </dev/null")
     local pieces = {}
-    for k, piece in (out .. "\030"):gmatch("\030(%d+)\n(.-)%f[\030]") do
-        pieces[tonumber(k)] = piece
+    for k, piece in (out .. "\030"):gmatch("\030([%d.]+)\n(.-)%f[\030]") do
+        pieces[k] = piece
     end
+    return out, pieces
+end
+
+-- Checks the output of block number b (its commands cmds) in pieces.
+local function check_console(cmds, b, out, pieces)
     for k, c in ipairs(cmds) do
-        local got = pieces[k]
+        local got = pieces[b .. "." .. k]
         if got == nil then
             return false, string.format("$ %s: did not run; output so far:\n%s", c.cmd, out)
         end
@@ -190,6 +216,13 @@ local function run_console(block, dir, env)
         end
     end
     return true
+end
+
+local function run_console(block, dir, env)
+    local cmds = console_commands(block)
+    if #cmds == 0 then return false, "a console block with no \"$ \" command" end
+    local out, pieces = run_session({ cmds }, dir, env)
+    return check_console(cmds, 1, out, pieces)
 end
 
 local function run_sh(block, dir, env)
@@ -276,10 +309,22 @@ for fi, file in ipairs(files) do
     assert(code == 0, "cannot copy the repository")
     local env = string.format("env HOME=%s PATH=%s:\"$PATH\" LUA_INIT= LUA_CPATH= LUA_PATH=",
         sh_quote(home), sh_quote(bin))
+    local kube = text:find("<!%-%- doctest: kube %-%->") ~= nil
+    local session = {}   -- a kube document's console blocks: {block, cmds, where}
     for _, b in ipairs(parse(text)) do
         local where = string.format("%s:%d", file, b.line)
         local d = b.directive
-        if d and d:match("^skip:%s*%S") then
+        if kube and (b.lang == "console" or b.lang == "sh") and not d then
+            d = KUBE and (b.lang == "sh" and "sh" or "session") or
+                "skip: needs a control plane; tests/kube/test-docs.sh runs it"
+        end
+        if d == "session" then
+            session[#session + 1] = { cmds = console_commands(b), where = where }
+        elseif d == "sh" then
+            report(false, where, "a kube document runs console blocks only (one session)")
+        elseif d == "kube" then
+            report(false, where, "doctest: kube is a directive of a whole file, not of one block")
+        elseif d and d:match("^skip:%s*%S") then
             print(string.format("skip  %s  (%s)", where, d:match("^skip:%s*(.*)$")))
         elseif d and d:match("^skip") then
             report(false, where, "a skip directive must say why")
@@ -295,6 +340,20 @@ for fi, file in ipairs(files) do
         elseif b.lang == "sh" then
             local ok, why = run_sh(b, dir, env)
             report(ok, where, "sh", why)
+        end
+    end
+    if #session > 0 then
+        -- a walk-through: its blocks are steps of one session, in order
+        local lists = {}
+        for i, blk in ipairs(session) do lists[i] = blk.cmds end
+        local out, pieces = run_session(lists, dir, env)
+        for i, blk in ipairs(session) do
+            if #blk.cmds == 0 then
+                report(false, blk.where, "a console block with no \"$ \" command")
+            else
+                local ok, why = check_console(blk.cmds, i, out, pieces)
+                report(ok, blk.where, "console (kube session)", why)
+            end
         end
     end
     if #updates > 0 then
