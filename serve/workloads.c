@@ -240,7 +240,7 @@ static void put_workload(sv_workloads *w, cJSON *wl, double now, cache *now_pods
         put(now_pods, pn, NULL, 0);
         /* bound by us and not seen bound yet: the engine's view (running) stands */
         if (!node && has(&w->assumed, pn)) continue;
-        us_pod_spec spec = {pn, name, node};
+        us_pod_spec spec = {.name = pn, .workload = name, .node = node};
         if (us_engine_upsert_pod(w->engine, &spec, &err) != US_OK) {
             fprintf(stderr, "understory serve: pod %s (%s) not taken: %s\n", pn, state ? state : "?", err.message);
             continue;
