@@ -421,6 +421,7 @@ typedef struct kpod {
     char *group;        /* "<Kind>/ns/name": the workload it belongs to */
     char *wl;           /* the workload's name: "ns/name" */
     const char *node;   /* spec.nodeName, or NULL */
+    const char *pin;    /* the node its affinity on metadata.name names, or NULL */
     bool ours, releasing;
     int controller;     /* US_CTRL_* */
     double created;     /* metadata.creationTimestamp, epoch seconds */
@@ -514,9 +515,9 @@ static int effective(us_err *err, const loc *l, const cJSON *spec, us_res *out) 
 }
 
 /* nodeSelector and required node affinity on labels, as one selector;
- * matchFields metadata.name (what the DaemonSet controller writes) is
- * allowed on a DaemonSet's pods, whose node the daemonset rule gives. */
-static int selector(us_err *err, const loc *l, const cJSON *spec, bool daemon, cJSON *sel) {
+ * matchFields metadata.name In one node (what the DaemonSet controller
+ * writes) is the pod's pin, *pin. */
+static int selector(us_err *err, const loc *l, const cJSON *spec, cJSON *sel, const char **pin) {
     const cJSON *ns, *aff, *na, *req, *terms, *t;
     if (opt_obj(err, l, spec, "spec", "nodeSelector", &ns) < 0 ||
         opt_obj(err, l, spec, "spec", "affinity", &aff) < 0 ||
@@ -572,12 +573,15 @@ static int selector(us_err *err, const loc *l, const cJSON *spec, bool daemon, c
     }
     i = 0;
     cJSON_ArrayForEach(e, get(t, "matchFields")) {
-        const cJSON *k = get(e, "key");
+        const cJSON *k = get(e, "key"), *op = get(e, "operator"), *vs = get(e, "values");
         char p[300];
         snprintf(p, sizeof p, "%s[0].matchFields[%d]", tp, i++);
-        if (!daemon || !cJSON_IsString(k) || strcmp(k->valuestring, "metadata.name") != 0)
-            return fail(err, l, p, "cannot be mapped: only a DaemonSet's pods may be pinned to a node "
-                        "(matchFields metadata.name)");
+        if (!cJSON_IsString(k) || strcmp(k->valuestring, "metadata.name") != 0 || !cJSON_IsString(op) ||
+            strcmp(op->valuestring, "In") != 0 || cJSON_GetArraySize(vs) != 1 ||
+            !cJSON_IsString(cJSON_GetArrayItem(vs, 0)) || *pin)
+            return fail(err, l, p, "cannot be mapped: a pod is pinned to a node by one matchFields "
+                        "metadata.name In with one node name");
+        *pin = cJSON_GetArrayItem(vs, 0)->valuestring;
     }
     return 0;
 }
@@ -706,7 +710,14 @@ static int our_fields(kctx *k, kpod *p, us_res req) {
     if (!cJSON_AddStringToObject(f, "controller", ctrl_names[p->controller]) ||
         !(x = cJSON_AddObjectToObject(f, "node_selector")))
         return us_err_nomem(err);
-    if (selector(err, &p->l, spec, p->controller == US_CTRL_DAEMONSET, x) < 0) return -1;
+    if (selector(err, &p->l, spec, x, &p->pin) < 0) return -1;
+    /* a scenario document lists only bound pods (the simulator creates the
+     * pending ones, and pins only a DaemonSet's): a pending pod of another
+     * kind pinned to a node cannot be said there */
+    if (p->pin && !p->node && p->controller != US_CTRL_DAEMONSET && !(k->o && k->o->pending_pods))
+        return fail(err, &p->l, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                    "cannot be mapped: only a DaemonSet's pending pods are pinned to a node in a scenario "
+                    "(matchFields metadata.name)");
     /* labels: KAI's (background, preemptibility, ...) of the PodGroup, the
      * pod's over them; the rest mean nothing to the engine */
     if (!(x = cJSON_AddObjectToObject(f, "labels"))) return us_err_nomem(err);
@@ -791,6 +802,29 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
     /* the workload's name: the group without its kind */
     if (!(p->wl = strdup(strchr(p->group, '/') + 1))) return us_err_nomem(err);
     return our_fields(k, p, req);
+}
+
+char *kube_pod_workload(const cJSON *pod, const kube_opts *o) {
+    kctx k = {NULL, o, 0, NULL, NULL, 0};
+    us_err err = {0};
+    kpod p;
+    const char *sched, *pgname = NULL;
+    char *wl = NULL;
+    memset(&p, 0, sizeof p);
+    p.o = pod;
+    p.l.path = "pod";
+    k.err = &err;
+    if (meta(&err, &p.l, pod, "Pod", &p.name, &p.ns) < 0) return NULL;
+    const cJSON *sn = get(get(pod, "spec"), "schedulerName"), *pg;
+    sched = cJSON_IsString(sn) ? sn->valuestring : "default-scheduler";
+    if (strcmp(sched, o && o->scheduler_name ? o->scheduler_name : KUBE_DEFAULT_SCHEDULER) != 0)
+        return join(p.ns, p.name, NULL); /* another scheduler's: alone */
+    pg = get(get(get(pod, "metadata"), "annotations"), PODGROUP_ANNOTATION);
+    if (cJSON_IsString(pg) && *pg->valuestring) pgname = pg->valuestring;
+    if (pgname) return join(p.ns, pgname, NULL);
+    if (owner(&k, &p) == 0) wl = strdup(strchr(p.group, '/') + 1);
+    free(p.group);
+    return wl;
 }
 
 /* By workload name, then group (so that two owners forming one name
@@ -898,6 +932,7 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(arr, p) || !cJSON_AddStringToObject(p, "name", pods[i].key) ||
             (pods[i].node && !cJSON_AddStringToObject(p, "node", pods[i].node)) ||
+            (pods[i].pin && !cJSON_AddStringToObject(p, "pin", pods[i].pin)) ||
             !cJSON_AddStringToObject(p, "state", pods[i].releasing ? "releasing"
                                                  : pods[i].node ? "running" : "pending"))
             return us_err_nomem(err);

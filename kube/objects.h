@@ -68,6 +68,14 @@ int kube_queue(const struct cJSON *queue, const char *path, double epoch, struct
  * other schedulers as external workloads). */
 int kube_scenario(const kube_cluster *c, const kube_opts *o, struct cJSON **out, us_err *err);
 
+/* The name of the workload pod belongs to ("namespace/name": its
+ * PodGroup, else its top owner, else the pod itself; another scheduler's
+ * pod is a workload of its own), as kube_scenario groups it, read from the
+ * pod alone; a control plane indexes its caches by it.  New string the
+ * caller frees; NULL when the pod has no name or namespace, an owner it
+ * cannot read, or memory runs out (kube_scenario then says why). */
+char *kube_pod_workload(const struct cJSON *pod, const kube_opts *o);
+
 /* The items of a List (kind "List" or "<Kind>List", as kubectl get -o json
  * prints) sorted into *c; the arrays are malloc'd (kube_cluster_free), the
  * objects stay list's.  Items of other kinds are an error naming them. */
