@@ -68,8 +68,8 @@ struct us_engine {
 
     /* pod name -> pod indices, open addressing (see find_pod) */
     int *names;                   /* [ncap]: a pod index, or -1 */
-    size_t ncap, names_npods;
-    uint64_t names_seq;
+    size_t ncap, names_npods, names_used;
+    uint64_t names_seq, names_gen;
     bool names_stale;
 };
 
@@ -621,15 +621,43 @@ static bool pod_live(const us_pod *p) {
                         p->state == US_POD_RUNNING);
 }
 
-/* The name index is rebuilt when the pod array may have changed under it:
- * pods are only ever appended (next_seq moves) or compacted away (npods
- * drops), and renamed here (names_stale).  0, or -1 when out of memory. */
+/* Pod i under its current name in the index; false when the index is
+ * half full (rebuild it).  An entry left under a pod's old name is
+ * harmless: lookups compare names. */
+static bool names_add(us_engine *e, size_t i) {
+    if (2 * (e->names_used + 1) > e->ncap) return false;
+    size_t k = hash(e->st.pods[i].name) & (e->ncap - 1);
+    while (e->names[k] >= 0) k = (k + 1) & (e->ncap - 1);
+    e->names[k] = (int)i;
+    e->names_used++;
+    return true;
+}
+
+/* A pod was renamed: indexed under its new name too (a reported pod takes
+ * a pending pod's place one call at a time: no rebuild per call). */
+static void names_renamed(us_engine *e, int i) {
+    if (!e->names || e->names_stale || (size_t)i >= e->names_npods || !names_add(e, (size_t)i))
+        e->names_stale = e->names_stale || (size_t)i < e->names_npods;
+}
+
+/* The name index follows the pod array: pods appended since are added
+ * (next_seq moved by as many as npods grew, nothing compacted); anything
+ * else -- pods compacted or undone (generation), a rename that found the
+ * index full (names_stale) -- rebuilds it.  0, or -1 when out of memory. */
 static int index_names(us_engine *e) {
     const us_state *st = &e->st;
     size_t cap = 16;
-    if (e->names && !e->names_stale && e->names_npods == st->npods && e->names_seq == st->next_seq)
-        return 0;
-    while (cap < 2 * st->npods + 2) cap *= 2;
+    if (e->names && !e->names_stale && e->names_gen == st->generation && e->names_npods <= st->npods &&
+        st->next_seq - e->names_seq == st->npods - e->names_npods) {
+        size_t i = e->names_npods;
+        while (i < st->npods && names_add(e, i)) i++;
+        if (i == st->npods) {
+            e->names_npods = st->npods;
+            e->names_seq = st->next_seq;
+            return 0;
+        }
+    }
+    while (cap < 4 * st->npods + 4) cap *= 2;
     if (cap != e->ncap) {
         int *n = malloc(cap * sizeof *n);
         if (!n) return -1;
@@ -638,13 +666,11 @@ static int index_names(us_engine *e) {
         e->ncap = cap;
     }
     memset(e->names, 0xff, cap * sizeof *e->names); /* all -1 */
-    for (size_t i = 0; i < st->npods; i++) {
-        size_t k = hash(st->pods[i].name) & (cap - 1);
-        while (e->names[k] >= 0) k = (k + 1) & (cap - 1);
-        e->names[k] = (int)i;
-    }
+    e->names_used = 0;
+    for (size_t i = 0; i < st->npods; i++) names_add(e, i);
     e->names_npods = st->npods;
     e->names_seq = st->next_seq;
+    e->names_gen = st->generation;
     e->names_stale = false;
     return 0;
 }
@@ -738,6 +764,7 @@ static void rollback(us_state *st, mark m) {
     for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
+    if (st->npods != m.npods) st->generation++;
     st->npods = m.npods;
     st->nnodes = m.nnodes;
     st->nworkloads = m.nworkloads;
@@ -1241,7 +1268,6 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
         pd->named = true;
         if (st->workloads[w].state == US_WL_ACTIVE && us_state_add_pod(st, w, r->name, pin) < 0)
             return nomem(err); /* consistent: only the replacement is missing */
-        e->names_stale = true;
         return ok(err);
     }
     /* an incarnation the engine did not see on n: added there, terminating;
@@ -1260,7 +1286,6 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
                     "running or terminating there", r->node, res, r->name);
     }
     st->pods[p].shared_dev = slot_on(st, n, p);
-    e->names_stale = true;
     return ok(err);
 }
 
@@ -1318,7 +1343,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
             free(pd->name);
             pd->name = copy;
             pd->named = true;
-            e->names_stale = true;
+            names_renamed(e, p);
             return ok(err);
         }
         if (pd->state == US_POD_PENDING) {
@@ -1343,7 +1368,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         if (!copy) return nomem(err);
         free(pd->name);
         pd->name = copy;
-        e->names_stale = true;
+        names_renamed(e, p);
     }
     pd->named = true;
     pd->shared_dev = slot_on(st, n, p);

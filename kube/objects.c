@@ -101,8 +101,11 @@ static int opt_typed(us_err *err, const loc *l, const cJSON *o, const char *sub,
     char p[256];
     *out = NULL;
     if (!v || cJSON_IsNull(v)) return 0;
-    snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
-    if (!is(v)) return fail(err, l, p, "must be %s, not %s", what, tname(v));
+    if (!is(v)) {
+        /* the path only when it is needed: this runs for every field read */
+        snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
+        return fail(err, l, p, "must be %s, not %s", what, tname(v));
+    }
     *out = v;
     return 0;
 }

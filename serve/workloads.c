@@ -361,16 +361,16 @@ static void remove_workload(sv_workloads *w, const char *wl, double now) {
 
 /* One workload of the mapping into the engine: upserted (removed and
  * submitted again when a field that cannot change on a live workload
- * did), then its pods, by their real names (map_one removed those gone). */
-static void put_workload(sv_workloads *w, cJSON *wl, double now) {
+ * did).  Its pods are detached into *pods for put_pods.  false when the
+ * engine refused it (logged). */
+static bool put_workload(sv_workloads *w, cJSON *wl, double now, cJSON **pods) {
     us_error err;
     const char *name = gstr(wl, "name");
-    cJSON *pods = cJSON_DetachItemFromObjectCaseSensitive(wl, "pods");
-    const cJSON *p;
+    *pods = cJSON_DetachItemFromObjectCaseSensitive(wl, "pods");
     char *json = cJSON_PrintUnformatted(wl);
     if (!json) {
         fprintf(stderr, "understory serve: workload %s: out of memory\n", name);
-        goto done;
+        return false;
     }
     int rc = us_engine_upsert_workload_json(w->engine, json, now, &err);
     if (rc == US_EINVAL && has(&w->wls_put, name)) {
@@ -381,10 +381,19 @@ static void put_workload(sv_workloads *w, cJSON *wl, double now) {
     if (rc != US_OK) {
         fprintf(stderr, "understory serve: workload %s not taken: %s\n", name, err.message);
         drop(&w->wls_put, name);
-        goto done;
+        free(json);
+        return false;
     }
     if (!has(&w->wls_put, name)) printf("workload %s: %s\n", name, json);
-    put(&w->wls_put, name, NULL, 0);
+    free(json);
+    return put(&w->wls_put, name, NULL, 0) == 0;
+}
+
+/* The pods of workload name reported by their real names (map_one
+ * removed those gone). */
+static void put_pods(sv_workloads *w, const char *name, const cJSON *pods) {
+    us_error err;
+    const cJSON *p;
     cJSON *reported = cJSON_CreateArray();
     cJSON_ArrayForEach(p, pods) {
         const char *pn = gstr(p, "name"), *node = gstr(p, "node"), *state = gstr(p, "state");
@@ -406,9 +415,6 @@ static void put_workload(sv_workloads *w, cJSON *wl, double now) {
     }
     if (!reported || put(&w->reported, name, reported, 0) < 0)
         fprintf(stderr, "understory serve: workload %s: out of memory\n", name);
-done:
-    free(json);
-    cJSON_Delete(pods);
 }
 
 /* The cached objects a workload's mapping reads: its pods, the nodes they
@@ -512,15 +518,30 @@ int sv_workloads_sync(sv_workloads *w, double now) {
     cache todo = w->dirty;
     memset(&w->dirty, 0, sizeof w->dirty);
     cJSON **mapped = calloc(todo.n, sizeof *mapped);
-    if (!mapped) {
+    cJSON **pods = calloc(todo.n, sizeof *pods);
+    if (!mapped || !pods) {
+        free(mapped);
+        free(pods);
         w->dirty = todo; /* tried again at the next sync */
         return -1;
     }
     for (size_t i = 0; i < todo.n; i++) map_one(w, todo.keys[i], now, &mapped[i]);
+    /* every workload, then every pod: the engine creates the new
+     * workloads' pods in one pass before the first pod report, not one
+     * pass per workload */
     for (size_t i = 0; i < todo.n; i++)
-        if (mapped[i]) put_workload(w, mapped[i], now);
-    for (size_t i = 0; i < todo.n; i++) cJSON_Delete(mapped[i]);
+        if (mapped[i] && !put_workload(w, mapped[i], now, &pods[i])) {
+            cJSON_Delete(mapped[i]);
+            mapped[i] = NULL;
+        }
+    for (size_t i = 0; i < todo.n; i++)
+        if (mapped[i]) put_pods(w, gstr(mapped[i], "name"), pods[i]);
+    for (size_t i = 0; i < todo.n; i++) {
+        cJSON_Delete(mapped[i]);
+        cJSON_Delete(pods[i]);
+    }
     free(mapped);
+    free(pods);
     clear(&todo);
     fflush(stdout);
     return 0;
