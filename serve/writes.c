@@ -345,10 +345,11 @@ static void unschedulable(sv_writes *x, const us_pod_info *p, const char *why) {
     const char *reason = p->background ? "WaitingForIdleResources" : "Unschedulable";
     const char *msg = p->background ? "a background pod waits for idle resources" : why ? why : "not scheduled yet";
     const cJSON *c = condition(sv_workloads_get(x->wl, SV_PODS, p->name), "PodScheduled");
-    if (c && str(at(c, "status", NULL)) && !strcmp(str(at(c, "status", NULL)), "False") && str(at(c, "reason", NULL)) &&
-        !strcmp(str(at(c, "reason", NULL)), reason) && str(at(c, "message", NULL)) &&
-        !strcmp(str(at(c, "message", NULL)), msg))
-        return;
+    bool same = c && str(at(c, "status", NULL)) && !strcmp(str(at(c, "status", NULL)), "False") &&
+                str(at(c, "reason", NULL)) && !strcmp(str(at(c, "reason", NULL)), reason);
+    /* the engine gives its reason when the cause changes: a cycle without
+     * one leaves the last reason standing */
+    if (same && (!why || (str(at(c, "message", NULL)) && !strcmp(str(at(c, "message", NULL)), msg)))) return;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
     snprintf(what, sizeof what, "pending %s: %s (%s)", p->name, reason, msg);
     cJSON *b = status_patch("PodScheduled", "False", reason, msg, NULL);
