@@ -147,7 +147,8 @@ $(PUB_SO): $(ENGINE_OBJ)
 	ln -sf $(SONAME) $(BUILD)/libunderstory.so
 
 # Build products of one flavour, used by tests/run.sh.
-build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench $(BUILD)/bench/embed-bench
+build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench $(BUILD)/bench/embed-bench \
+	$(BUILD)/bench/kube-create
 
 run: all
 	./understory simulate examples/seed-story.json
@@ -168,8 +169,13 @@ $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
 bench: $(BUILD)/bench/understory-bench
 	@$(BUILD)/bench/understory-bench $(BENCH_ARGS)
 
+# tests/kube/bench.sh's creator: objects POSTed many at once over HTTP/2
+$(BUILD)/bench/kube-create: tests/kube/create.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
 # 500 KWOK nodes, 4,000 AI pods in 4,000 PodGroups, burn-in: minutes
-bench-kube: $(BIN)
+bench-kube: $(BIN) $(BUILD)/bench/kube-create
 	UNDERSTORY=$(abspath $(BIN)) tests/kube/bench.sh $(BENCH_KUBE_ARGS)
 
 # Installed files; uninstall removes exactly these (and the policies

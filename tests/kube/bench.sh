@@ -6,8 +6,8 @@
 #   NODES KWOK nodes of 8 GPUs (default 500); BURN background burn-in pods
 #   of one GPU (default 500, a Deployment labelled background) bound first;
 #   then PODS single-GPU AI pods (default 4000), each in a PodGroup of its
-#   own, across QUEUES queues (default 4), created by kubectl in PARALLEL
-#   processes of CHUNK objects (defaults 8 and 250).
+#   own, across QUEUES queues (default 4), created by kube-create
+#   (tests/kube/create.c) with CONCURRENCY requests in flight (default 64).
 # Reported (tests/kube/bench-report.py, from the API server's audit log
 # and the daemon): binds per second from the first AI pod created to the
 # last bound, the creation rate, the bind rate from first bind to last,
@@ -15,13 +15,14 @@
 # API requests by verb (the daemon's /metrics), the daemon's CPU seconds
 # and peak memory, and its cycle durations.
 #   tests/kube/bench.sh [--nodes N] [--pods N] [--burn N] [--queues N]
-#                       [--parallel N] [--chunk N] [--cycle-interval S]
+#                       [--concurrency N] [--cycle-interval S]
 #                       [--check]     (every AI pod bound: exit 1 if not)
 #                       [-- SERVE-ARGS...]  (more flags for the daemon)
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
-nodes=500 pods=4000 burn=500 queues=4 parallel=8 chunk=250 interval=1 check=0
+creator=${KUBE_CREATE:-$(dirname "$understory")/bench/kube-create}
+nodes=500 pods=4000 burn=500 queues=4 concurrency=64 interval=1 check=0
 serve_args=()
 while (($#)); do
 	case $1 in
@@ -29,8 +30,7 @@ while (($#)); do
 	--pods) pods=$2; shift 2 ;;
 	--burn) burn=$2; shift 2 ;;
 	--queues) queues=$2; shift 2 ;;
-	--parallel) parallel=$2; shift 2 ;;
-	--chunk) chunk=$2; shift 2 ;;
+	--concurrency) concurrency=$2; shift 2 ;;
 	--cycle-interval) interval=$2; shift 2 ;;
 	--check) check=1; shift ;;
 	--) shift; serve_args=("$@"); break ;;
@@ -50,7 +50,7 @@ cleanup() {
 trap cleanup EXIT
 fail() {
 	echo "FAIL: $*" >&2
-	for f in "$work"/serve.err "$work"/create-*.err; do
+	for f in "$work"/serve.err "$work"/create.err; do
 		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
 	done
 	exit 1
@@ -63,25 +63,19 @@ k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
 
-# objects KIND FIRST COUNT: COUNT objects of KIND as JSON lines (gen below)
+# gen WHAT ARGS...: the objects, one JSON object a line
 gen() { python3 "$here/bench-objects.py" "$@"; }
-# create_all FILE: the JSON lines of FILE created in CHUNK-object Lists by
-# PARALLEL kubectl processes at once
+# create_all FILE: every object of FILE created, CONCURRENCY requests in
+# flight at once over HTTP/2 (kube-create: kubectl creates one object after
+# another under a limit of 5 requests a second)
 create_all() {
-	local file=$1 dir
-	dir=$(mktemp -d "$work/chunks.XXXX")
-	split -l "$chunk" -d -a 4 "$file" "$dir/c"
-	local i=0
-	for f in "$dir"/c*; do
-		{ echo '{"apiVersion":"v1","kind":"List","items":['; paste -sd, "$f"; echo ']}'; } >"$f.json"
-	done
-	ls "$dir"/c*.json | xargs -P "$parallel" -I{} \
-		"$kubectl" --kubeconfig "$work/c/kubeconfig" create -f {} -o name >/dev/null 2>>"$work/create-$(basename "$file").err" ||
-		fail "creating $(basename "$file") failed"
-	rm -rf "$dir"
+	"$creator" --server "https://127.0.0.1:$(cat "$work/c/api-port")" --cacert "$work/c/certs/ca.crt" \
+		--cert "$work/c/certs/admin.crt" --key "$work/c/certs/admin.key" --concurrency "$concurrency" \
+		<"$1" 2>>"$work/create.err" || fail "creating the objects of $(basename "$1") failed"
 }
 
-say "$nodes nodes, $queues queues, burn-in $burn, $pods AI pods; kubectl x$parallel, $chunk objects a call"
+[[ -x $creator ]] || fail "no $creator (make $(dirname "$understory")/bench/kube-create)"
+say "$nodes nodes, $queues queues, burn-in $burn, $pods AI pods; kube-create x$concurrency"
 gen setup --nodes "$nodes" --queues "$queues" --pods "$pods" >"$work/setup.jsonl"
 create_all "$work/setup.jsonl"
 ready_nodes() { [[ $(k get nodes --no-headers 2>/dev/null | grep -c ' Ready ') -eq $nodes ]]; }
@@ -109,7 +103,8 @@ say "serve --cycle-interval $interval ${serve_args[*]}"
 	--cycle-interval "$interval" "${serve_args[@]}" >"$work/serve.out" 2>"$work/serve.err" &
 serve_pid=$!
 admin_port() { grep -o 'admin endpoint on http://127.0.0.1:[0-9]*' "$work/serve.err" | grep -o '[0-9]*$'; }
-until_ok 30 "the daemon's admin endpoint" admin_port
+has_port() { admin_port >/dev/null; }
+until_ok 30 "the daemon's admin endpoint" has_port
 port=$(admin_port)
 ready() { curl -sf "http://127.0.0.1:$port/readyz" >/dev/null; }
 until_ok 120 "the daemon synced its caches" ready
@@ -117,7 +112,8 @@ until_ok 120 "the daemon synced its caches" ready
 # bound_count NS: pods of NS with a node
 bound_count() { k -n "$1" get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true; }
 if ((burn > 0)); then
-	gen burn --replicas "$burn" | k create -f - >/dev/null
+	gen burn --replicas "$burn" >"$work/burn.jsonl"
+	create_all "$work/burn.jsonl"
 	burned() { [[ $(bound_count bench-bg) -ge $burn ]]; }
 	until_ok 600 "the burn-in bound ($burn pods)" burned
 	say "burn-in bound: $burn pods"
@@ -150,5 +146,5 @@ dup=$(grep -E '^bind .*: done' "$work/serve.out" | awk '{print $2}' | sort | uni
 python3 "$here/bench-report.py" --audit "$work/c/audit.log" --metrics "$work/metrics.txt" \
 	--namespace bench --pods "$pods" --cpu-seconds "$(awk -v u="$utime" -v s="$stime" -v t="$ticks" 'BEGIN {print (u + s) / t}')" \
 	--peak-kib "$hwm" --rss-kib "$rss" --serve-out "$work/serve.out" \
-	--shape "$nodes nodes x 8 GPUs, $queues queues, burn-in $burn, $pods AI pods in $pods PodGroups, kubectl x$parallel x$chunk, cycle interval $interval s${serve_args:+, serve ${serve_args[*]}}" \
+	--shape "$nodes nodes x 8 GPUs, $queues queues, burn-in $burn, $pods AI pods in $pods PodGroups, kube-create x$concurrency, cycle interval $interval s${serve_args:+, serve ${serve_args[*]}}" \
 	$( ((check)) && echo --check)

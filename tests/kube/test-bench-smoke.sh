@@ -14,7 +14,7 @@ fail() {
 	cat "$out" >&2
 	exit 1
 }
-"$here/bench.sh" --nodes 10 --burn 10 --pods 80 --queues 2 --parallel 2 --chunk 20 --check >"$out" ||
+"$here/bench.sh" --nodes 10 --burn 10 --pods 80 --queues 2 --concurrency 8 --check >"$out" ||
 	fail "the small benchmark failed"
 grep -q '^AI pods created: 80, bound: 80 (bound twice: 0)$' "$out" || fail "not every AI pod was bound once"
 for figure in 'binds/s, first AI pod created to last bound: [0-9]' 'create->bind: median [0-9.]* s, p99 [0-9.]* s' \
