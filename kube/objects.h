@@ -41,6 +41,10 @@ typedef struct kube_opts {
      * real names, us_engine_upsert_pod; a scenario document must not have
      * them: the simulator creates its pending pods itself). */
     int pending_pods;
+    /* Non-zero: the document's nodes are left empty (the nodes given are
+     * only looked up for the pods that name them): a control plane feeds
+     * its nodes to the engine apart and maps workloads often. */
+    int workloads_only;
 } kube_opts;
 
 /* The objects of a cluster, by kind, each an object of the API (not

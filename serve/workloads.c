@@ -234,7 +234,7 @@ static int touch(sv_workloads *w, sv_kind kind, sv_event ev, const char *key, co
     switch (kind) {
     case SV_PODS: {
         if (ev == SV_DELETED) return unindex_pod(w, key);
-        kube_opts o = {w->scheduler, "serve", w->epoch, 1};
+        kube_opts o = {w->scheduler, "serve", w->epoch, 1, 1};
         char *wl = kube_pod_workload(obj, &o);
         /* a pod whose workload cannot be read is one of its own, which
          * then fails to map and says why */
@@ -337,16 +337,21 @@ static void remove_reported(sv_workloads *w, const char *wl, const cJSON *keep) 
     cJSON *list = lookup(&w->reported, wl);
     const cJSON *p;
     us_error err;
+    cache kept = {0}; /* keep, sorted: a workload of thousands of pods is not squared */
+    cJSON_ArrayForEach(p, keep)
+        if (put(&kept, p->valuestring, NULL, 0) < 0) {
+            fprintf(stderr, "understory serve: workload %s: out of memory\n", wl);
+            clear(&kept);
+            return; /* nothing removed: the next sync tries again */
+        }
     cJSON_ArrayForEach(p, list) {
         const char *pn = p->valuestring;
-        bool kept = false;
-        const cJSON *k;
-        cJSON_ArrayForEach(k, keep) kept = kept || !strcmp(k->valuestring, pn);
-        if (kept) continue;
+        if (has(&kept, pn)) continue;
         drop(&w->pending, pn);
         if (has(&w->assumed, pn)) continue;
         if (us_engine_remove_pod(w->engine, pn, &err) == US_OK) printf("pod %s: gone\n", pn);
     }
+    clear(&kept);
     drop(&w->reported, wl);
 }
 
@@ -480,7 +485,7 @@ static void map_one(sv_workloads *w, const char *wl, double now, cJSON **out) {
                       {in.ns, in.paths[SV_NAMESPACES], in.ns[0] ? 1 : 0}, {0},
                       {in.pg, in.paths[SV_PODGROUPS], in.pg[0] ? 1 : 0},
                       {pcs, in.paths[SV_PRIORITYCLASSES], w->kinds[SV_PRIORITYCLASSES].n}};
-    kube_opts o = {w->scheduler, "serve", w->epoch, 1};
+    kube_opts o = {w->scheduler, "serve", w->epoch, 1, 1};
     if (kube_scenario(&c, &o, &doc, &kerr) < 0) {
         /* only this workload is out: the rest of the cluster is scheduled */
         fprintf(stderr, "understory serve: workload %s left out: %s\n", wl, kerr.msg);
