@@ -388,7 +388,9 @@ typedef struct us_pod_spec {
  * pending pod.  Refused when the node has not the room (running and
  * terminating pods count), is in another pool, is not the pod's pin, or
  * the workload has no place for another pod.  A pod the engine evicted and
- * that still terminates is left terminating. */
+ * that is reported on its node (running or terminating) is left
+ * terminating, and from then on holds its room until us_engine_remove_pod,
+ * not only until its grace period ends: a deletion can take longer. */
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err);
 /* From {"name": ..., "workload": ..., "node": ..., "pin": ..., "state":
  * "running" | "pending" | "releasing"}; state defaults to running with a

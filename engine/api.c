@@ -1307,8 +1307,13 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (!r->terminating && n >= 0 && pin >= 0 && pin != n)
         return fail(err, US_EINVAL, "pod.node: pod \"%s\" is pinned to \"%s\", not \"%s\"", name, r->pin, node);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
-    /* an evicted pod runs on until it has terminated: as decided */
-    if (n >= 0 && rel >= 0 && st->pods[rel].node == n) return ok(err);
+    /* an evicted pod runs on until it has terminated, as decided; seen
+     * still there, it holds its room until the caller says it is gone,
+     * whatever its grace period said (a deletion can take longer) */
+    if (n >= 0 && rel >= 0 && st->pods[rel].node == n) {
+        st->pods[rel].release_at = INFINITY;
+        return ok(err);
+    }
     if (r->terminating) return report_terminating(e, r, n, live, err);
     if (live >= 0) {
         w = st->pods[live].workload;

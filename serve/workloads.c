@@ -303,6 +303,14 @@ static const char *wl_of(const sv_workloads *w, const char *pod) {
     return s ? s->valuestring : NULL;
 }
 
+int sv_workloads_hold(sv_workloads *w, const char *name, const char *node) {
+    us_pod_spec s = {.name = name, .node = node, .terminating = 1};
+    us_error err;
+    if (us_engine_upsert_pod(w->engine, &s, &err) == US_OK) return 0;
+    fprintf(stderr, "understory serve: pod %s: %s\n", name, err.message);
+    return -1;
+}
+
 int sv_workloads_assume(sv_workloads *w, const char *name, double t) {
     drop(&w->pending, name);
     return put(&w->assumed, name, NULL, t);

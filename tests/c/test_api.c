@@ -802,8 +802,14 @@ TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
     /* the pipelined pod cannot run before the burn pod is gone */
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err), US_EINVAL,
             "pod.node: \"n1\" has not enough gpu for pod \"w-0\"");
-    /* still running, as far as the cluster knows: it is terminating, as decided */
+    /* still running, as far as the cluster knows: it is terminating, as
+     * decided, and holds its room past its grace period (5 s) until it is
+     * reported gone: the pipelined pod does not bind over it */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"burn-0\", \"node\": \"n1\"}", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 0);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 1);
+    CHECK(count_phase(e, US_PHASE_PIPELINED) == 1);
     CHECK(us_engine_remove_pod(e, "burn-0", &err) == US_OK); /* it terminated */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err) == US_OK);
     CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
