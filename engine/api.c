@@ -675,9 +675,10 @@ static int index_names(us_engine *e) {
     return 0;
 }
 
-/* The live incarnation of a pod name, and a terminating one; -1 when none.
- * -1 when out of memory (then both are -1). */
-static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
+/* The live incarnation of a pod name, and a terminating one (the one on
+ * node `on` when several terminate, e.g. after evictions from two nodes);
+ * -1 when none.  -1 when out of memory (then both are -1). */
+static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *releasing) {
     const us_state *st = &e->st;
     *live = *releasing = -1;
     if (index_names(e) < 0) return -1;
@@ -686,9 +687,13 @@ static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
         if (pod_live(p)) *live = i;
-        else if (p->state == US_POD_RELEASING) *releasing = i;
+        else if (p->state == US_POD_RELEASING && (*releasing < 0 || p->node == on)) *releasing = i;
     }
     return 0;
+}
+
+static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
+    return find_pod_on(e, name, -1, live, releasing);
 }
 
 /* ---- tidying ---------------------------------------------------------------------------
@@ -1306,7 +1311,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return fail(err, US_EINVAL, "pod.terminating: a terminating pod is on a node: pod.node is required");
     if (!r->terminating && n >= 0 && pin >= 0 && pin != n)
         return fail(err, US_EINVAL, "pod.node: pod \"%s\" is pinned to \"%s\", not \"%s\"", name, r->pin, node);
-    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
+    if (find_pod_on(e, name, n, &live, &rel) < 0) return nomem(err);
     /* an evicted pod runs on until it has terminated, as decided; seen
      * still there, it holds its room until the caller says it is gone,
      * whatever its grace period said (a deletion can take longer) */

@@ -303,8 +303,6 @@ static const char *wl_of(const sv_workloads *w, const char *pod) {
     return s ? s->valuestring : NULL;
 }
 
-bool sv_workloads_is_assumed(const sv_workloads *w, const char *name) { return has(&w->assumed, name); }
-
 int sv_workloads_hold(sv_workloads *w, const char *name, const char *node) {
     us_pod_spec s = {.name = name, .node = node, .terminating = 1};
     us_error err;

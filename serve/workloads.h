@@ -47,9 +47,6 @@ bool sv_workloads_is_pending(const sv_workloads *w, const char *name);
  * again, so it is never bound twice.  forget: the bind failed. */
 int sv_workloads_assume(sv_workloads *w, const char *name, double t);
 void sv_workloads_forget(sv_workloads *w, const char *name);
-/* name was bound by us and the watch has not shown it bound yet. */
-bool sv_workloads_is_assumed(const sv_workloads *w, const char *name);
-
 /* The engine evicted name from node and the deletion is sent: the pod
  * holds its room in the engine until the watch shows it gone (a sync then
  * removes it), not only for its grace period.  -1 when the engine refused
