@@ -9,6 +9,8 @@
 #   make kube    build the Kubernetes control plane the tests run (tests/kube)
 #   make bench   the benchmark (docs/benchmarks.md)
 #   make bench-embed   what the embedding API's calls cost (docs/embedding.md)
+#   make bench-kube    `understory serve` at KAI's scale-test shape on a real
+#                control plane (docs/benchmarks.md; BENCH_KUBE_ARGS)
 #   make fuzz    build the libFuzzer targets in build/fuzz (docs/testing.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
@@ -73,7 +75,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed install uninstall fuzz fuzz-targets
+.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed bench-kube install uninstall fuzz fuzz-targets
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -145,7 +147,8 @@ $(PUB_SO): $(ENGINE_OBJ)
 	ln -sf $(SONAME) $(BUILD)/libunderstory.so
 
 # Build products of one flavour, used by tests/run.sh.
-build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench $(BUILD)/bench/embed-bench
+build-flavour: $(BIN) $(LUAMOD) $(CTEST_BIN) $(REPLAY) $(BUILD)/bench/understory-bench $(BUILD)/bench/embed-bench \
+	$(BUILD)/bench/kube-create
 
 run: all
 	./understory simulate examples/seed-story.json
@@ -165,6 +168,15 @@ $(BUILD)/bench/understory-bench: tests/bench/bench.c $(LIB_A)
 
 bench: $(BUILD)/bench/understory-bench
 	@$(BUILD)/bench/understory-bench $(BENCH_ARGS)
+
+# tests/kube/bench.sh's creator: objects POSTed many at once over HTTP/2
+$(BUILD)/bench/kube-create: tests/kube/create.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+# 500 KWOK nodes, 4,000 AI pods in 4,000 PodGroups, burn-in: minutes
+bench-kube: $(BIN) $(BUILD)/bench/kube-create
+	UNDERSTORY=$(abspath $(BIN)) tests/kube/bench.sh $(BENCH_KUBE_ARGS)
 
 # Installed files; uninstall removes exactly these (and the policies
 # directory it made).

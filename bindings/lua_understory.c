@@ -43,7 +43,7 @@
  *   e:upsert_node(t)  e:remove_node(name)  e:upsert_queue(t)
  *   e:remove_queue(name)  e:upsert_workload(t [, now])
  *   e:remove_workload(name [, now])  e:complete_workload(name [, now])
- *   e:upsert_pod{name=, workload=, node=}  e:remove_pod(name)
+ *   e:upsert_pod{name=, workload=, node=, pin=, state=}  e:remove_pod(name)
  *   e:load_policies(dir or nil)  e:reload_policies(dir)  e:policy_id()
  *   e:run_cycle(now) -> {decisions = {...}, events = {...}}
  *   e:pods()  e:nodes()  e:queues()  e:workloads()  e:time()

@@ -362,19 +362,41 @@ typedef struct us_pod_spec {
     const char *name;       /* required */
     const char *workload;   /* required when the engine does not know the pod */
     const char *node;       /* the node it runs on; NULL: pending (unbound) */
+    /* Fields below were appended; a spec zero-initialized past node (as
+     * `us_pod_spec s = {name, wl, node};` is) keeps the old meaning. */
+    const char *pin;        /* the only node the pod may ever be placed on (a
+                               DaemonSet pod's node affinity on
+                               metadata.name); NULL: none.  Given again with
+                               every report: a report without it unpins the
+                               pod, except a DaemonSet's, pinned to its
+                               node by its controller */
+    int terminating;        /* non-zero: the pod is being deleted, not by a
+                               decision of the engine (Kubernetes'
+                               deletionTimestamp); needs node.  It is
+                               releasing there, holding its room until
+                               us_engine_remove_pod, and is no longer one of
+                               its workload's replicas */
 } us_pod_spec;
 
-/* Report that a pod runs on spec->node (or is pending when node is NULL).
- * A pod the engine does not know is adopted by its workload: it takes the
- * place of one of the workload's pending pods (and its name).  Refused when
- * the node has not the room (running and terminating pods count), is in
- * another pool, or the workload has no place for another pod.  A pod the
- * engine evicted and that still terminates is left terminating; a pod it
- * pipelined and that is reported unbound (node NULL: so it is, until its
+/* Report that a pod runs on spec->node (or is pending when node is NULL,
+ * or terminating on node when spec->terminating).  A pod the engine does
+ * not know is adopted by its workload: it takes the place of one of the
+ * workload's pending pods (and its name): for a pinned pod, one that may go
+ * to its pin (a DaemonSet's pod pinned to that node).  A terminating pod
+ * the engine does not know is added beside the workload's replicas; a
+ * running one it knows releases, and its controller's replacement is a new
+ * pending pod.  Refused when the node has not the room (running and
+ * terminating pods count), is in another pool, is not the pod's pin, or
+ * the workload has no place for another pod.  A pod the engine evicted and
+ * that is reported on its node (running or terminating) is left
+ * terminating, and from then on holds its room until us_engine_remove_pod,
+ * not only until its grace period ends: a deletion can take longer.  A pod
+ * it pipelined and that is reported unbound (node NULL: so it is, until its
  * room is free) is left pipelined. */
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err);
-/* From {"name": ..., "workload": ..., "node": ..., "state": "running" |
- * "pending"}; state defaults to running with a node, pending without. */
+/* From {"name": ..., "workload": ..., "node": ..., "pin": ..., "state":
+ * "running" | "pending" | "releasing"}; state defaults to running with a
+ * node, pending without; releasing is spec->terminating. */
 US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *err);
 /* The pod is gone.  A terminating pod frees its resources now rather than
  * at the end of its grace period; any other pod is lost, and its controller

@@ -68,8 +68,8 @@ struct us_engine {
 
     /* pod name -> pod indices, open addressing (see find_pod) */
     int *names;                   /* [ncap]: a pod index, or -1 */
-    size_t ncap, names_npods;
-    uint64_t names_seq;
+    size_t ncap, names_npods, names_used;
+    uint64_t names_seq, names_gen;
     bool names_stale;
 };
 
@@ -621,15 +621,43 @@ static bool pod_live(const us_pod *p) {
                         p->state == US_POD_RUNNING);
 }
 
-/* The name index is rebuilt when the pod array may have changed under it:
- * pods are only ever appended (next_seq moves) or compacted away (npods
- * drops), and renamed here (names_stale).  0, or -1 when out of memory. */
+/* Pod i under its current name in the index; false when the index is
+ * half full (rebuild it).  An entry left under a pod's old name is
+ * harmless: lookups compare names. */
+static bool names_add(us_engine *e, size_t i) {
+    if (2 * (e->names_used + 1) > e->ncap) return false;
+    size_t k = hash(e->st.pods[i].name) & (e->ncap - 1);
+    while (e->names[k] >= 0) k = (k + 1) & (e->ncap - 1);
+    e->names[k] = (int)i;
+    e->names_used++;
+    return true;
+}
+
+/* A pod was renamed: indexed under its new name too (a reported pod takes
+ * a pending pod's place one call at a time: no rebuild per call). */
+static void names_renamed(us_engine *e, int i) {
+    if (!e->names || e->names_stale || (size_t)i >= e->names_npods || !names_add(e, (size_t)i))
+        e->names_stale = e->names_stale || (size_t)i < e->names_npods;
+}
+
+/* The name index follows the pod array: pods appended since are added
+ * (next_seq moved by as many as npods grew, nothing compacted); anything
+ * else -- pods compacted or undone (generation), a rename that found the
+ * index full (names_stale) -- rebuilds it.  0, or -1 when out of memory. */
 static int index_names(us_engine *e) {
     const us_state *st = &e->st;
     size_t cap = 16;
-    if (e->names && !e->names_stale && e->names_npods == st->npods && e->names_seq == st->next_seq)
-        return 0;
-    while (cap < 2 * st->npods + 2) cap *= 2;
+    if (e->names && !e->names_stale && e->names_gen == st->generation && e->names_npods <= st->npods &&
+        st->next_seq - e->names_seq == st->npods - e->names_npods) {
+        size_t i = e->names_npods;
+        while (i < st->npods && names_add(e, i)) i++;
+        if (i == st->npods) {
+            e->names_npods = st->npods;
+            e->names_seq = st->next_seq;
+            return 0;
+        }
+    }
+    while (cap < 4 * st->npods + 4) cap *= 2;
     if (cap != e->ncap) {
         int *n = malloc(cap * sizeof *n);
         if (!n) return -1;
@@ -638,20 +666,19 @@ static int index_names(us_engine *e) {
         e->ncap = cap;
     }
     memset(e->names, 0xff, cap * sizeof *e->names); /* all -1 */
-    for (size_t i = 0; i < st->npods; i++) {
-        size_t k = hash(st->pods[i].name) & (cap - 1);
-        while (e->names[k] >= 0) k = (k + 1) & (cap - 1);
-        e->names[k] = (int)i;
-    }
+    e->names_used = 0;
+    for (size_t i = 0; i < st->npods; i++) names_add(e, i);
     e->names_npods = st->npods;
     e->names_seq = st->next_seq;
+    e->names_gen = st->generation;
     e->names_stale = false;
     return 0;
 }
 
-/* The live incarnation of a pod name, and a terminating one; -1 when none.
- * -1 when out of memory (then both are -1). */
-static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
+/* The live incarnation of a pod name, and a terminating one (the one on
+ * node `on` when several terminate, e.g. after evictions from two nodes);
+ * -1 when none.  -1 when out of memory (then both are -1). */
+static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *releasing) {
     const us_state *st = &e->st;
     *live = *releasing = -1;
     if (index_names(e) < 0) return -1;
@@ -660,9 +687,13 @@ static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
         if (pod_live(p)) *live = i;
-        else if (p->state == US_POD_RELEASING) *releasing = i;
+        else if (p->state == US_POD_RELEASING && (*releasing < 0 || p->node == on)) *releasing = i;
     }
     return 0;
+}
+
+static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
+    return find_pod_on(e, name, -1, live, releasing);
 }
 
 /* ---- tidying ---------------------------------------------------------------------------
@@ -738,6 +769,7 @@ static void rollback(us_state *st, mark m) {
     for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
+    if (st->npods != m.npods) st->generation++;
     st->npods = m.npods;
     st->nnodes = m.nnodes;
     st->nworkloads = m.nworkloads;
@@ -803,7 +835,8 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
  * (or -1) moved onto it?  Checked twice: running and terminating pods (what
  * the node physically holds), and running and pipelined pods (what the
  * engine has planned for it).  On false, *res names the resource short. */
-static bool node_holds(const us_state *st, int n, const us_node *cap, int extra, const char **res) {
+static bool node_holds(const us_state *st, int n, const us_node *cap, int extra, bool extra_releasing,
+                       const char **res) {
     for (int pass = 0; pass < 2; pass++) {
         us_pod_state other = pass == 0 ? US_POD_RELEASING : US_POD_PIPELINED;
         us_use u = {0};
@@ -814,7 +847,9 @@ static bool node_holds(const us_state *st, int n, const us_node *cap, int extra,
                 continue;
             if (!take(&u, cap, st->workloads[p->workload].request, p->shared_dev, res)) return false;
         }
-        if (extra >= 0 && !take(&u, cap, st->workloads[st->pods[extra].workload].request, -1, res))
+        /* a terminating pod holds its room now, not where the plan ends */
+        if (extra >= 0 && !(extra_releasing && pass == 1) &&
+            !take(&u, cap, st->workloads[st->pods[extra].workload].request, -1, res))
             return false;
     }
     return true;
@@ -847,7 +882,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
                   "node and add it again)", cur->name, cur->pool);
         goto out;
     }
-    if (!node_holds(st, idx, &n, -1, &res)) {
+    if (!node_holds(st, idx, &n, -1, false, &res)) {
         rc = fail(err, US_EINVAL,
                   "node.%s: the pods on \"%s\" hold more than that; report them gone or let them "
                   "finish first", res, cur->name);
@@ -1155,9 +1190,16 @@ US_API int us_engine_complete_workload(us_engine *e, const char *name, double no
 
 /* ---- pods ---------------------------------------------------------------------------- */
 
-/* A pending pod of workload w that an unknown pod reported on node n (-1:
- * pending) may take the place of: a DaemonSet's pod pinned to n, else the
- * newest pending pod.  -1 when none, with the reason in err. */
+/* What a caller reports about one pod (us_pod_spec, or its JSON). */
+typedef struct pod_report {
+    const char *name, *workload, *node, *pin;
+    bool terminating;
+} pod_report;
+
+/* A pending pod of workload w that an unknown pod reported at node n (on
+ * it, or pinned to it; -1: anywhere) may take the place of: a DaemonSet's
+ * pod pinned to n, else the newest pending pod not pinned elsewhere.  -1
+ * when none, with the reason in err. */
 static int adoptable(const us_state *st, int w, int n, const char *pod, us_error *err) {
     const us_workload *wl = &st->workloads[w];
     int best = -1;
@@ -1165,6 +1207,7 @@ static int adoptable(const us_state *st, int w, int n, const char *pod, us_error
         const us_pod *p = &st->pods[i];
         /* a pod a caller named already is that pod, not a free place */
         if (p->gone || p->workload != w || p->state != US_POD_PENDING || p->named) continue;
+        if (n >= 0 && p->pin >= 0 && p->pin != n) continue;
         if (wl->controller == US_CTRL_DAEMONSET && n >= 0 && p->pin != n) continue;
         if (best < 0 || p->seq > st->pods[best].seq) best = (int)i;
     }
@@ -1182,11 +1225,79 @@ static int adoptable(const us_state *st, int w, int n, const char *pod, us_error
     return best;
 }
 
-static int upsert_pod(us_engine *e, const char *name, const char *workload, const char *node,
-                      us_error *err) {
+/* The device slot pod p takes on node n next to the pods running or
+ * terminating there now. */
+static int slot_on(const us_state *st, int n, int p) {
+    us_use u = {0};
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *q = &st->pods[i];
+        if ((int)i != p && !q->gone && q->node == n &&
+            (q->state == US_POD_RUNNING || q->state == US_POD_RELEASING))
+            us_use_add(&u, &st->nodes[n], st->workloads[q->workload].request, q->shared_dev);
+    }
+    return us_use_add(&u, &st->nodes[n], st->workloads[st->pods[p].workload].request, -1);
+}
+
+/* The real pod name is being deleted on node n, not by a decision of the
+ * engine (a user, a controller scaling down, a node drain): it terminates
+ * there, holding its room, until the caller removes it, and it is no
+ * longer one of its workload's replicas -- the same state as a pod the
+ * engine evicted.  live: its live incarnation, or -1. */
+static int report_terminating(us_engine *e, const pod_report *r, int n, int live, us_error *err) {
     us_state *st = &e->st;
     const char *res;
-    int live, rel, w, n = -1, p;
+    int w;
+    if (live >= 0) {
+        w = st->pods[live].workload;
+        if (r->workload && strcmp(r->workload, st->workloads[w].name) != 0)
+            return fail(err, US_EINVAL, "pod.workload: pod \"%s\" belongs to workload \"%s\"", r->name,
+                        st->workloads[w].name);
+    } else {
+        if (!r->workload)
+            return fail(err, US_ENOENT,
+                        "pod.workload: pod \"%s\" is unknown; name its workload to add it", r->name);
+        if ((w = find_workload(e, r->workload)) < 0)
+            return fail(err, US_ENOENT, "pod.workload: \"%s\" is not a live workload", r->workload);
+    }
+    if (strcmp(st->nodes[n].pool, st->workloads[w].pool) != 0)
+        return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
+                    r->node, st->nodes[n].pool, st->workloads[w].name, st->workloads[w].pool);
+    if (live >= 0 && st->pods[live].state == US_POD_RUNNING && st->pods[live].node == n) {
+        /* the running pod itself: it releases; its controller's new pod
+         * takes its place as a pending pod (named when the caller reports
+         * it), as after an eviction */
+        us_pod *pd = &st->pods[live];
+        int pin = pd->pin;
+        pd->state = US_POD_RELEASING;
+        pd->release_at = INFINITY;
+        pd->named = true;
+        if (st->workloads[w].state == US_WL_ACTIVE && us_state_add_pod(st, w, r->name, pin) < 0)
+            return nomem(err); /* consistent: only the replacement is missing */
+        return ok(err);
+    }
+    /* an incarnation the engine did not see on n: added there, terminating;
+     * a live incarnation elsewhere stays (the caller reports it apart) */
+    mark m = mark_state(st);
+    int p = us_state_add_pod(st, w, r->name, -1);
+    if (p < 0) return nomem(err);
+    st->pods[p].node = n;
+    st->pods[p].state = US_POD_RELEASING;
+    st->pods[p].release_at = INFINITY;
+    st->pods[p].named = true;
+    if (!node_holds(st, n, &st->nodes[n], p, true, &res)) {
+        rollback(st, m);
+        return fail(err, US_EINVAL,
+                    "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
+                    "running or terminating there", r->node, res, r->name);
+    }
+    st->pods[p].shared_dev = slot_on(st, n, p);
+    return ok(err);
+}
+
+static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
+    us_state *st = &e->st;
+    const char *res, *name = r->name, *workload = r->workload, *node = r->node;
+    int live, rel, w, n = -1, pin = -1, p;
     if (!name || !*name) return fail(err, US_EINVAL, "pod.name: required field is missing");
     /* as the loader's names: a Kubernetes name is at most 253 characters */
     if (strlen(name) > 253)
@@ -1194,9 +1305,21 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
                     "Kubernetes name may have", strlen(name));
     if (node && (n = find_node(st, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
-    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
-    /* an evicted pod runs on until it has terminated: as decided */
-    if (n >= 0 && rel >= 0 && st->pods[rel].node == n) return ok(err);
+    if (r->pin && (pin = find_node(st, r->pin)) < 0)
+        return fail(err, US_ENOENT, "pod.pin: \"%s\" is not a node in the cluster", r->pin);
+    if (r->terminating && n < 0)
+        return fail(err, US_EINVAL, "pod.terminating: a terminating pod is on a node: pod.node is required");
+    if (!r->terminating && n >= 0 && pin >= 0 && pin != n)
+        return fail(err, US_EINVAL, "pod.node: pod \"%s\" is pinned to \"%s\", not \"%s\"", name, r->pin, node);
+    if (find_pod_on(e, name, n, &live, &rel) < 0) return nomem(err);
+    /* an evicted pod runs on until it has terminated, as decided; seen
+     * still there, it holds its room until the caller says it is gone,
+     * whatever its grace period said (a deletion can take longer) */
+    if (n >= 0 && rel >= 0 && st->pods[rel].node == n) {
+        st->pods[rel].release_at = INFINITY;
+        return ok(err);
+    }
+    if (r->terminating) return report_terminating(e, r, n, live, err);
     if (live >= 0) {
         w = st->pods[live].workload;
         if (workload && strcmp(workload, st->workloads[w].name) != 0)
@@ -1209,10 +1332,20 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
                         "pod.workload: pod \"%s\" is unknown; name its workload to add it", name);
         if ((w = find_workload(e, workload)) < 0)
             return fail(err, US_ENOENT, "pod.workload: \"%s\" is not a live workload", workload);
-        if ((p = adoptable(st, w, n, name, err)) < 0) return err ? err->code : US_EINVAL;
+        if ((p = adoptable(st, w, n >= 0 ? n : pin, name, err)) < 0) return err ? err->code : US_EINVAL;
     }
     const us_workload *wl = &st->workloads[w];
     us_pod *pd = &st->pods[p];
+    /* a DaemonSet's pod belongs to its node; any other pod is pinned as
+     * the caller says, each report anew */
+    int at = n >= 0 ? n : pin;
+    if (wl->controller == US_CTRL_DAEMONSET && at >= 0 && pd->pin >= 0 && pd->pin != at)
+        return fail(err, US_EINVAL, "pod.%s: daemonset pod \"%s\" belongs on \"%s\", not \"%s\"",
+                    n >= 0 ? "node" : "pin", name, st->nodes[pd->pin].name, st->nodes[at].name);
+    if (n < 0 && pin >= 0 && strcmp(st->nodes[pin].pool, wl->pool) != 0)
+        return fail(err, US_EINVAL, "pod.pin: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
+                    r->pin, st->nodes[pin].pool, wl->name, wl->pool);
+    if (wl->controller != US_CTRL_DAEMONSET) pd->pin = pin;
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
             char *copy = strdup(name);
@@ -1220,7 +1353,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
             free(pd->name);
             pd->name = copy;
             pd->named = true;
-            e->names_stale = true;
+            names_renamed(e, p);
             return ok(err);
         }
         /* a pipelined pod is unbound until its room is free: as decided
@@ -1239,10 +1372,7 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
     if (strcmp(st->nodes[n].pool, wl->pool) != 0)
         return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     node, st->nodes[n].pool, wl->name, wl->pool);
-    if (pd->pin >= 0 && pd->pin != n)
-        return fail(err, US_EINVAL, "pod.node: daemonset pod \"%s\" belongs on \"%s\", not \"%s\"",
-                    name, st->nodes[pd->pin].name, node);
-    if (!node_holds(st, n, &st->nodes[n], p, &res))
+    if (!node_holds(st, n, &st->nodes[n], p, false, &res))
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for pod \"%s\" besides the pods running, "
                     "terminating or pipelined there", node, res, name);
@@ -1251,18 +1381,10 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
         if (!copy) return nomem(err);
         free(pd->name);
         pd->name = copy;
-        e->names_stale = true;
+        names_renamed(e, p);
     }
     pd->named = true;
-    /* its device slot: where it fits next to the pods there now */
-    us_use u = {0};
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *q = &st->pods[i];
-        if ((int)i != p && !q->gone && q->node == n &&
-            (q->state == US_POD_RUNNING || q->state == US_POD_RELEASING))
-            us_use_add(&u, &st->nodes[n], st->workloads[q->workload].request, q->shared_dev);
-    }
-    pd->shared_dev = us_use_add(&u, &st->nodes[n], wl->request, -1);
+    pd->shared_dev = slot_on(st, n, p);
     pd->node = n;
     pd->state = US_POD_RUNNING;
     return ok(err);
@@ -1271,15 +1393,20 @@ static int upsert_pod(us_engine *e, const char *name, const char *workload, cons
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err) {
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "pod: NULL spec");
-    if (spec->name && us_utf8_invalid(spec->name, strlen(spec->name)) >= 0)
-        return fail(err, US_EINVAL, "pod.name: invalid UTF-8 at byte offset %ld",
-                    us_utf8_invalid(spec->name, strlen(spec->name)));
-    return upsert_pod(e, spec->name, spec->workload, spec->node, err);
+    const char *const strs[] = {spec->name, spec->workload, spec->node, spec->pin};
+    const char *const keys[] = {"name", "workload", "node", "pin"};
+    for (int k = 0; k < 4; k++)
+        if (strs[k] && us_utf8_invalid(strs[k], strlen(strs[k])) >= 0)
+            return fail(err, US_EINVAL, "pod.%s: invalid UTF-8 at byte offset %ld", keys[k],
+                        us_utf8_invalid(strs[k], strlen(strs[k])));
+    pod_report r = {spec->name, spec->workload, spec->node, spec->pin, spec->terminating != 0};
+    return upsert_pod(e, &r, err);
 }
 
 US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *err) {
-    static const char *const keys[] = {"name", "workload", "node", "state"};
-    const char *s[4] = {NULL, NULL, NULL, NULL};
+    static const char *const keys[] = {"name", "workload", "node", "state", "pin"};
+    enum { NKEYS = 5 };
+    const char *s[NKEYS] = {NULL, NULL, NULL, NULL, NULL};
     cJSON *o;
     const cJSON *f;
     int rc;
@@ -1291,9 +1418,9 @@ US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *e
     }
     for (f = o->child; f; f = f->next) {
         size_t k = 0;
-        while (k < 4 && strcmp(f->string, keys[k]) != 0) k++;
-        if (k == 4) {
-            rc = fail(err, US_EINVAL, "pod.%s: unknown field (name, workload, node, state)", f->string);
+        while (k < NKEYS && strcmp(f->string, keys[k]) != 0) k++;
+        if (k == NKEYS) {
+            rc = fail(err, US_EINVAL, "pod.%s: unknown field (name, workload, node, state, pin)", f->string);
             goto out;
         }
         if (cJSON_IsNull(f)) continue;
@@ -1307,17 +1434,18 @@ US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *e
         }
         s[k] = f->valuestring;
     }
-    if (s[3] && strcmp(s[3], "running") != 0 && strcmp(s[3], "pending") != 0) {
+    if (s[3] && strcmp(s[3], "running") != 0 && strcmp(s[3], "pending") != 0 && strcmp(s[3], "releasing") != 0) {
         rc = fail(err, US_EINVAL, "pod.state: \"%s\" is not a state a pod can be reported in "
-                  "(running, pending; a pod that is gone is removed)", s[3]);
+                  "(running, pending, releasing; a pod that is gone is removed)", s[3]);
         goto out;
     }
-    if (s[3] && (strcmp(s[3], "running") == 0) != (s[2] != NULL)) {
+    if (s[3] && (strcmp(s[3], "pending") != 0) != (s[2] != NULL)) {
         rc = fail(err, US_EINVAL, "pod.state: \"%s\" %s", s[3],
-                  s[2] ? "with a node: a pod on a node is running" : "needs a node");
+                  s[2] ? "with a node: a pod on a node is running or releasing" : "needs a node");
         goto out;
     }
-    rc = upsert_pod(e, s[0], s[1], s[2], err);
+    pod_report r = {s[0], s[1], s[2], s[4], s[3] && strcmp(s[3], "releasing") == 0};
+    rc = upsert_pod(e, &r, err);
 out:
     cJSON_Delete(o);
     return rc;

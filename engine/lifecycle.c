@@ -200,7 +200,9 @@ int us_life_remove_node(us_state *st, int n, double now) {
     for (size_t i = 0; i < npods; i++) {
         us_pod *p = &st->pods[i];
         if (p->gone) continue;
-        if (p->pin == n) {           /* a daemonset pod goes with its node */
+        /* a daemonset pod goes with its node; another pinned pod is lost
+         * with it below, and waits for its node to come back */
+        if (p->pin == n && st->workloads[p->workload].controller == US_CTRL_DAEMONSET) {
             p->gone = true;
             continue;
         }

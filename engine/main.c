@@ -753,7 +753,7 @@ static int import(int argc, char **argv) {
         goto cleanup;
     }
     const char *base = strrchr(file, '/');
-    kube_opts ko = {sched, base ? base + 1 : file, 0, 0};
+    kube_opts ko = {sched, base ? base + 1 : file, 0, 0, 0};
     if (kube_cluster_from_list(list, &kc, &err) < 0 || kube_scenario(&kc, &ko, &doc, &err) < 0) {
         fprintf(stderr, "understory: %s: %s\n", file, err.msg);
         if (err.code == US_ENOMEM) status = EXIT_FAILURE;

@@ -872,7 +872,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "duration", "labels", "requests", "pods", "created_at",
                                         "tolerations", "external",
                                         NULL};
-static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
+static const char *const pod_fields[] = {"name", "node", "state", "release_at", "pin", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
 static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
@@ -982,9 +982,18 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     double release_at = w->termination_grace;
     if (want(c, o, path, isobj, "an object") < 0 || check_fields(c, o, path, pod_fields) < 0)
         goto fail;
+    const char *pin = NULL;
     if (get_strref(c, o, path, "node", NULL, &node) < 0 ||
         get_enum(c, o, path, "state", pod_states, 3, -1, "a pre-existing pod state", &si) < 0)
         goto fail;
+    /* pinned: when it is lost or evicted, its new incarnation may only go
+     * back to this node (a DaemonSet's pods always are) */
+    if (get(o, "pin") && get_strref(c, o, path, "pin", NULL, &pin) < 0) goto fail;
+    if (pin && strcmp(pin, node) != 0) {
+        failk(c, path, "pin", "%s is not the pod's node %s (a pod runs on its pin)", quote(q, pin),
+              quote(q2, node));
+        goto fail;
+    }
     if (si < 0) {
         failk(c, path, "state", "required field is missing");
         goto fail;
@@ -1063,7 +1072,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     if (state != US_POD_RELEASING &&
         take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
-    pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
+    pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET || pin ? ni : -1);
     if (pi < 0) {
         nomem(c);
         goto fail;

@@ -355,5 +355,6 @@ void us_state_compact_pods(us_state *st) {
         }
         st->pods[j++] = st->pods[i];
     }
+    if (j != st->npods) st->generation++;
     st->npods = j;
 }

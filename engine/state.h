@@ -235,6 +235,9 @@ typedef struct us_state {
     us_pod *pods;
     size_t npods, cap_pods;
     uint64_t next_seq;
+    uint64_t generation;   /* moves whenever pods leave the array or move in it
+                              (compaction, an undone append): indices an
+                              index keeps are then void */
 } us_state;
 
 /* Make room for one more element in the growable array *arr holding n of

@@ -101,8 +101,11 @@ static int opt_typed(us_err *err, const loc *l, const cJSON *o, const char *sub,
     char p[256];
     *out = NULL;
     if (!v || cJSON_IsNull(v)) return 0;
-    snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
-    if (!is(v)) return fail(err, l, p, "must be %s, not %s", what, tname(v));
+    if (!is(v)) {
+        /* the path only when it is needed: this runs for every field read */
+        snprintf(p, sizeof p, "%s%s%s", sub, *sub ? "." : "", key);
+        return fail(err, l, p, "must be %s, not %s", what, tname(v));
+    }
     *out = v;
     return 0;
 }
@@ -421,6 +424,7 @@ typedef struct kpod {
     char *group;        /* "<Kind>/ns/name": the workload it belongs to */
     char *wl;           /* the workload's name: "ns/name" */
     const char *node;   /* spec.nodeName, or NULL */
+    const char *pin;    /* the node its affinity on metadata.name names, or NULL */
     bool ours, releasing;
     int controller;     /* US_CTRL_* */
     double created;     /* metadata.creationTimestamp, epoch seconds */
@@ -436,19 +440,59 @@ typedef struct kctx {
     us_err *err;
     kpod *pods;
     size_t npods;
+    struct kindex *ix;  /* the objects pods refer to, by name: IX_* */
 } kctx;
 
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
 
-/* Find an object of objs by metadata name (and namespace when ns). */
-static const cJSON *find(const kube_objs *objs, const char *ns, const char *name) {
+/* The objects pods refer to, sorted by namespace and name, so that a
+ * lookup is a binary search, not a scan per pod (pods x nodes). */
+enum { IX_NODES, IX_NAMESPACES, IX_PODGROUPS, IX_PRIORITYCLASSES, IX_N };
+typedef struct named {
+    const char *ns, *name; /* ns "" for a cluster-scoped kind */
+    size_t i;              /* its index in the input */
+} named;
+typedef struct kindex {
+    const kube_objs *objs;
+    named *v;
+    size_t n;
+} kindex;
+
+static int by_named(const void *a, const void *b, void *ctx) {
+    (void)ctx;
+    const named *x = a, *y = b;
+    int c = strcmp(x->ns, y->ns);
+    if (!c) c = strcmp(x->name, y->name);
+    return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static int index_objs(kindex *ix, const kube_objs *objs, bool namespaced, us_err *err) {
+    ix->objs = objs;
+    ix->n = 0;
+    if (!(ix->v = malloc((objs->n ? objs->n : 1) * sizeof *ix->v))) return us_err_nomem(err);
     for (size_t i = 0; i < objs->n; i++) {
         const cJSON *md = get(objs->objs[i], "metadata"), *n = get(md, "name"), *s = get(md, "namespace");
-        if (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0) continue;
-        if (ns && (!cJSON_IsString(s) || strcmp(s->valuestring, ns) != 0)) continue;
-        return objs->objs[i];
+        if (!cJSON_IsString(n)) continue;
+        ix->v[ix->n++] = (named){namespaced && cJSON_IsString(s) ? s->valuestring : "", n->valuestring, i};
     }
-    return NULL;
+    us_sort(ix->v, ix->n, sizeof *ix->v, by_named, NULL);
+    return 0;
+}
+
+/* The first object (in input order) of kind which named name (in
+ * namespace ns when the kind is namespaced), or NULL; *at its index. */
+static const cJSON *find(const kctx *k, int which, const char *ns, const char *name, size_t *at) {
+    const kindex *ix = &k->ix[which];
+    named key = {ns ? ns : "", name, 0};
+    size_t lo = 0, hi = ix->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (by_named(&ix->v[mid], &key, NULL) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == ix->n || strcmp(ix->v[lo].ns, key.ns) || strcmp(ix->v[lo].name, name)) return NULL;
+    if (at) *at = ix->v[lo].i;
+    return ix->objs->objs[ix->v[lo].i];
 }
 
 static char *join(const char *a, const char *b, const char *c) {
@@ -514,9 +558,9 @@ static int effective(us_err *err, const loc *l, const cJSON *spec, us_res *out) 
 }
 
 /* nodeSelector and required node affinity on labels, as one selector;
- * matchFields metadata.name (what the DaemonSet controller writes) is
- * allowed on a DaemonSet's pods, whose node the daemonset rule gives. */
-static int selector(us_err *err, const loc *l, const cJSON *spec, bool daemon, cJSON *sel) {
+ * matchFields metadata.name In one node (what the DaemonSet controller
+ * writes) is the pod's pin, *pin. */
+static int selector(us_err *err, const loc *l, const cJSON *spec, cJSON *sel, const char **pin) {
     const cJSON *ns, *aff, *na, *req, *terms, *t;
     if (opt_obj(err, l, spec, "spec", "nodeSelector", &ns) < 0 ||
         opt_obj(err, l, spec, "spec", "affinity", &aff) < 0 ||
@@ -572,12 +616,15 @@ static int selector(us_err *err, const loc *l, const cJSON *spec, bool daemon, c
     }
     i = 0;
     cJSON_ArrayForEach(e, get(t, "matchFields")) {
-        const cJSON *k = get(e, "key");
+        const cJSON *k = get(e, "key"), *op = get(e, "operator"), *vs = get(e, "values");
         char p[300];
         snprintf(p, sizeof p, "%s[0].matchFields[%d]", tp, i++);
-        if (!daemon || !cJSON_IsString(k) || strcmp(k->valuestring, "metadata.name") != 0)
-            return fail(err, l, p, "cannot be mapped: only a DaemonSet's pods may be pinned to a node "
-                        "(matchFields metadata.name)");
+        if (!cJSON_IsString(k) || strcmp(k->valuestring, "metadata.name") != 0 || !cJSON_IsString(op) ||
+            strcmp(op->valuestring, "In") != 0 || cJSON_GetArraySize(vs) != 1 ||
+            !cJSON_IsString(cJSON_GetArrayItem(vs, 0)) || *pin)
+            return fail(err, l, p, "cannot be mapped: a pod is pinned to a node by one matchFields "
+                        "metadata.name In with one node name");
+        *pin = cJSON_GetArrayItem(vs, 0)->valuestring;
     }
     return 0;
 }
@@ -616,7 +663,7 @@ static bool int32_value(const cJSON *v, int *out) {
 }
 
 static int priority_class(kctx *k, const loc *l, const char *sub, const char *name, int *out) {
-    const cJSON *pc = find(&k->c->priorityclasses, NULL, name), *v = get(pc, "value");
+    const cJSON *pc = find(k, IX_PRIORITYCLASSES, NULL, name, NULL), *v = get(pc, "value");
     if (!pc) return fail(k->err, l, sub, "priority class \"%s\" is not in the input", name);
     if (!int32_value(v, out))
         return fail(k->err, l, sub, "priority class \"%s\" has no value that is a whole number within int32",
@@ -673,7 +720,7 @@ static int our_fields(kctx *k, kpod *p, us_res req) {
         const cJSON *q = get(get(p->pg, "spec"), "queue");
         if (cJSON_IsString(q) && *q->valuestring) queue = q->valuestring;
     }
-    if (!queue) queue = label(find(&k->c->namespaces, NULL, p->ns), QUEUE_LABEL);
+    if (!queue) queue = label(find(k, IX_NAMESPACES, NULL, p->ns, NULL), QUEUE_LABEL);
     if (!queue)
         return fail(err, &p->l, "metadata.labels", "no queue: no label " QUEUE_LABEL " on the pod, "
                     "no spec.queue on its PodGroup, no label " QUEUE_LABEL " on namespace \"%s\"", p->ns);
@@ -706,7 +753,14 @@ static int our_fields(kctx *k, kpod *p, us_res req) {
     if (!cJSON_AddStringToObject(f, "controller", ctrl_names[p->controller]) ||
         !(x = cJSON_AddObjectToObject(f, "node_selector")))
         return us_err_nomem(err);
-    if (selector(err, &p->l, spec, p->controller == US_CTRL_DAEMONSET, x) < 0) return -1;
+    if (selector(err, &p->l, spec, x, &p->pin) < 0) return -1;
+    /* a scenario document lists only bound pods (the simulator creates the
+     * pending ones, and pins only a DaemonSet's): a pending pod of another
+     * kind pinned to a node cannot be said there */
+    if (p->pin && !p->node && p->controller != US_CTRL_DAEMONSET && !(k->o && k->o->pending_pods))
+        return fail(err, &p->l, "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution",
+                    "cannot be mapped: only a DaemonSet's pending pods are pinned to a node in a scenario "
+                    "(matchFields metadata.name)");
     /* labels: KAI's (background, preemptibility, ...) of the PodGroup, the
      * pod's over them; the rest mean nothing to the engine */
     if (!(x = cJSON_AddObjectToObject(f, "labels"))) return us_err_nomem(err);
@@ -782,7 +836,7 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
     }
     if (owner(k, p) < 0) return -1;
     if (pgname && *pgname) {
-        if (!(p->pg = find(&k->c->podgroups, p->ns, pgname)))
+        if (!(p->pg = find(k, IX_PODGROUPS, p->ns, pgname, NULL)))
             return fail(err, &p->l, "metadata.annotations." PODGROUP_ANNOTATION,
                         "PodGroup \"%s/%s\" is not in the input", p->ns, pgname);
         free(p->group);
@@ -791,6 +845,29 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
     /* the workload's name: the group without its kind */
     if (!(p->wl = strdup(strchr(p->group, '/') + 1))) return us_err_nomem(err);
     return our_fields(k, p, req);
+}
+
+char *kube_pod_workload(const cJSON *pod, const kube_opts *o) {
+    kctx k = {NULL, o, 0, NULL, NULL, 0, NULL};
+    us_err err = {0};
+    kpod p;
+    const char *sched, *pgname = NULL;
+    char *wl = NULL;
+    memset(&p, 0, sizeof p);
+    p.o = pod;
+    p.l.path = "pod";
+    k.err = &err;
+    if (meta(&err, &p.l, pod, "Pod", &p.name, &p.ns) < 0) return NULL;
+    const cJSON *sn = get(get(pod, "spec"), "schedulerName"), *pg;
+    sched = cJSON_IsString(sn) ? sn->valuestring : "default-scheduler";
+    if (strcmp(sched, o && o->scheduler_name ? o->scheduler_name : KUBE_DEFAULT_SCHEDULER) != 0)
+        return join(p.ns, p.name, NULL); /* another scheduler's: alone */
+    pg = get(get(get(pod, "metadata"), "annotations"), PODGROUP_ANNOTATION);
+    if (cJSON_IsString(pg) && *pg->valuestring) pgname = pg->valuestring;
+    if (pgname) return join(p.ns, pgname, NULL);
+    if (owner(&k, &p) == 0) wl = strdup(strchr(p.group, '/') + 1);
+    free(p.group);
+    return wl;
 }
 
 /* By workload name, then group (so that two owners forming one name
@@ -803,8 +880,8 @@ static int by_group(const void *a, const void *b, void *ctx) {
     return c ? c : strcmp(x->key, y->key);
 }
 
-static const char *pool_of(const kube_cluster *c, const char *node) {
-    const cJSON *n = node ? find(&c->nodes, NULL, node) : NULL;
+static const char *pool_of(const kctx *k, const char *node) {
+    const cJSON *n = node ? find(k, IX_NODES, NULL, node, NULL) : NULL;
     return n ? node_pool(n) : NULL;
 }
 
@@ -834,8 +911,8 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
                         "workload \"%s\"", first->key, first->l.path, a ? a->string : "its fields", first->wl);
         }
         live += !pods[i].releasing;
-        if (!pool && pods[i].node) pool = pool_of(k->c, pods[i].node);
-        if (pods[i].node && !pool_of(k->c, pods[i].node))
+        if (!pool && pods[i].node) pool = pool_of(k, pods[i].node);
+        if (pods[i].node && !pool_of(k, pods[i].node))
             return fail(err, &pods[i].l, "spec.nodeName", "node \"%s\" is not in the input", pods[i].node);
     }
     const char *pl = label(first->o, POOL_LABEL);
@@ -873,8 +950,10 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
         char pb[64];
         const char *name, *ns;
         loc pl = {"podgroups", ""};
-        for (size_t i = 0; i < k->c->podgroups.n; i++)
-            if (k->c->podgroups.objs[i] == first->pg) pl.path = path_of(&k->c->podgroups, i, "podgroups", pb, sizeof pb);
+        size_t at;
+        const char *pgn = get(get(first->pg, "metadata"), "name")->valuestring;
+        if (find(k, IX_PODGROUPS, first->ns, pgn, &at) == first->pg)
+            pl.path = path_of(&k->c->podgroups, at, "podgroups", pb, sizeof pb);
         if (meta(err, &pl, first->pg, "PodGroup", &name, &ns) < 0 || created(err, &pl, first->pg, &ct, &has_ct) < 0)
             return -1;
     }
@@ -898,6 +977,7 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
         cJSON *p = cJSON_CreateObject();
         if (!p || !cJSON_AddItemToArray(arr, p) || !cJSON_AddStringToObject(p, "name", pods[i].key) ||
             (pods[i].node && !cJSON_AddStringToObject(p, "node", pods[i].node)) ||
+            (pods[i].pin && !cJSON_AddStringToObject(p, "pin", pods[i].pin)) ||
             !cJSON_AddStringToObject(p, "state", pods[i].releasing ? "releasing"
                                                  : pods[i].node ? "running" : "pending"))
             return us_err_nomem(err);
@@ -935,7 +1015,8 @@ static int sort_named(cJSON *arr, us_err *err) {
 
 
 int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err *err) {
-    kctx k = {c, o, 0, err, NULL, 0};
+    kindex ix[IX_N] = {{0}};
+    kctx k = {c, o, 0, err, NULL, 0, ix};
     cJSON *doc = cJSON_CreateObject(), *nodes, *queues, *wls, *x;
     char pb[64];
     *out = NULL;
@@ -943,7 +1024,8 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
         !(nodes = cJSON_AddArrayToObject(doc, "nodes")) || !(queues = cJSON_AddArrayToObject(doc, "queues")) ||
         !(wls = cJSON_AddArrayToObject(doc, "workloads")))
         goto nomem;
-    for (size_t i = 0; i < c->nodes.n; i++) {
+    /* a control plane that feeds nodes apart looks them up only */
+    for (size_t i = 0; i < c->nodes.n && !(o && o->workloads_only); i++) {
         if (kube_node(c->nodes.objs[i], path_of(&c->nodes, i, "nodes", pb, sizeof pb), &x, err) < 0) goto fail;
         cJSON_AddItemToArray(nodes, x);
     }
@@ -973,6 +1055,11 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
             const char *name, *ns;
             if (meta(err, &l, refs[r]->objs[i], kinds[r], &name, r == 1 ? &ns : NULL) < 0) goto fail;
         }
+    if (index_objs(&ix[IX_NODES], &c->nodes, false, err) < 0 ||
+        index_objs(&ix[IX_NAMESPACES], &c->namespaces, false, err) < 0 ||
+        index_objs(&ix[IX_PODGROUPS], &c->podgroups, true, err) < 0 ||
+        index_objs(&ix[IX_PRIORITYCLASSES], &c->priorityclasses, false, err) < 0)
+        goto fail;
     if (!(k.pods = calloc(c->pods.n ? c->pods.n : 1, sizeof *k.pods))) goto nomem;
     char (*paths)[64] = calloc(c->pods.n ? c->pods.n : 1, sizeof *paths);
     if (!paths) goto nomem;
@@ -1012,12 +1099,14 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
     free(paths);
     if (sort_named(nodes, err) < 0 || sort_named(queues, err) < 0 || sort_named(wls, err) < 0) goto fail;
     free_pods(k.pods, k.npods);
+    for (int j = 0; j < IX_N; j++) free(ix[j].v);
     *out = doc;
     return 0;
 nomem:
     us_err_nomem(err);
 fail:
     free_pods(k.pods, k.npods);
+    for (int j = 0; j < IX_N; j++) free(ix[j].v);
     cJSON_Delete(doc);
     return -1;
 }

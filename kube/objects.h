@@ -41,6 +41,10 @@ typedef struct kube_opts {
      * real names, us_engine_upsert_pod; a scenario document must not have
      * them: the simulator creates its pending pods itself). */
     int pending_pods;
+    /* Non-zero: the document's nodes are left empty (the nodes given are
+     * only looked up for the pods that name them): a control plane feeds
+     * its nodes to the engine apart and maps workloads often. */
+    int workloads_only;
 } kube_opts;
 
 /* The objects of a cluster, by kind, each an object of the API (not
@@ -67,6 +71,14 @@ int kube_queue(const struct cJSON *queue, const char *path, double epoch, struct
  * workloads its pods form (PodGroups, top owners, lone pods; pods of
  * other schedulers as external workloads). */
 int kube_scenario(const kube_cluster *c, const kube_opts *o, struct cJSON **out, us_err *err);
+
+/* The name of the workload pod belongs to ("namespace/name": its
+ * PodGroup, else its top owner, else the pod itself; another scheduler's
+ * pod is a workload of its own), as kube_scenario groups it, read from the
+ * pod alone; a control plane indexes its caches by it.  New string the
+ * caller frees; NULL when the pod has no name or namespace, an owner it
+ * cannot read, or memory runs out (kube_scenario then says why). */
+char *kube_pod_workload(const struct cJSON *pod, const kube_opts *o);
 
 /* The items of a List (kind "List" or "<Kind>List", as kubectl get -o json
  * prints) sorted into *c; the arrays are malloc'd (kube_cluster_free), the

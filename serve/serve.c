@@ -263,11 +263,20 @@ static void on_cycle(uv_timer_t *t) {
     /* binds not seen within a minute did not happen */
     sv_workloads_expire(s->workloads, now, 60);
     sv_workloads_sync(s->workloads, at);
+    double synced = wall();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);
         return;
     }
+    double decided = wall();
     sv_writes_apply(s->writes, now);
+    double done = wall();
+    /* where a cycle's time goes: the caches into the engine, the engine,
+     * the decisions out (requests started, not answered) */
+    sv_monitor_cycle(s->monitor, "sync", synced - now);
+    sv_monitor_cycle(s->monitor, "engine", decided - synced);
+    sv_monitor_cycle(s->monitor, "writes", done - decided);
+    sv_monitor_cycle(s->monitor, "total", done - now);
 }
 
 /* --cycle-interval's value: seconds, above 0 and at most a day. */

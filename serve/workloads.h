@@ -1,6 +1,6 @@
 /*
  * workloads.h — the cluster's pods as the engine's workloads and pods
- * (workloads.c).
+ * (workloads.c).  Not thread-safe: one thread (serve's loop) uses it.
  */
 #ifndef SV_WORKLOADS_H
 #define SV_WORKLOADS_H
@@ -24,12 +24,19 @@ void sv_workloads_free(sv_workloads *w);
 /* An object of kind changed (an informer's event). */
 int sv_workloads_event(sv_workloads *w, sv_kind kind, sv_event ev, const cJSON *obj);
 
-/* Bring the engine up to the caches at time now (engine seconds) when
- * anything changed since the last sync: workloads upserted or removed,
- * pods reported by their real names (bound: on their node; unbound:
- * pending), pods gone removed.  0, or -1 when the caches do not map
- * (logged with the object and path; the engine keeps its last view). */
+/* Bring the engine up to the caches at time now (engine seconds): the
+ * workloads touched by an event since the last sync (all of them after a
+ * node came, went or changed pool) are mapped again and upserted or
+ * removed, their pods reported by their real names (bound: on their node;
+ * unbound: pending, with the node their affinity pins them to; being
+ * deleted: terminating), their pods gone removed.  A workload that does
+ * not map is logged with the object and the JSON path and taken out of
+ * the engine alone; the others go on.  0, or -1 when out of memory (tried
+ * again at the next sync). */
 int sv_workloads_sync(sv_workloads *w, double now);
+
+/* Workloads mapped by syncs so far: what the syncs cost. */
+unsigned long sv_workloads_mapped(const sv_workloads *w);
 
 /* name ("namespace/name") is a real pod of ours, unbound, that the last
  * sync reported pending: a bind decision for it is one to make. */
@@ -40,6 +47,12 @@ bool sv_workloads_is_pending(const sv_workloads *w, const char *name);
  * again, so it is never bound twice.  forget: the bind failed. */
 int sv_workloads_assume(sv_workloads *w, const char *name, double t);
 void sv_workloads_forget(sv_workloads *w, const char *name);
+/* The engine evicted name from node and the deletion is sent: the pod
+ * holds its room in the engine until the watch shows it gone (a sync then
+ * removes it), not only for its grace period.  -1 when the engine refused
+ * (logged). */
+int sv_workloads_hold(sv_workloads *w, const char *name, const char *node);
+
 /* Assumptions older than timeout seconds at wall time t are dropped. */
 void sv_workloads_expire(sv_workloads *w, double t, double timeout);
 

@@ -287,6 +287,14 @@ static void evict(sv_writes *x, const us_decision_info *d) {
     char ns[256], name[256], path[800], what[800], msg[800];
     const cJSON *pod = sv_workloads_get(x->wl, SV_PODS, d->pod);
     const char *uid = str(at(pod, "metadata", "uid"));
+    /* the real pod stays until the watch shows it gone, however long its
+     * deletion takes: the engine must not count its room free before.
+     * Only when the cache shows the real pod on that node: an incarnation
+     * the engine placed itself under the same name is no real pod, and
+     * one bound by us but not seen bound yet is held by the sync that
+     * shows it terminating there */
+    const char *on = str(at(pod, "spec", "nodeName"));
+    if (pod && !x->dry_run && on && !strcmp(on, d->node)) sv_workloads_hold(x->wl, d->pod, d->node);
     /* not a real pod, or already being deleted */
     if (!pod || !uid || at(pod, "metadata", "deletionTimestamp") || !split(d->pod, ns, sizeof ns, name, sizeof name))
         return;

@@ -341,6 +341,145 @@ TEST(daemonset_follows_node_labels) {
     us_engine_destroy(e);
 }
 
+/* A DaemonSet's real pending pod, reported with the node its affinity
+ * names, takes the engine's pod for that node, so the engine binds it
+ * there and nowhere else (else the DaemonSet controller deletes it and
+ * creates it again, forever). */
+TEST(pinned_pending_pod_binds_on_its_pin) {
+    us_engine *e = engine();
+    us_error err;
+    us_workload_spec w;
+    us_pod_info p;
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(node(e, "n3", 8) == US_OK);
+    us_workload_spec_init(&w);
+    w.name = "agent";
+    w.queue = "bg";
+    w.controller = US_CONTROLLER_DAEMONSET;
+    w.labels = bg_label;
+    w.nlabels = 1;
+    w.requests.cpu = 100;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    /* reported in the order a control plane sees them: n2's first */
+    us_pod_spec a = {.name = "agent-x2", .workload = "agent", .pin = "n2"};
+    us_pod_spec b = {.name = "agent-x1", .workload = "agent", .pin = "n1"};
+    CHECK(us_engine_upsert_pod(e, &a, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
+    /* a second pod pinned to n2 has no place: n2's is taken */
+    us_pod_spec c = {.name = "agent-y2", .workload = "agent", .pin = "n2"};
+    REFUSED(e, us_engine_upsert_pod(e, &c, &err), US_EINVAL, "daemonset \"agent\" has no pending pod on \"n2\"");
+    c.pin = "n9";
+    REFUSED(e, us_engine_upsert_pod(e, &c, &err), US_ENOENT, "pod.pin: \"n9\" is not a node");
+    /* the pod pinned to n2 may not run on n1 */
+    a.node = "n1";
+    REFUSED(e, us_engine_upsert_pod(e, &a, &err), US_EINVAL, "pod.node: pod \"agent-x2\" is pinned to \"n2\"");
+    a.node = NULL;
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    us_decision_info d;
+    size_t binds = 0;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        CHECK(us_engine_decision(e, i, &d) == US_OK);
+        if (!strcmp(d.pod, "agent-x2")) CHECK_STR(d.node, "n2");
+        if (!strcmp(d.pod, "agent-x1")) CHECK_STR(d.node, "n1");
+        binds += d.op == US_DECISION_BIND;
+    }
+    CHECK(binds == 3); /* x1, x2 and the engine's own pod for n3 */
+    CHECK(pod_named(e, "agent-x2", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK_STR(p.node, "n2");
+    us_engine_destroy(e);
+
+    /* any pod may be pinned: a pending pod pinned to a full node waits,
+     * though another node is free; unpinned, it goes there */
+    e = engine();
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    CHECK(workload(e, "big", "q", 1, 8, 0) == US_OK);
+    us_pod_spec big = {.name = "big-0", .node = "n1"};
+    CHECK(us_engine_upsert_pod(e, &big, &err) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    us_pod_spec pw = {.name = "w-real", .workload = "w", .pin = "n1"};
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-real\", \"workload\": \"w\", \"pin\": \"n1\"}", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 0);
+    CHECK(pod_named(e, "w-real", &p) && p.phase == US_PHASE_PENDING);
+    pw.workload = NULL;
+    pw.pin = NULL;
+    CHECK(us_engine_upsert_pod(e, &pw, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(pod_named(e, "w-real", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK_STR(p.node, "n2");
+    us_engine_destroy(e);
+}
+
+/* A pod being deleted by someone else (deletionTimestamp) is reported
+ * terminating: it is releasing, holds its room until it is gone, is not a
+ * replica (its controller's new pod takes the place), and a pod that needs
+ * its room is pipelined, not bound over it. */
+TEST(pod_deleted_by_others_is_releasing_until_gone) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_decision_info d;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    us_workload_spec w;
+    us_workload_spec_init(&w);
+    w.name = "web";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DEPLOYMENT;
+    w.replicas = 1;
+    w.requests.gpu = 8;
+    CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
+    us_pod_spec s = {.name = "web-a", .workload = "web", .node = "n1"};
+    CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
+    /* deleted: releasing, and its replacement is pending */
+    s.terminating = 1;
+    CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK); /* said again: no change */
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 1);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 0);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 1);
+    us_pod_spec r = {.name = "web-b", .workload = "web"};
+    CHECK(us_engine_upsert_pod(e, &r, &err) == US_OK);
+    CHECK(pod_named(e, "web-b", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(us_engine_pod_count(e) == 2);
+    /* its room stays held whatever the time: another workload is
+     * pipelined behind it (web itself waits for its own terminating pod) */
+    CHECK(workload(e, "other", "q", 1, 8, 1000) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1000, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 1);
+    CHECK(us_engine_decision(e, 0, &d) == US_OK && d.op == US_DECISION_PIPELINE);
+    CHECK_STR(d.pod, "other-0");
+    CHECK(d.nwaits_for == 1);
+    CHECK_STR(d.waits_for[0], "web-a");
+    CHECK(pod_named(e, "web-b", &p) && p.phase == US_PHASE_PENDING);
+    /* gone: the room is free, the pipelined pod binds */
+    CHECK(us_engine_remove_pod(e, "web-a", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1001, &err) == US_OK);
+    CHECK(pod_named(e, "other-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 0);
+    CHECK(us_engine_remove_workload(e, "other", 1001, &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1100, &err) == US_OK);
+    CHECK(pod_named(e, "web-b", &p) && p.phase == US_PHASE_RUNNING);
+    /* a terminating pod the engine never saw is added beside the replicas */
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"web-old\", \"workload\": \"web\", \"node\": \"n1\", "
+                                       "\"state\": \"releasing\"}", &err) != US_OK); /* no room on n1 */
+    CHECK(node(e, "n2", 8) == US_OK);
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"web-old\", \"workload\": \"web\", \"node\": \"n2\", "
+                                       "\"state\": \"releasing\"}", &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 1);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 1);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 0);
+    REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"web-x\", \"workload\": \"web\", \"state\": \"releasing\"}", &err),
+            US_EINVAL, "pod.state: \"releasing\" needs a node");
+    us_pod_spec t = {.name = "web-x", .workload = "web", .terminating = 1};
+    REFUSED(e, us_engine_upsert_pod(e, &t, &err), US_EINVAL, "pod.terminating: a terminating pod is on a node");
+    us_engine_destroy(e);
+}
+
 /* ---- queues ------------------------------------------------------------------------------ */
 
 TEST(queue_tree_rules) {
@@ -529,7 +668,7 @@ TEST(pod_reports) {
     us_engine *e = engine();
     us_error err;
     us_pod_info p;
-    us_pod_spec s = {"train-abc", "w", "n1"};
+    us_pod_spec s = {.name = "train-abc", .workload = "w", .node = "n1"};
     CHECK(node(e, "n1", 8) == US_OK);
     CHECK(node(e, "n2", 8) == US_OK);
     CHECK(queue(e, "q", NULL, 16) == US_OK);
@@ -613,7 +752,7 @@ TEST(reported_pods_each_take_a_place_of_their_own) {
             for (int i = 0; i < 4; i++) {
                 const char *name = order[o][i];
                 /* mix's bit i: pod i already bound (n1), else pending */
-                us_pod_spec s = {name, "w", (mix >> (name[1] - '0')) & 1 ? "n1" : NULL};
+                us_pod_spec s = {.name = name, .workload = "w", .node = (mix >> (name[1] - '0')) & 1 ? "n1" : NULL};
                 CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
                 /* and reported again (a control plane resends its state): no change */
                 CHECK(us_engine_upsert_pod(e, &s, &err) == US_OK);
@@ -623,7 +762,7 @@ TEST(reported_pods_each_take_a_place_of_their_own) {
                 CHECK(pod_named(e, name, &p));
                 CHECK(p.phase == (((mix >> i) & 1) ? US_PHASE_RUNNING : US_PHASE_PENDING));
             }
-            us_pod_spec extra = {"p4", "w", NULL};
+            us_pod_spec extra = {.name = "p4", .workload = "w", .node = NULL};
             REFUSED(e, us_engine_upsert_pod(e, &extra, &err), US_EINVAL, "pod.workload: \"w\" has no pending pod");
             CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
             size_t binds = 0;
@@ -663,8 +802,14 @@ TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
     /* the pipelined pod cannot run before the burn pod is gone */
     REFUSED(e, us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err), US_EINVAL,
             "pod.node: \"n1\" has not enough gpu for pod \"w-0\"");
-    /* still running, as far as the cluster knows: it is terminating, as decided */
+    /* still running, as far as the cluster knows: it is terminating, as
+     * decided, and holds its room past its grace period (5 s) until it is
+     * reported gone: the pipelined pod does not bind over it */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"burn-0\", \"node\": \"n1\"}", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 100, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 0);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 1);
+    CHECK(count_phase(e, US_PHASE_PIPELINED) == 1);
     CHECK(us_engine_remove_pod(e, "burn-0", &err) == US_OK); /* it terminated */
     CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-0\", \"node\": \"n1\"}", &err) == US_OK);
     CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_RUNNING);
@@ -861,7 +1006,7 @@ static void every_call(us_engine *e, const us_event_info *ev, void *data) {
     us_queue_spec q;
     us_workload_spec w;
     us_node_spec n = {0};
-    us_pod_spec pod = {"a-0", "a", "n1"};
+    us_pod_spec pod = {.name = "a-0", .workload = "a", .node = "n1"};
     us_pod_info pi;
     us_node_info ni;
     us_queue_info qi;
@@ -985,7 +1130,7 @@ TEST(invalid_utf8_refused_on_every_way_in) {
     us_node_spec n = {0};
     us_queue_spec q;
     us_workload_spec w;
-    us_pod_spec pod = {"w-\xff", "w", NULL};
+    us_pod_spec pod = {.name = "w-\xff", .workload = "w", .node = NULL};
     static const us_label bad_label[] = {{"zone", "a\xc3("}};
     if (!e) return;
     n.name = "n\xc0\xaf";
@@ -1031,7 +1176,7 @@ TEST(pod_of_a_fractional_multi_gpu_workload_fits_nowhere) {
     us_engine *e = engine();
     us_error err;
     us_workload_spec w;
-    us_pod_spec pod = {"w-0", "w", "n1"};
+    us_pod_spec pod = {.name = "w-0", .workload = "w", .node = "n1"};
     if (!e) return;
     CHECK(node(e, "n1", 3) == US_OK);
     CHECK(bg_queue(e, "bg") == US_OK);
@@ -1057,7 +1202,7 @@ TEST(running_pods_of_blocked_background_work_keep_their_room) {
     us_engine *e = NULL;
     us_error err;
     us_workload_spec w;
-    us_pod_spec pod = {"b-0", "b", "n1"};
+    us_pod_spec pod = {.name = "b-0", .workload = "b", .node = "n1"};
     us_engine_options_init(&o);
     o.check_invariants = 1;
     CHECK(us_engine_create(&o, &e, &err) == US_OK);
@@ -1279,8 +1424,8 @@ TEST(external_workload_holds_room_and_is_never_touched) {
     w.priority = 10; /* preemptible by default: a victim if it were ours */
     w.requests.gpu = 4;
     CHECK(us_engine_upsert_workload(e, &w, 0, &err) == US_OK);
-    us_pod_spec a = {"kube-system/dns-a", "kube-system/dns", "n1"};
-    us_pod_spec b = {"kube-system/dns-b", "kube-system/dns", "n2"};
+    us_pod_spec a = {.name = "kube-system/dns-a", .workload = "kube-system/dns", .node = "n1"};
+    us_pod_spec b = {.name = "kube-system/dns-b", .workload = "kube-system/dns", .node = "n2"};
     CHECK(us_engine_upsert_pod(e, &a, &err) == US_OK);
     CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
     /* a gang of two 8-GPU pods of high priority: fits only if dns moves */
@@ -1336,6 +1481,8 @@ int main(void) {
     RUN(node_capacity_cannot_drop_below_its_pods);
     RUN(node_leaves_and_its_pods_go_pending);
     RUN(daemonset_follows_node_labels);
+    RUN(pinned_pending_pod_binds_on_its_pin);
+    RUN(pod_deleted_by_others_is_releasing_until_gone);
     RUN(queue_tree_rules);
     RUN(queue_pools_from_c);
     RUN(workload_errors);

@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "plan.h"
 #include "scenario.h"
+#include "sim.h"
 #include "sort.h"
 
 static us_node node8(void) {
@@ -110,6 +111,47 @@ TEST(daemonset_pods_one_per_node_and_recreated_pinned) {
     CHECK(st->npods == 3);
     us_life_expire(st, 15);
     CHECK(st->npods == 2);
+    us_scenario_free(&sc);
+}
+
+/* A pinned pod (not a DaemonSet's) lost with its node waits for that node,
+ * though another has room; its unpinned twin moves there. */
+TEST(pinned_pod_waits_for_its_node_in_the_simulator) {
+    us_scenario sc;
+    us_sim_result res = {0};
+    us_err err = {0};
+    const char *doc =
+        "{\"name\":\"pin\",\"cycle_interval\":10,\"horizon\":40,"
+        "\"nodes\":[{\"name\":\"n1\",\"gpu\":8},{\"name\":\"n2\",\"gpu\":8}],"
+        "\"queues\":[{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":16}}}],"
+        "\"workloads\":[{\"name\":\"agent\",\"queue\":\"q\",\"controller\":\"deployment\",\"requests\":{\"gpu\":1},"
+        "\"termination_grace\":0,\"pods\":[{\"name\":\"agent-x\",\"node\":\"n1\",\"state\":\"running\",\"pin\":\"n1\"}]},"
+        "{\"name\":\"free\",\"queue\":\"q\",\"controller\":\"deployment\",\"requests\":{\"gpu\":1},"
+        "\"termination_grace\":0,\"pods\":[{\"name\":\"free-x\",\"node\":\"n1\",\"state\":\"running\"}]}],"
+        "\"timeline\":[{\"at\":10,\"action\":\"remove_node\",\"node\":\"n1\"}]}";
+    if (load(&sc, doc) < 0) {
+        CHECK(0);
+        return;
+    }
+    CHECK(us_sim_run(&sc, NULL, NULL, &res, &err) == 0);
+    const us_state *st = &sc.state;
+    int agent = us_state_workload_index(st, "agent"), free_ = us_state_workload_index(st, "free");
+    int n2 = us_state_node_index(st, "n2");
+    size_t seen = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (p->gone) continue;
+        if (p->workload == agent) {
+            CHECK(p->state == US_POD_PENDING && p->pin == us_state_node_index(st, "n1"));
+            seen++;
+        }
+        if (p->workload == free_) {
+            CHECK(p->state == US_POD_RUNNING && p->node == n2);
+            seen++;
+        }
+    }
+    CHECK(seen == 2);
+    us_sim_result_free(&res);
     us_scenario_free(&sc);
 }
 
@@ -272,6 +314,7 @@ int main(void) {
     RUN(fractions_share_a_device_up_to_one);
     RUN(a_device_in_fractional_use_is_not_free_for_whole_pods);
     RUN(daemonset_pods_one_per_node_and_recreated_pinned);
+    RUN(pinned_pod_waits_for_its_node_in_the_simulator);
     RUN(cycle_evicts_background_for_ai_and_pipelines);
     RUN(builtin_fair_share_is_checked_like_a_policy);
     return check_report();

@@ -515,6 +515,10 @@ TEST(error_preexisting_pods) {
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':1,"
                           " 'pods':[{'node':'n1','state':'running'},{'node':'n1','state':'running'}]}"))),
               "workloads[0].pods: 2 pre-existing pods that are not releasing, but only 1 replicas");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'running','pin':'n2'}]}"))),
+              "workloads[0].pods[0].pin: \"n2\" is not the pod's node \"n1\"");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'running','pin':3}]}"))),
+              "workloads[0].pods[0].pin: must be a string");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'running','release_at':5}]}"))),
               "workloads[0].pods[0].release_at: only a releasing pod has one");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'node':'n1','state':'releasing','release_at':-1}]}"))),

@@ -110,7 +110,7 @@ static costs run(int nodes) {
             us_decision_info d;
             us_engine_decision(e, i, &d);
             if (d.op != US_DECISION_PIPELINE) continue;
-            us_pod_spec p = {d.pod, NULL, d.node};
+            us_pod_spec p = {.name = d.pod, .workload = NULL, .node = d.node};
             must(us_engine_upsert_pod(e, &p, &err), &err);
             nrun++;
         }

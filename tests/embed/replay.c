@@ -160,7 +160,7 @@ static void submit(wl *w, double t) {
     /* its pre-existing pods run where the scenario says */
     cJSON_ArrayForEach(p, w->pods) {
         const char *ctrl = str(w->obj, "controller"), *node = str(p, "node");
-        us_pod_spec ps = {str(p, "name"), w->name, node};
+        us_pod_spec ps = {.name = str(p, "name"), .workload = w->name, .node = node};
         if (!ps.name) {
             if (ctrl && strcmp(ctrl, "daemonset") == 0) snprintf(pname, sizeof pname, "%s-%s", w->name, node);
             else snprintf(pname, sizeof pname, "%s-%d", w->name, i);

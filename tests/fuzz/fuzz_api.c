@@ -133,10 +133,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             break;
         case 7: {
             us_pod_spec s = {0};
+            char pin[16], wl[16];
             snprintf(name, sizeof name, "w%u-%u", k % 6, v % 4);
             snprintf(other, sizeof other, "n%u", v % 4);
+            snprintf(pin, sizeof pin, "n%u", (v >> 4) % 4);
+            snprintf(wl, sizeof wl, "w%u", k % 6);
             s.name = name;
             s.node = (v & 8) ? other : NULL;
+            /* pinned (a DaemonSet's node affinity), or being deleted by
+             * someone else; an unknown pod names its workload */
+            s.pin = (v & 64) ? pin : NULL;
+            s.terminating = (v & 128) != 0;
+            s.workload = (v & 32) ? wl : NULL;
             rc = us_engine_upsert_pod(e, &s, &err);
             break;
         }

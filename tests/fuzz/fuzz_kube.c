@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!err.msg[0]) abort();
     } else {
         for (int pending = 0; pending < 2; pending++) {
-            kube_opts o = {NULL, "fuzz", 0, pending};
+            kube_opts o = {NULL, "fuzz", 0, pending, 0};
             cJSON *doc = NULL;
             us_err serr = {0};
             if (kube_scenario(&kc, &o, &doc, &serr) < 0) {

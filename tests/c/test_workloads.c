@@ -1,0 +1,260 @@
+/*
+ * test_workloads.c — serve's mapping of the cluster's pods to the engine's
+ * workloads (serve/workloads.c) with a real engine: objects as the
+ * informers deliver them (JSON of the API), syncs, and what the engine
+ * then holds and decides.  A workload that does not map is left out alone;
+ * a sync maps only the workloads an event touched; a DaemonSet's pending
+ * pod binds on the node its affinity names; a pod being deleted is
+ * releasing.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "check.h"
+#include "objects.h"
+#include "understory.h"
+#include "workloads.h"
+
+static cJSON *J(const char *text) {
+    char buf[4096];
+    size_t n = strlen(text);
+    if (n >= sizeof buf) return NULL;
+    for (size_t i = 0; i <= n; i++) buf[i] = text[i] == '\'' ? '"' : text[i];
+    return cJSON_Parse(buf);
+}
+
+/* The event of object text (in ' form) fed to w, and to the engine for a
+ * node (as serve's node informer does). */
+static void feed(us_engine *e, sv_workloads *w, sv_kind kind, sv_event ev, const char *text) {
+    cJSON *o = J(text);
+    CHECK(o != NULL);
+    if (!o) return;
+    if (kind == SV_NODES) {
+        cJSON *n = NULL;
+        us_err kerr = {0};
+        us_error err;
+        CHECK(kube_node(o, "node", &n, &kerr) == 0);
+        char *s = cJSON_PrintUnformatted(n);
+        CHECK(s && us_engine_upsert_node_json(e, s, &err) == US_OK);
+        free(s);
+        cJSON_Delete(n);
+    }
+    CHECK(sv_workloads_event(w, kind, ev, o) == 0);
+    cJSON_Delete(o);
+}
+
+#define NODE(name, pool)                                                                             \
+    "{'metadata':{'name':'" name "','labels':{'kai.scheduler/node-pool':'" pool "'}},"              \
+    "'status':{'allocatable':{'cpu':'8','memory':'64Gi','nvidia.com/gpu':'8'},"                     \
+    "'conditions':[{'type':'Ready','status':'True'}]}}"
+#define POD(name, extra_meta, extra_spec)                                                            \
+    "{'metadata':{'name':'" name "','namespace':'t','creationTimestamp':'2026-12-01T00:00:00Z'" extra_meta "}," \
+    "'spec':{'schedulerName':'understory'" extra_spec ",'containers':[{'name':'c','resources':{'requests':" \
+    "{'nvidia.com/gpu':'1'}}}]}}"
+
+static us_engine *setup(sv_workloads **w) {
+    us_engine *e = NULL;
+    us_error err;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return NULL;
+    us_queue_spec q;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    q.quota.gpu = 16;
+    CHECK(us_engine_upsert_queue(e, &q, &err) == US_OK);
+    *w = sv_workloads_new(e, "understory", 1);
+    CHECK(*w != NULL);
+    feed(e, *w, SV_NODES, SV_ADDED, NODE("n1", "default"));
+    feed(e, *w, SV_NODES, SV_ADDED, NODE("n2", "default"));
+    feed(e, *w, SV_NAMESPACES, SV_ADDED, "{'metadata':{'name':'t','labels':{'kai.scheduler/queue':'q'}}}");
+    return e;
+}
+
+static int count_workloads(const us_engine *e, const char *name) {
+    int n = 0;
+    for (size_t i = 0; i < us_engine_workload_count(e); i++) {
+        us_workload_info x;
+        if (us_engine_workload(e, i, &x) == US_OK && !strcmp(x.name, name) && x.phase == US_WORKLOAD_ACTIVE) n++;
+    }
+    return n;
+}
+
+static const us_pod_info *pod_named(const us_engine *e, const char *name, us_pod_info *out) {
+    for (size_t i = 0; i < us_engine_pod_count(e); i++)
+        if (us_engine_pod(e, i, out) == US_OK && !strcmp(out->name, name)) return out;
+    return NULL;
+}
+
+/* What f wrote on stderr while it ran, into buf. */
+static void stderr_of(void (*f)(void *), void *arg, char *buf, size_t len) {
+    fflush(stderr);
+    FILE *tmp = tmpfile();
+    int saved = dup(2);
+    buf[0] = 0;
+    if (!tmp || saved < 0 || dup2(fileno(tmp), 2) < 0) {
+        if (tmp) fclose(tmp);
+        f(arg);
+        return;
+    }
+    f(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    rewind(tmp);
+    size_t n = fread(buf, 1, len - 1, tmp);
+    buf[n] = 0;
+    fclose(tmp);
+}
+
+static double sync_at;
+static void sync_now(void *w) { CHECK(sv_workloads_sync(w, sync_at) == 0); }
+
+TEST(an_unmappable_workload_is_left_out_alone) {
+    sv_workloads *w;
+    us_engine *e = setup(&w);
+    char log[4096];
+    feed(e, w, SV_PODS, SV_ADDED, POD("good", "", ""));
+    /* a required pod anti-affinity: the engine has no such filter */
+    feed(e, w, SV_PODS, SV_ADDED,
+         POD("bad", "", ",'affinity':{'podAntiAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':[]}}"));
+    sync_at = 10;
+    stderr_of(sync_now, w, log, sizeof log);
+    CHECK_HAS(log, "workload t/bad left out: pod.spec.affinity.podAntiAffinity."
+                   "requiredDuringSchedulingIgnoredDuringExecution (Pod \"t/bad\"): cannot be mapped");
+    CHECK(count_workloads(e, "t/good") == 1);
+    CHECK(count_workloads(e, "t/bad") == 0);
+    us_error err;
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    us_pod_info p;
+    CHECK(pod_named(e, "t/good", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(sv_workloads_is_pending(w, "t/good")); /* until the bind is assumed */
+    /* fixed: it joins */
+    feed(e, w, SV_PODS, SV_MODIFIED, POD("bad", "", ""));
+    CHECK(sv_workloads_sync(w, 11) == 0);
+    CHECK(count_workloads(e, "t/bad") == 1);
+    /* broken again (a PodGroup it names is missing): out again, the rest stays */
+    feed(e, w, SV_PODS, SV_MODIFIED, POD("bad", ",'annotations':{'pod-group-name':'pg'}", ""));
+    sync_at = 11;
+    stderr_of(sync_now, w, log, sizeof log);
+    CHECK_HAS(log, "workload t/pg left out: pod.metadata.annotations.pod-group-name (Pod \"t/bad\"): "
+                   "PodGroup \"t/pg\" is not in the input");
+    CHECK(count_workloads(e, "t/bad") == 0);
+    CHECK(count_workloads(e, "t/pg") == 0);
+    CHECK(count_workloads(e, "t/good") == 1);
+    feed(e, w, SV_PODGROUPS, SV_ADDED, "{'metadata':{'name':'pg','namespace':'t'},'spec':{'minMember':1}}");
+    CHECK(sv_workloads_sync(w, 12) == 0);
+    CHECK(count_workloads(e, "t/pg") == 1);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+}
+
+TEST(a_sync_maps_only_what_changed) {
+    sv_workloads *w;
+    us_engine *e = setup(&w);
+    char name[32], text[1024];
+    for (int i = 0; i < 20; i++) {
+        snprintf(name, sizeof name, "p%02d", i);
+        snprintf(text, sizeof text, POD("%s", "", ""), name);
+        feed(e, w, SV_PODS, SV_ADDED, text);
+    }
+    CHECK(sv_workloads_sync(w, 1) == 0);
+    CHECK(sv_workloads_mapped(w) == 20);
+    CHECK(us_engine_workload_count(e) == 20);
+    CHECK(sv_workloads_sync(w, 2) == 0); /* nothing changed */
+    CHECK(sv_workloads_mapped(w) == 20);
+    /* one pod changes: one workload mapped */
+    feed(e, w, SV_PODS, SV_MODIFIED, POD("p07", ",'labels':{'x':'y'}", ""));
+    CHECK(sv_workloads_sync(w, 3) == 0);
+    CHECK(sv_workloads_mapped(w) == 21);
+    /* one goes: one mapped, and it is gone from the engine */
+    feed(e, w, SV_PODS, SV_DELETED, POD("p08", "", ""));
+    CHECK(sv_workloads_sync(w, 4) == 0);
+    CHECK(sv_workloads_mapped(w) == 22);
+    CHECK(count_workloads(e, "t/p08") == 0);
+    CHECK(count_workloads(e, "t/p09") == 1);
+    /* a node's status (same pool): nothing; a new node: everything */
+    feed(e, w, SV_NODES, SV_MODIFIED, NODE("n1", "default"));
+    CHECK(sv_workloads_sync(w, 5) == 0);
+    CHECK(sv_workloads_mapped(w) == 22);
+    feed(e, w, SV_NODES, SV_ADDED, NODE("n3", "default"));
+    CHECK(sv_workloads_sync(w, 6) == 0);
+    CHECK(sv_workloads_mapped(w) == 22 + 19);
+    /* the namespace's queue label: the workloads of that namespace */
+    feed(e, w, SV_NAMESPACES, SV_MODIFIED, "{'metadata':{'name':'t','labels':{'kai.scheduler/queue':'q'}}}");
+    CHECK(sv_workloads_sync(w, 7) == 0);
+    CHECK(sv_workloads_mapped(w) == 22 + 19 + 19);
+    CHECK(us_engine_workload_count(e) == 19);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+}
+
+#define DS_POD(name, node)                                                                           \
+    POD(name, ",'ownerReferences':[{'kind':'DaemonSet','name':'agent','controller':true}]",          \
+        ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{"           \
+        "'nodeSelectorTerms':[{'matchFields':[{'key':'metadata.name','operator':'In','values':['" node "']}]}]}}}")
+
+TEST(a_daemonset_pod_binds_on_the_node_it_names) {
+    sv_workloads *w;
+    us_engine *e = setup(&w);
+    us_error err;
+    /* n1's pod first: an unpinned pod would take the engine's newest
+     * pending pod, n2's */
+    feed(e, w, SV_PODS, SV_ADDED, DS_POD("agent-aaaaa", "n1"));
+    CHECK(sv_workloads_sync(w, 1) == 0);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    bool bound = false;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        us_decision_info d;
+        CHECK(us_engine_decision(e, i, &d) == US_OK);
+        if (strcmp(d.pod, "t/agent-aaaaa") != 0) continue;
+        CHECK(d.op == US_DECISION_BIND);
+        CHECK_STR(d.node, "n1");
+        bound = true;
+    }
+    CHECK(bound);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+}
+
+TEST(a_pod_being_deleted_is_releasing_until_gone) {
+    sv_workloads *w;
+    us_engine *e = setup(&w);
+    us_pod_info p;
+    feed(e, w, SV_PODS, SV_ADDED,
+         POD("web-1", ",'ownerReferences':[{'kind':'ReplicaSet','name':'web-abc','controller':true}]"
+                      ",'labels':{'pod-template-hash':'abc'}", ",'nodeName':'n1'"));
+    CHECK(sv_workloads_sync(w, 1) == 0);
+    CHECK(pod_named(e, "t/web-1", &p) && p.phase == US_PHASE_RUNNING);
+    feed(e, w, SV_PODS, SV_MODIFIED,
+         POD("web-1", ",'ownerReferences':[{'kind':'ReplicaSet','name':'web-abc','controller':true}]"
+                      ",'labels':{'pod-template-hash':'abc'},'deletionTimestamp':'2026-12-01T00:01:00Z'",
+             ",'nodeName':'n1'"));
+    /* the Deployment's replacement, pending */
+    feed(e, w, SV_PODS, SV_ADDED,
+         POD("web-2", ",'ownerReferences':[{'kind':'ReplicaSet','name':'web-abc','controller':true}]"
+                      ",'labels':{'pod-template-hash':'abc'}", ""));
+    CHECK(sv_workloads_sync(w, 2) == 0);
+    CHECK(pod_named(e, "t/web-1", &p) && p.phase == US_PHASE_RELEASING);
+    CHECK_STR(p.node, "n1");
+    CHECK(pod_named(e, "t/web-2", &p) && p.phase == US_PHASE_PENDING);
+    CHECK(sv_workloads_is_pending(w, "t/web-2"));
+    CHECK(!sv_workloads_is_pending(w, "t/web-1"));
+    /* gone */
+    feed(e, w, SV_PODS, SV_DELETED, POD("web-1", "", ""));
+    CHECK(sv_workloads_sync(w, 3) == 0);
+    CHECK(!pod_named(e, "t/web-1", &p));
+    CHECK(pod_named(e, "t/web-2", &p) && p.phase == US_PHASE_PENDING);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+}
+
+int main(void) {
+    RUN(an_unmappable_workload_is_left_out_alone);
+    RUN(a_sync_maps_only_what_changed);
+    RUN(a_daemonset_pod_binds_on_the_node_it_names);
+    RUN(a_pod_being_deleted_is_releasing_until_gone);
+    return check_report();
+}
