@@ -27,6 +27,7 @@
 #include "objects.h"
 #include "queues.h"
 #include "monitor.h"
+#include "reload.h"
 #include "understory.h"
 #include "workloads.h"
 #include "writes.h"
@@ -59,6 +60,7 @@ struct serve {
     sv_workloads *workloads;
     sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
+    sv_reload *reload;         /* --policies, hot; POST /reload */
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
@@ -73,6 +75,7 @@ struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
+          "                        [--policies DIR]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -84,7 +87,8 @@ static void usage(FILE *f) {
           "                     in-cluster service account)\n"
           "  --context NAME     a context of the kubeconfig (default: its current one)\n"
           "  --admin-address HOST:PORT\n"
-          "                     serve /healthz, /readyz and /metrics there (default\n"
+          "                     serve /healthz, /readyz, /metrics, /debug/state and\n"
+          "                     POST /reload there (default\n"
           "                     " SV_ADMIN_DEFAULT_ADDRESS "; port 0: a free one, logged)\n"
           "  --dry-run          compute and log the decisions, write nothing\n"
           "  --cycle-interval SECONDS\n"
@@ -92,10 +96,15 @@ static void usage(FILE *f) {
           "  --scheduler-name NAME\n"
           "                     the spec.schedulerName of the pods to schedule (default\n"
           "                     understory); other pods hold their room as external\n"
+          "  --policies DIR     the policy directory (fairshare.lua, placement.lua,\n"
+          "                     background.lua; default: the built-in policies),\n"
+          "                     watched: a change (a ConfigMap update) is checked and\n"
+          "                     swapped in between cycles, or refused\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
-          "configuration, or an admin address it cannot listen on.\n",
+          "configuration, an admin address it cannot listen on, or policies that do\n"
+          "not load.\n",
           f);
 }
 
@@ -225,6 +234,12 @@ static double wall(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* One cycle: the caches into the engine, us_engine_run_cycle, the
  * decisions out.  Nothing is decided before every informer has listed
  * once (a cache half full would look like free room). */
@@ -236,12 +251,16 @@ static void on_cycle(uv_timer_t *t) {
     if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
     /* binds not seen within a minute did not happen */
     sv_workloads_expire(s->workloads, now, 60);
+    double t0 = mono();
     sv_workloads_sync(s->workloads, at);
+    double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);
         return;
     }
+    double t2 = mono();
     sv_writes_apply(s->writes, now);
+    sv_monitor_after_cycle(s->monitor, s->engine, t1 - t0, mono() - t2, now);
 }
 
 /* --cycle-interval's value: seconds, above 0 and at most a day. */
@@ -284,6 +303,8 @@ static void on_signal(uv_signal_t *sig, int signum) {
     (void)signum;
     sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
     s->monitor = NULL;
+    sv_reload_close(s->reload);
+    s->reload = NULL;
     sv_informer_stop(s->nodes);
     sv_informer_stop(s->queues);
     s->nodes = s->queues = NULL;
@@ -310,6 +331,18 @@ static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err
     return 0;
 }
 
+/* GET /debug/state: the engine's state as a scenario document. */
+static void debug_state(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    serve *s = ud;
+    char *text;
+    size_t len;
+    us_error err;
+    (void)rq;
+    if (us_engine_state_json(s->engine, &text, &len, &err) != US_OK) return; /* out of memory: 500 */
+    sv_admin_respond(rp, 200, "application/json", text, len);
+    us_free(text);
+}
+
 /* What the admin endpoint reads: the client's requests and each informer
  * (a new informer is one more call here). */
 static void watch_for_admin(serve *s) {
@@ -325,7 +358,7 @@ static void watch_for_admin(serve *s) {
 
 int sv_main(int argc, char **argv) {
     const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
-    const char *scheduler = KUBE_DEFAULT_SCHEDULER;
+    const char *scheduler = KUBE_DEFAULT_SCHEDULER, *policies = NULL;
     char err[1024];
     sv_config cfg;
     serve s;
@@ -341,6 +374,8 @@ int sv_main(int argc, char **argv) {
             context = argv[++i];
         } else if (!strcmp(argv[i], "--admin-address") && i + 1 < argc) {
             admin_address = argv[++i];
+        } else if (!strcmp(argv[i], "--policies") && i + 1 < argc && *argv[i + 1]) {
+            policies = argv[++i];
         } else if (!strcmp(argv[i], "--dry-run")) {
             s.dry_run = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
@@ -355,7 +390,7 @@ int sv_main(int argc, char **argv) {
             fprintf(stderr, "understory serve: %s %s\n",
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
-                                          !strcmp(argv[i], "--cycle-interval"))
+                                          !strcmp(argv[i], "--cycle-interval") || !strcmp(argv[i], "--policies"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -374,8 +409,20 @@ int sv_main(int argc, char **argv) {
         sv_config_free(&cfg);
         return 1;
     }
+    if (policies && us_engine_load_policies(s.engine, policies, &uerr) != US_OK) {
+        fprintf(stderr, "understory serve: --policies %s: %s\n", policies, uerr.message);
+        sv_config_free(&cfg);
+        us_engine_destroy(s.engine);
+        return 2;
+    }
+    if (policies) fprintf(stderr, "understory serve: policies from %s: policy %s\n", policies, us_engine_policy_id(s.engine));
     uv_loop_t *loop = uv_default_loop();
-    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0) {
+    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0 ||
+        !(s.reload = sv_reload_start(loop, s.engine, policies, s.monitor, err, sizeof err)) ||
+        (sv_monitor_route(s.monitor, "GET", "/debug/state", debug_state, &s) < 0 &&
+         snprintf(err, sizeof err, "out of memory") > 0)) {
+        sv_monitor_close(s.monitor);
+        sv_reload_close(s.reload);
         fprintf(stderr, "understory serve: %s\n", err);
         sv_config_free(&cfg);
         uv_run(loop, UV_RUN_DEFAULT); /* what was opened closes */
@@ -397,6 +444,7 @@ int sv_main(int argc, char **argv) {
         sv_informer_stop(s.queues);
         for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
         sv_monitor_close(s.monitor);
+        sv_reload_close(s.reload);
         sv_http_free(s.http);
         sv_queues_free(s.queue_map);
         sv_writes_free(s.writes);

@@ -5,8 +5,9 @@
  * DisruptionTarget=True (reason PreemptionByScheduler), then DELETE with
  * preconditions.uid and the pod's own grace period; a pending pod's
  * PodScheduled=False condition (Unschedulable with the engine's reason, or
- * WaitingForIdleResources for a background pod); Evict events as
- * events.k8s.io/v1 Events.  A write that would change nothing (the cached
+ * WaitingForIdleResources for a background pod); Evict events and policy
+ * reload events (PolicyReloaded, PolicyReloadRefused) as events.k8s.io/v1
+ * Events.  A write that would change nothing (the cached
  * object already says it) is not made.  Owns the requests in flight;
  * never decides anything: the engine did.
  */
@@ -307,8 +308,49 @@ static cJSON *regarding(sv_writes *x, const char *wl) {
     return r;
 }
 
+/* A policy reload's event (PolicyReloaded, PolicyReloadRefused), regarding
+ * this replica's own Pod, named by the Downward API's POD_NAMESPACE and
+ * POD_NAME (examples/kubernetes/ sets them): the replica that reloaded,
+ * where `kubectl describe pod` shows it.  Without them it is logged only. */
+static void policy_event(sv_writes *x, const us_event_info *ev) {
+    const char *ns = getenv("POD_NAMESPACE"), *pod = getenv("POD_NAME");
+    char path[600], what[1400], now[40];
+    snprintf(what, sizeof what, "event %s %s: %s", ev->type, ev->reason, ev->message);
+    if (!ns || !*ns || !pod || !*pod) {
+        printf("%s: not written (no POD_NAMESPACE and POD_NAME to regard)\n", what);
+        return;
+    }
+    now_rfc3339(now, sizeof now, true);
+    cJSON *e = cJSON_CreateObject(), *md, *an, *reg;
+    bool ok = e && (md = cJSON_AddObjectToObject(e, "metadata")) &&
+              cJSON_AddStringToObject(md, "generateName", "understory-policy-") &&
+              cJSON_AddStringToObject(md, "namespace", ns) && (an = cJSON_AddObjectToObject(md, "annotations")) &&
+              cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1") &&
+              cJSON_AddStringToObject(e, "kind", "Event") && cJSON_AddStringToObject(e, "eventTime", now) &&
+              cJSON_AddStringToObject(e, "reportingController", "understory") &&
+              cJSON_AddStringToObject(e, "reportingInstance", pod) && cJSON_AddStringToObject(e, "action", "reload") &&
+              cJSON_AddStringToObject(e, "reason", ev->reason) && cJSON_AddStringToObject(e, "type", ev->type) &&
+              cJSON_AddStringToObject(e, "note", ev->message) && (reg = cJSON_AddObjectToObject(e, "regarding")) &&
+              cJSON_AddStringToObject(reg, "apiVersion", "v1") && cJSON_AddStringToObject(reg, "kind", "Pod") &&
+              cJSON_AddStringToObject(reg, "namespace", ns) && cJSON_AddStringToObject(reg, "name", pod);
+    for (size_t i = 0; ok && i < ev->nannotations; i++)
+        ok = cJSON_AddStringToObject(an, ev->annotations[i].key, ev->annotations[i].value) != NULL;
+    if (!ok) {
+        cJSON_Delete(e);
+        fprintf(stderr, "understory serve: %s: out of memory\n", what);
+        return;
+    }
+    snprintf(path, sizeof path, "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    write_json(x, "POST", path, e, what, NULL, NULL, NULL);
+}
+
 static void event(sv_writes *x, const us_event_info *ev) {
     char ns[256], name[256], path[600], what[800], now[40];
+    if (!strcmp(ev->object, "policies") &&
+        (!strcmp(ev->reason, "PolicyReloaded") || !strcmp(ev->reason, "PolicyReloadRefused"))) {
+        policy_event(x, ev);
+        return;
+    }
     if (strcmp(ev->reason, "Evict") != 0 || !split(ev->object, ns, sizeof ns, name, sizeof name)) return;
     const char *action = "evict";
     for (size_t i = 0; i < ev->nannotations; i++)
