@@ -243,16 +243,22 @@ static double mono(void) {
 /* One cycle: the caches into the engine, us_engine_run_cycle, the
  * decisions out.  Nothing is decided before every informer has listed
  * once (a cache half full would look like free room). */
+/* The caches into the engine at wall time now; the engine's time for it. */
+static double sync_now(serve *s, double now) {
+    double at = now - s->epoch;
+    if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
+    /* binds not seen within a minute did not happen */
+    sv_workloads_expire(s->workloads, now, 60);
+    sv_workloads_sync(s->workloads, at);
+    return at;
+}
+
 static void on_cycle(uv_timer_t *t) {
     serve *s = t->data;
     us_error err;
     if (s->synced < NINFORMERS) return;
-    double now = wall(), at = now - s->epoch;
-    if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
-    /* binds not seen within a minute did not happen */
-    sv_workloads_expire(s->workloads, now, 60);
-    double t0 = mono();
-    sv_workloads_sync(s->workloads, at);
+    double now = wall(), t0 = mono();
+    double at = sync_now(s, now);
     double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);
@@ -331,13 +337,21 @@ static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err
     return 0;
 }
 
-/* GET /debug/state: the engine's state as a scenario document. */
+/* GET /debug/state: the caches brought into the engine (what the next
+ * cycle starts from), its state as a scenario document; 503 until every
+ * informer has listed. */
 static void debug_state(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
     serve *s = ud;
     char *text;
     size_t len;
     us_error err;
     (void)rq;
+    if (s->synced < NINFORMERS) {
+        static const char msg[] = "not ready: the caches have not all listed yet\n";
+        sv_admin_respond(rp, 503, "text/plain; charset=utf-8", msg, sizeof msg - 1);
+        return;
+    }
+    sync_now(s, wall());
     if (us_engine_state_json(s->engine, &text, &len, &err) != US_OK) return; /* out of memory: 500 */
     sv_admin_respond(rp, 200, "application/json", text, len);
     us_free(text);

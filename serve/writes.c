@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct req {
     struct req *next, *prev;
@@ -308,16 +309,38 @@ static cJSON *regarding(sv_writes *x, const char *wl) {
     return r;
 }
 
+/* This replica's own Pod: namespace from POD_NAMESPACE (the Downward
+ * API), else the service account's namespace file; name from POD_NAME,
+ * else the host name (a pod's host name is its name).  false when the
+ * namespace is unknown (not in a pod, no POD_NAMESPACE). */
+static bool own_pod(char *ns, size_t nl, char *name, size_t ml) {
+    const char *e = getenv("POD_NAMESPACE");
+    ns[0] = name[0] = '\0';
+    if (e && *e) {
+        snprintf(ns, nl, "%s", e);
+    } else {
+        FILE *f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+        if (f) {
+            if (!fgets(ns, (int)nl, f)) ns[0] = '\0';
+            fclose(f);
+            ns[strcspn(ns, "\r\n")] = '\0';
+        }
+    }
+    if ((e = getenv("POD_NAME")) && *e) snprintf(name, ml, "%s", e);
+    else if (gethostname(name, ml) < 0) name[0] = '\0';
+    name[ml - 1] = '\0';
+    return ns[0] && name[0];
+}
+
 /* A policy reload's event (PolicyReloaded, PolicyReloadRefused), regarding
- * this replica's own Pod, named by the Downward API's POD_NAMESPACE and
- * POD_NAME (examples/kubernetes/ sets them): the replica that reloaded,
- * where `kubectl describe pod` shows it.  Without them it is logged only. */
+ * this replica's own Pod (own_pod): the replica that reloaded, where
+ * `kubectl describe pod` shows it.  Outside a pod, without POD_NAMESPACE,
+ * it is logged only. */
 static void policy_event(sv_writes *x, const us_event_info *ev) {
-    const char *ns = getenv("POD_NAMESPACE"), *pod = getenv("POD_NAME");
-    char path[600], what[1400], now[40];
+    char ns[256], pod[256], path[600], what[1400], now[40];
     snprintf(what, sizeof what, "event %s %s: %s", ev->type, ev->reason, ev->message);
-    if (!ns || !*ns || !pod || !*pod) {
-        printf("%s: not written (no POD_NAMESPACE and POD_NAME to regard)\n", what);
+    if (!own_pod(ns, sizeof ns, pod, sizeof pod)) {
+        printf("%s: not written (no pod of its own to regard: POD_NAMESPACE unset, not in a pod)\n", what);
         return;
     }
     now_rfc3339(now, sizeof now, true);

@@ -248,7 +248,7 @@ local function check_names(file, text)
         end
         for w in l:gmatch("%f[%w_]understory%.([%a_][%w_]*)") do
             if not lua_fields[w] and not l:find("understory%." .. w .. "%.") and
-               not ({ json = 1, h = 1, pc = 1, so = 1, md = 1 })[w] then
+               not ({ json = 1, yaml = 1, h = 1, pc = 1, so = 1, md = 1 })[w] then
                 report(false, string.format("%s:%d", file, lineno),
                     string.format("`understory.%s` is not a function of the Lua module", w))
             end
