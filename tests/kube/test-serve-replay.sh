@@ -148,9 +148,15 @@ capture() {
 		"$understory" import - --canonical >"$work/$1-imported.json" || fail "understory import failed"
 	"$python" "$root/tests/kube/state_normal.py" "$work/$1-live.json" >"$work/$1-live.norm"
 	"$python" "$root/tests/kube/state_normal.py" "$work/$1-imported.json" >"$work/$1-imported.norm"
-	diff -u "$work/$1-imported.norm" "$work/$1-live.norm" >"$work/$1.diff"
+	diff -u "$work/$1-imported.norm" "$work/$1-live.norm" >"$work/$1-diff.err"
 }
-capture rest || fail "at rest, /debug/state and the import differ: $(cat "$work/rest.diff")"
+# A pod being deleted that understory did not evict (the DaemonSet
+# controller replacing a health check, docs/kubernetes.md "Not done yet")
+# is running to serve until it is gone, releasing to import: the two agree
+# when no pod is terminating, before and after the capture.
+quiet() { [[ -z $(k get pods -A -o jsonpath='{range .items[*]}{.metadata.deletionTimestamp}{"\n"}{end}' | tr -d '\n') ]]; }
+agree_at() { quiet && capture "$1" && quiet; }
+until_ok 30 "at rest, /debug/state and the import agree (rest-diff.err)" agree_at rest
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "the daemon did not stop cleanly on SIGTERM"
 
@@ -159,7 +165,7 @@ k apply -f "$story/30-train.yaml" >/dev/null
 two_pending() { [[ $(k -n team-a get pods -l job-name=train-1 --no-headers | grep -c Pending || true) -eq 2 ]]; }
 until_ok 30 "the training gang's two pods created, pending" two_pending
 serve shadow --dry-run --cycle-interval 3600
-capture train || fail "with training pending, /debug/state and the import differ: $(cat "$work/train.diff")"
+until_ok 30 "with training pending, /debug/state and the import agree (train-diff.err)" agree_at train
 grep -q '"team-a/train-1"' "$work/train-live.json" || fail "the capture has no training gang"
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "the shadow daemon did not stop cleanly on SIGTERM"
