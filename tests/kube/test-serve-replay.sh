@@ -14,7 +14,8 @@
 #     and with a training gang pending under a shadow (--dry-run) daemon;
 #     `understory simulate` runs the capture and `understory diff` against
 #     a placement policy that prefers the other zone reports exactly the
-#     gang moving there, with the burn-in evicted for it.
+#     gang moving there, with the burn-in evicted for it;
+#   - POST /reload on a daemon without --policies is 409.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
@@ -93,6 +94,10 @@ pods() {
 
 # --- the scheduler in charge: the seed story settles ---------------------
 serve live
+# without --policies: the built-in policies, and nothing to reload (409)
+code=$(curl -s -o "$work/reload.body" -w '%{http_code}' -X POST "$admin/reload")
+[[ $code == 409 ]] && grep -q 'without --policies' "$work/reload.body" ||
+	fail "POST /reload without --policies: $code $(cat "$work/reload.body")"
 until_ok 60 "the controllers created the seed story's 33 pods" \
 	bash -c "[[ \$('$kubectl' --kubeconfig '$work/c/kubeconfig' get pods -A --no-headers | wc -l) -eq 33 ]]"
 settled() {
