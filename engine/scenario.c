@@ -974,7 +974,11 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         else snprintf(gen, len, "%s-%d", w->name, i);
         name = gen;
     }
-    if (names_get(&c->pods, name) >= 0) {
+    /* a releasing pod is a former incarnation: it keeps its name, which
+     * the pod that replaced it has too, and so may others before it (as
+     * the engine lists them); names are unique among live pods */
+    bool former = state == US_POD_RELEASING;
+    if (!former && names_get(&c->pods, name) >= 0) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
@@ -987,7 +991,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         take_room(c, &c->planned[ni], ni, w, &slot, path, " once the releasing pods are gone") < 0)
         goto fail;
     pi = us_state_add_pod(st, wi, name, w->controller == US_CTRL_DAEMONSET ? ni : -1);
-    if (pi < 0 || names_put(&c->pods, st->pods[pi].name, pi) < 0) {
+    if (pi < 0 || (!former && names_put(&c->pods, st->pods[pi].name, pi) < 0)) {
         nomem(c);
         goto fail;
     }

@@ -12,7 +12,9 @@
  * stand for them, and loading creates them.  A workload no longer active
  * (deleted, completed) whose pods still terminate is written as an
  * external workload holding those pods, as `understory import` writes a
- * workload whose pods are all being deleted; workloads due after now are
+ * workload whose pods are all being deleted, or they are the releasing
+ * pods of a live workload of its name that asks the same room (holder());
+ * workloads due after now are
  * left out (a scenario's workloads due at t=0 are in: loading submits
  * them at the first cycle).
  */
@@ -20,6 +22,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct out {
@@ -118,33 +121,103 @@ static cJSON *queue(out *o, const us_state *st, const us_queue *q, double now) {
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
 
-/* Workload wi is active, or no active workload has its name (a workload
- * deleted and submitted again leaves its former incarnation's pods
- * terminating: they are written under the active one, as releasing):
- * the workload whose entry holds wi's pods. */
-static bool live(const us_workload *w, double now);
+/* Active, or due to be submitted by now (a scenario just loaded: the
+ * simulator submits its t=0 workloads at the first cycle). */
+static bool live(const us_workload *w, double now) {
+    return w->state == US_WL_ACTIVE || (w->state == US_WL_WAITING && w->submit_at <= now);
+}
 
-static int active_named(const us_state *st, int wi, double now) {
+/* Pods of a and b take the same room on a node. */
+static bool same_room(const us_workload *a, const us_workload *b) {
+    return memcmp(&a->request, &b->request, sizeof a->request) == 0 && strcmp(a->pool, b->pool) == 0;
+}
+
+/* The workload whose entry holds wi's pods: wi when live.  A former
+ * workload (deleted, completed) leaves pods terminating; when a live
+ * workload of its name asks the same room (deleted and submitted again),
+ * they are that one's releasing pods, as `understory import` lists a
+ * terminating pod with its owner's others; else the first former workload
+ * of its name asking the same room holds them all. */
+static int holder(const us_state *st, int wi, double now) {
     const us_workload *w = &st->workloads[wi];
-    int first = wi; /* else the first of its name stands for them all */
+    int first = wi;
     if (live(w, now)) return wi;
     for (size_t i = 0; i < st->nworkloads; i++) {
         const us_workload *v = &st->workloads[i];
-        if ((v->state == US_WL_WAITING && !live(v, now)) || strcmp(v->name, w->name) != 0) continue;
+        if (strcmp(v->name, w->name) != 0 || !same_room(v, w) || (v->state == US_WL_WAITING && !live(v, now)))
+            continue;
         if (live(v, now)) return (int)i;
         if ((int)i < first) first = (int)i;
     }
     return first;
 }
 
-/* Pods written for workload wi: running, pipelined and releasing ones, and
- * the releasing ones of former workloads of its name (releasing only, as
+/* Where each workload's pods go, computed once a document. */
+typedef struct index {
+    int *hold;      /* [nworkloads]: holder() */
+    size_t *first;  /* [nworkloads + 1]: pods of holder w at order[first[w]..first[w+1]) */
+    size_t *order;  /* [npods]: pod indices by holder, in pod order */
+} index;
+
+static void index_free(index *x) {
+    free(x->hold);
+    free(x->first);
+    free(x->order);
+}
+
+static int index_build(index *x, const us_state *st, double now) {
+    size_t nw = st->nworkloads;
+    x->hold = malloc((nw ? nw : 1) * sizeof *x->hold);
+    x->first = calloc(nw + 1, sizeof *x->first);
+    x->order = malloc((st->npods ? st->npods : 1) * sizeof *x->order);
+    if (!x->hold || !x->first || !x->order) return -1;
+    for (size_t i = 0; i < nw; i++) x->hold[i] = live(&st->workloads[i], now) ? (int)i : holder(st, (int)i, now);
+    for (size_t i = 0; i < st->npods; i++) x->first[x->hold[st->pods[i].workload] + 1]++;
+    for (size_t i = 0; i < nw; i++) x->first[i + 1] += x->first[i];
+    size_t *at = calloc(nw ? nw : 1, sizeof *at);
+    if (!at) return -1;
+    for (size_t i = 0; i < st->npods; i++) {
+        int h = x->hold[st->pods[i].workload];
+        x->order[x->first[h] + at[h]++] = i;
+    }
+    free(at);
+    return 0;
+}
+
+/* A former holder whose pods are written: it has terminating pods. */
+static bool written_former(const us_state *st, const index *x, int h) {
+    for (size_t k = x->first[h]; k < x->first[h + 1]; k++) {
+        const us_pod *p = &st->pods[x->order[k]];
+        if (!p->gone && p->node >= 0 && p->state == US_POD_RELEASING) return true;
+    }
+    return false;
+}
+
+/* The name holder h is written under: its own, unless a live workload or
+ * an earlier former one written has it (a former workload that asks other
+ * room than its live namesake): then "<name>~<h>", unique in the state. */
+static const char *entry_name(const us_state *st, const index *x, int h, double now, char *buf, size_t len) {
+    const us_workload *w = &st->workloads[h];
+    if (live(w, now)) return w->name;
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        const us_workload *v = &st->workloads[i];
+        if ((int)i == h || strcmp(v->name, w->name) != 0) continue;
+        if (live(v, now) || ((int)i < h && x->hold[i] == (int)i && written_former(st, x, (int)i))) {
+            snprintf(buf, len, "%.200s~%d", w->name, h);
+            return buf;
+        }
+    }
+    return w->name;
+}
+
+/* Pods written for holder wi: its running, pipelined and releasing ones,
+ * and the releasing ones of former workloads it holds (releasing only, as
  * external, when ext). */
-static void pods(out *o, cJSON *x, const us_state *st, int wi, bool ext, double now) {
+static void pods(out *o, cJSON *x, const us_state *st, const index *ix, int wi, bool ext, double now) {
     cJSON *arr = put(o, x, "pods", cJSON_CreateArray());
-    for (size_t i = 0; arr && i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        if (p->gone || p->node < 0 || active_named(st, p->workload, now) != wi) continue;
+    for (size_t k = ix->first[wi]; arr && k < ix->first[wi + 1]; k++) {
+        const us_pod *p = &st->pods[ix->order[k]];
+        if (p->gone || p->node < 0) continue;
         if (p->state != US_POD_RUNNING && p->state != US_POD_PIPELINED && p->state != US_POD_RELEASING) continue;
         if ((ext || p->workload != wi) && p->state != US_POD_RELEASING) continue;
         cJSON *e = push(o, arr, cJSON_CreateObject());
@@ -156,26 +229,13 @@ static void pods(out *o, cJSON *x, const us_state *st, int wi, bool ext, double 
     }
 }
 
-/* Active, or due to be submitted by now (a scenario just loaded: the
- * simulator submits its t=0 workloads at the first cycle). */
-static bool live(const us_workload *w, double now) {
-    return w->state == US_WL_ACTIVE || (w->state == US_WL_WAITING && w->submit_at <= now);
-}
-
-static bool releasing_pods(const us_state *st, int wi) {
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == wi && !st->pods[i].gone && st->pods[i].state == US_POD_RELEASING &&
-            st->pods[i].node >= 0)
-            return true;
-    return false;
-}
-
-static cJSON *workload(out *o, const us_state *st, int wi, double now) {
+static cJSON *workload(out *o, const us_state *st, const index *ix, int wi, double now) {
     const us_workload *w = &st->workloads[wi];
     bool ext = w->external || !live(w, now); /* a former workload: its terminating pods */
+    char buf[256];
     cJSON *x = cJSON_CreateObject(), *r, *t;
     if (!x) return NULL;
-    put(o, x, "name", cJSON_CreateString(w->name));
+    put(o, x, "name", cJSON_CreateString(entry_name(st, ix, wi, now, buf, sizeof buf)));
     if (ext) put(o, x, "external", cJSON_CreateBool(true));
     else put(o, x, "queue", cJSON_CreateString(st->queues[w->queue].name));
     put(o, x, "priority", cJSON_CreateNumber(w->priority));
@@ -205,7 +265,7 @@ static cJSON *workload(out *o, const us_state *st, int wi, double now) {
         put(o, x, "duration", cJSON_CreateNumber(left > 0 ? left : 0));
     }
     put(o, x, "created_at", rel(isfinite(w->created_at) ? w->created_at : w->submit_at, now));
-    pods(o, x, st, wi, ext && !w->external, now);
+    pods(o, x, st, ix, wi, ext && !w->external, now);
     return x;
 }
 
@@ -220,13 +280,15 @@ int us_statejson_write(const us_state *st, double now, const char *name, cJSON *
             if (!st->nodes[i].removed) push(&o, a, node(&o, &st->nodes[i]));
     if ((a = put(&o, d, "queues", cJSON_CreateArray())))
         for (size_t i = 0; i < st->nqueues; i++) push(&o, a, queue(&o, st, &st->queues[i], now));
-    if ((a = put(&o, d, "workloads", cJSON_CreateArray())))
+    index ix = {0};
+    if (index_build(&ix, st, now) < 0) o.bad = true;
+    if (!o.bad && (a = put(&o, d, "workloads", cJSON_CreateArray())))
         for (size_t i = 0; i < st->nworkloads; i++) {
             const us_workload *w = &st->workloads[i];
-            if (w->state == US_WL_WAITING && !live(w, now)) continue;
-            if (!live(w, now) && (!releasing_pods(st, (int)i) || active_named(st, (int)i, now) != (int)i)) continue;
-            push(&o, a, workload(&o, st, (int)i, now));
+            if (!live(w, now) && (ix.hold[i] != (int)i || !written_former(st, &ix, (int)i))) continue;
+            push(&o, a, workload(&o, st, &ix, (int)i, now));
         }
+    index_free(&ix);
     if (o.bad) {
         cJSON_Delete(d);
         return -1;

@@ -457,6 +457,24 @@ TEST(error_duplicate_names) {
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'name':'b-0','node':'n1','state':'running'}]},"
                           "{'name':'b','queue':'team-a','pods':[{'node':'n1','state':'running'}]}"))),
               "workloads[1].pods[0]: \"b-0\" is a duplicate pod name");
+    /* a releasing pod is a former incarnation: it keeps the name of the
+     * pod that replaced it, and of earlier ones (as the engine lists them,
+     * and us_engine_state_json writes them) */
+    us_scenario sc;
+    if (loads(&sc, J(DOC("{'name':'a','queue':'team-a','replicas':1,'requests':{'gpu':1},"
+                         " 'pods':[{'name':'a-0','node':'n1','state':'releasing'},"
+                         "{'name':'a-0','node':'n1','state':'releasing','release_at':5},"
+                         "{'name':'a-0','node':'n1','state':'running'}]}")))) {
+        int n = 0;
+        for (size_t i = 0; i < sc.state.npods; i++) n += !strcmp(sc.state.pods[i].name, "a-0");
+        CHECK(n == 3);
+        us_scenario_free(&sc);
+    }
+    /* two live ones may not */
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,"
+                          " 'pods':[{'name':'p','node':'n1','state':'releasing'},{'name':'p','node':'n1','state':'pipelined'},"
+                          "{'name':'p','node':'n1','state':'running'}]}"))),
+              "workloads[0].pods[2].name: \"p\" is a duplicate pod name");
 }
 
 TEST(error_queue_parents) {
