@@ -27,7 +27,7 @@
 #include "objects.h"
 #include "queues.h"
 #include "monitor.h"
-#include "reload.h"
+#include "policydir.h"
 #include "understory.h"
 #include "workloads.h"
 #include "writes.h"
@@ -60,7 +60,7 @@ struct serve {
     sv_workloads *workloads;
     sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
-    sv_reload *reload;         /* --policies, hot; POST /reload */
+    sv_policydir *reload;         /* --policies, hot; POST /reload */
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
@@ -309,7 +309,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
     (void)signum;
     sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
     s->monitor = NULL;
-    sv_reload_close(s->reload);
+    sv_policydir_close(s->reload);
     s->reload = NULL;
     sv_informer_stop(s->nodes);
     sv_informer_stop(s->queues);
@@ -432,11 +432,11 @@ int sv_main(int argc, char **argv) {
     if (policies) fprintf(stderr, "understory serve: policies from %s: policy %s\n", policies, us_engine_policy_id(s.engine));
     uv_loop_t *loop = uv_default_loop();
     if (start_admin(&s, loop, admin_address, err, sizeof err) < 0 ||
-        !(s.reload = sv_reload_start(loop, s.engine, policies, s.monitor, err, sizeof err)) ||
+        !(s.reload = sv_policydir_start(loop, s.engine, policies, s.monitor, err, sizeof err)) ||
         (sv_monitor_route(s.monitor, "GET", "/debug/state", debug_state, &s) < 0 &&
          snprintf(err, sizeof err, "out of memory") > 0)) {
         sv_monitor_close(s.monitor);
-        sv_reload_close(s.reload);
+        sv_policydir_close(s.reload);
         fprintf(stderr, "understory serve: %s\n", err);
         sv_config_free(&cfg);
         uv_run(loop, UV_RUN_DEFAULT); /* what was opened closes */
@@ -458,7 +458,7 @@ int sv_main(int argc, char **argv) {
         sv_informer_stop(s.queues);
         for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
         sv_monitor_close(s.monitor);
-        sv_reload_close(s.reload);
+        sv_policydir_close(s.reload);
         sv_http_free(s.http);
         sv_queues_free(s.queue_map);
         sv_writes_free(s.writes);

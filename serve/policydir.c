@@ -1,5 +1,5 @@
 /*
- * reload.c — policies from a directory, hot (reload.h).  A ConfigMap
+ * policydir.c — policies from a directory, hot (policydir.h).  A ConfigMap
  * volume changes by the kubelet's atomic writer: the files are symlinks
  * into `..data`, itself a symlink to a timestamped directory, and an
  * update renames a new `..data_tmp` over `..data` (then removes the old
@@ -10,7 +10,7 @@
  * live state and swaps them in or refuses them, naming file and line.
  * Single-threaded on the loop, so a reload never overlaps a cycle.
  */
-#include "reload.h"
+#include "policydir.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +22,7 @@
  * milliseconds) to count once, short against a cycle. */
 #define DEBOUNCE_MS 300
 
-struct sv_reload {
+struct sv_policydir {
     us_engine *engine;
     sv_monitor *mon;
     char *dir;
@@ -32,7 +32,7 @@ struct sv_reload {
     unsigned long changes; /* file events seen, for the log */
 };
 
-int sv_reload_now(sv_reload *r, const char *cause, char *msg, size_t len) {
+int sv_policydir_now(sv_policydir *r, const char *cause, char *msg, size_t len) {
     us_error err;
     if (!r->dir) {
         snprintf(msg, len, "no policy directory: serve was started without --policies");
@@ -52,15 +52,15 @@ int sv_reload_now(sv_reload *r, const char *cause, char *msg, size_t len) {
 }
 
 static void on_settled(uv_timer_t *t) {
-    sv_reload *r = t->data;
+    sv_policydir *r = t->data;
     char msg[1100], cause[64];
     snprintf(cause, sizeof cause, "%lu change%s in the directory", r->changes, r->changes == 1 ? "" : "s");
     r->changes = 0;
-    sv_reload_now(r, cause, msg, sizeof msg);
+    sv_policydir_now(r, cause, msg, sizeof msg);
 }
 
 static void on_change(uv_fs_event_t *h, const char *name, int events, int status) {
-    sv_reload *r = h->data;
+    sv_policydir *r = h->data;
     (void)name, (void)events;
     if (status < 0) {
         fprintf(stderr, "understory serve: watching %s: %s\n", r->dir, uv_strerror(status));
@@ -73,25 +73,25 @@ static void on_change(uv_fs_event_t *h, const char *name, int events, int status
 /* POST /reload: 200 and the policy id; 422 and why when refused; 409
  * when there is no directory to reload. */
 static void post_reload(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
-    sv_reload *r = ud;
+    sv_policydir *r = ud;
     char msg[1100];
     (void)rq;
-    int rc = sv_reload_now(r, "POST /reload", msg, sizeof msg - 1);
+    int rc = sv_policydir_now(r, "POST /reload", msg, sizeof msg - 1);
     size_t n = strlen(msg);
     msg[n++] = '\n';
     sv_admin_respond(rp, rc == 0 ? 200 : r->dir ? 422 : 409, "text/plain; charset=utf-8", msg, n);
 }
 
 static void on_closed(uv_handle_t *h) {
-    sv_reload *r = h->data;
+    sv_policydir *r = h->data;
     if (--r->open > 0) return;
     free(r->dir);
     free(r);
 }
 
-sv_reload *sv_reload_start(uv_loop_t *loop, us_engine *e, const char *dir, sv_monitor *m, char *err,
+sv_policydir *sv_policydir_start(uv_loop_t *loop, us_engine *e, const char *dir, sv_monitor *m, char *err,
                            size_t errlen) {
-    sv_reload *r = calloc(1, sizeof *r);
+    sv_policydir *r = calloc(1, sizeof *r);
     int rc;
     if (!r || (dir && !(r->dir = strdup(dir)))) {
         snprintf(err, errlen, "out of memory");
@@ -99,21 +99,24 @@ sv_reload *sv_reload_start(uv_loop_t *loop, us_engine *e, const char *dir, sv_mo
     }
     r->engine = e;
     r->mon = m;
+    if (dir) {
+        uv_timer_init(loop, &r->debounce);
+        uv_fs_event_init(loop, &r->watch);
+        r->debounce.data = r->watch.data = r;
+        r->open = 2;
+        if ((rc = uv_fs_event_start(&r->watch, on_change, dir, 0)) < 0) {
+            snprintf(err, errlen, "--policies %s: cannot watch it: %s", dir, uv_strerror(rc));
+            sv_policydir_close(r);
+            return NULL;
+        }
+    }
+    /* the route last: nothing can fail after it, so it never outlives r */
     if (sv_monitor_route(m, "POST", "/reload", post_reload, r) < 0) {
         snprintf(err, errlen, "out of memory");
-        goto fail;
-    }
-    sv_monitor_policy(m, us_engine_policy_id(e));
-    if (!dir) return r; /* nothing to watch; freed by sv_reload_close */
-    uv_timer_init(loop, &r->debounce);
-    uv_fs_event_init(loop, &r->watch);
-    r->debounce.data = r->watch.data = r;
-    r->open = 2;
-    if ((rc = uv_fs_event_start(&r->watch, on_change, dir, 0)) < 0) {
-        snprintf(err, errlen, "--policies %s: cannot watch it: %s", dir, uv_strerror(rc));
-        sv_reload_close(r);
+        sv_policydir_close(r);
         return NULL;
     }
+    sv_monitor_policy(m, us_engine_policy_id(e));
     return r;
 fail:
     if (r) free(r->dir);
@@ -121,7 +124,7 @@ fail:
     return NULL;
 }
 
-void sv_reload_close(sv_reload *r) {
+void sv_policydir_close(sv_policydir *r) {
     if (!r) return;
     if (!r->open) {
         free(r->dir);
