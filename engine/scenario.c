@@ -944,7 +944,9 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         goto fail;
     }
     if (w->controller == US_CTRL_DAEMONSET) {
-        if (!us_labels_match(&st->nodes[ni].labels, &w->node_selector)) {
+        /* a releasing pod may be terminating because its node stopped
+         * matching: it only holds its room */
+        if (state != US_POD_RELEASING && !us_labels_match(&st->nodes[ni].labels, &w->node_selector)) {
             failk(c, path, "node", "%s does not match the daemonset's node_selector", quote(q, node));
             goto fail;
         }

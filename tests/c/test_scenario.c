@@ -470,6 +470,18 @@ TEST(error_duplicate_names) {
         CHECK(n == 3);
         us_scenario_free(&sc);
     }
+    /* a releasing daemonset pod on a node that no longer matches its
+     * selector (the reason it terminates) loads; a running one does not */
+    if (loads(&sc, J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':8}]," QUEUES ",'workloads':["
+                     "{'name':'d','queue':'bg','controller':'daemonset','node_selector':{'zone':'a'},"
+                     " 'labels':{'kai.scheduler/background':'true'},"
+                     " 'pods':[{'node':'n1','state':'releasing'}]}]}")))
+        us_scenario_free(&sc);
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':8}]," QUEUES ",'workloads':["
+                      "{'name':'d','queue':'bg','controller':'daemonset','node_selector':{'zone':'a'},"
+                      " 'labels':{'kai.scheduler/background':'true'},"
+                      " 'pods':[{'node':'n1','state':'running'}]}]}")),
+              "does not match the daemonset's node_selector");
     /* two live ones may not */
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,"
                           " 'pods':[{'name':'p','node':'n1','state':'releasing'},{'name':'p','node':'n1','state':'pipelined'},"
