@@ -807,7 +807,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "duration", "labels", "requests", "pods", "created_at",
                                         "tolerations", "external",
                                         NULL};
-static const char *const pod_fields[] = {"name", "node", "state", "release_at", NULL};
+static const char *const pod_fields[] = {"name", "node", "state", "release_at", "device", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
 static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
@@ -937,6 +937,15 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         failk(c, path, "node", "%s is not a node at t=0 (a timeline add_node adds it later)",
               quote(q, node));
         goto fail;
+    }
+    /* a fractional pod's shared device, as the engine placed it (else the
+     * fullest with room): the packing a state was in loads as it was */
+    if (get(o, "device")) {
+        if (!us_req_is_fractional(w->request) || w->request.v[US_GPU] > US_GPU_UNIT) {
+            failk(c, path, "device", "only a pod of a fraction of one GPU shares a device");
+            goto fail;
+        }
+        if (get_int(c, o, path, "device", -1, 0, st->nodes[ni].gpus - 1, &slot) < 0) goto fail;
     }
     if (strcmp(st->nodes[ni].pool, w->pool) != 0) {
         failk(c, path, "node", "%s is in pool %s, not the workload's pool %s", quote(q, node),

@@ -226,6 +226,7 @@ static void pods(out *o, cJSON *x, const us_state *st, const index *ix, int wi, 
         put(o, e, "node", cJSON_CreateString(st->nodes[p->node].name));
         put(o, e, "state", cJSON_CreateString(us_pod_state_names[p->state]));
         if (p->state == US_POD_RELEASING) put(o, e, "release_at", rel(p->release_at > now ? p->release_at : now, now));
+        if (p->shared_dev >= 0) put(o, e, "device", cJSON_CreateNumber(p->shared_dev));
     }
 }
 

@@ -482,6 +482,29 @@ TEST(error_duplicate_names) {
                       " 'labels':{'kai.scheduler/background':'true'},"
                       " 'pods':[{'node':'n1','state':'running'}]}]}")),
               "does not match the daemonset's node_selector");
+    /* a fractional pod's device: as given, so a packing the loader's own
+     * choice would not find loads (slot 0: a pipelined pod and a releasing
+     * one; slot 1: two running pods); out of range or on a whole-GPU pod
+     * it is refused */
+    if (loads(&sc, J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                     "{'name':'f','queue':'team-a','replicas':3,'requests':{'gpu':0.5},'pods':["
+                     "{'node':'n1','state':'pipelined','device':0},{'node':'n1','state':'running','device':1},"
+                     "{'node':'n1','state':'running','device':1},{'node':'n1','state':'releasing','device':0}]}]}"))) {
+        CHECK(sc.state.npods == 4 && sc.state.pods[0].shared_dev == 0 && sc.state.pods[1].shared_dev == 1 &&
+              sc.state.pods[2].shared_dev == 1 && sc.state.pods[3].shared_dev == 0);
+        us_scenario_free(&sc);
+    }
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','requests':{'gpu':0.5},'pods':[{'node':'n1','state':'running','device':2}]}]}")),
+              "workloads[0].pods[0].device: 2 is not a whole number from 0 to 1");
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','requests':{'gpu':1},'pods':[{'node':'n1','state':'running','device':0}]}]}")),
+              "workloads[0].pods[0].device: only a pod of a fraction of one GPU shares a device");
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','replicas':3,'requests':{'gpu':0.5},'pods':["
+                      "{'node':'n1','state':'running','device':0},{'node':'n1','state':'running','device':0},"
+                      "{'node':'n1','state':'running','device':0}]}]}")),
+              "has no GPU device left for this pod");
     /* two live ones may not */
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,"
                           " 'pods':[{'name':'p','node':'n1','state':'releasing'},{'name':'p','node':'n1','state':'pipelined'},"
