@@ -558,6 +558,60 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out);
 US_API size_t us_engine_workload_count(const us_engine *e);
 US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *out);
 
+/* Why workload i's pods stayed pending at the last cycle: the
+ * pending-reason annotation of its pending status event
+ * (docs/scenario.md: "resources", "quota", "queue-limit", "node-selector",
+ * "untolerated-taint", ...), "idle-resources" for background pods waiting
+ * for idle room, "blocked" for a workload that breaks a scheduling rule;
+ * NULL when none of its pods was pending then (or i is out of range).
+ * Static string. */
+US_API const char *us_engine_workload_pending_reason(const us_engine *e, size_t i);
+
+/* GPUs now, in devices: capacity of the nodes in the cluster; held by
+ * running and terminating pods of AI, background and external workloads
+ * (a pipelined pod holds nothing yet); idle = capacity - the three (cordoned
+ * nodes' GPUs included).  A plain value owned by the caller. */
+typedef struct us_gpu_use {
+    double capacity, ai, background, external, idle;
+} us_gpu_use;
+
+/* Fill *out with the GPU use of the state now.  US_EINVAL when e or out
+ * is NULL. */
+US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out);
+
+/* One phase of the last us_engine_run_cycle: its name and the wall-clock
+ * seconds it took, summed over node pools.  The phases are the cycle's of
+ * docs/scheduling.md: "snapshot", "eviction" (background pods taken out of
+ * the plan), "fairshare", "allocate", "victims" (reclaim and preempt),
+ * "reoffer" (background re-offer), "commit".  All 0 before the first cycle.
+ * name is static. */
+typedef struct us_cycle_phase_info {
+    const char *name;
+    double seconds;
+} us_cycle_phase_info;
+
+US_API size_t us_engine_cycle_phase_count(const us_engine *e);
+/* Fill *out with phase i; US_ENOENT when out of range. */
+US_API int us_engine_cycle_phase(const us_engine *e, size_t i, us_cycle_phase_info *out);
+
+/* ---- the state as a scenario ---------------------------------------------------
+ * The engine's state now as a scenario document (docs/scenario.md), which
+ * loads back (understory simulate, us_engine_state_json of the loaded
+ * engine) into the same state at t=0: the engine's time is its t=0
+ * (created_at and release_at are relative to it), every field written
+ * out, cpu as "<millicores>m", memory as a string of bytes, objects in the
+ * engine's order.  Pending pods are not listed (replicas stand for them);
+ * a deleted or completed workload whose pods still terminate is written as
+ * an external workload holding them; docs/embedding.md has the details.
+ * On success *out is a NUL-terminated JSON text owned by the caller (free
+ * it with us_free) and *len (when len is not NULL) its length; on failure
+ * *out is NULL. */
+US_API int us_engine_state_json(const us_engine *e, char **out, size_t *len, us_error *err);
+
+/* Free memory the library handed to the caller (us_engine_state_json's
+ * text).  NULL is fine.  Thread-safe. */
+US_API void us_free(void *p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,6 +30,7 @@
 #include "plan.h"
 #include "policy.h"
 #include "reload.h"
+#include "statejson.h"
 #include "scenario.h"
 #include "state.h"
 #include "utf8.h"
@@ -53,6 +54,8 @@ struct us_engine {
     size_t *ann_first;            /* [log.nevents]: offset into ann */
     us_queue_figures *figs;       /* [nfigs], by queue index; later queues have none */
     size_t nfigs;
+
+    us_cycle_profile prof;        /* the last cycle's phases (us_engine_cycle_phase) */
 
     us_event_cb cb;
     void *cb_data;
@@ -1551,7 +1554,10 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_cycle_log_init(&e->pending);
     /* the simulator seeds cycle i with i: the same inputs decide the same */
     if (e->pol) us_policy_seed(e->pol, e->cycles + 1);
+    memset(&e->prof, 0, sizeof e->prof);
+    e->copts.profile = &e->prof; /* only for this cycle: a reload's dry run is not timed */
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
+    e->copts.profile = NULL;
     e->now = now;
     e->cycles++;
     if (rc < 0 && ie.code == US_EINVARIANT) us_err_prefix(&ie, "cycle %llu: ", (unsigned long long)e->cycles);
@@ -1713,3 +1719,71 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
     out->external = w->external;
     return US_OK;
 }
+
+US_API const char *us_engine_workload_pending_reason(const us_engine *e, size_t i) {
+    settle(e);
+    if (!e || i >= e->st.nworkloads) return NULL;
+    return e->st.workloads[i].pending_reason;
+}
+
+/* ---- what a cycle cost, what the GPUs do ------------------------------------------------ */
+
+static const char *const cycle_phases[] = {"snapshot", "eviction", "fairshare", "allocate",
+                                           "victims",  "reoffer",  "commit"};
+#define NPHASES (sizeof cycle_phases / sizeof *cycle_phases)
+
+US_API size_t us_engine_cycle_phase_count(const us_engine *e) { return e ? NPHASES : 0; }
+
+US_API int us_engine_cycle_phase(const us_engine *e, size_t i, us_cycle_phase_info *out) {
+    if (!e || !out || i >= NPHASES) return US_ENOENT;
+    const double secs[NPHASES] = {e->prof.snapshot, e->prof.eviction, e->prof.fairshare, e->prof.allocate,
+                                  e->prof.victims,  e->prof.reoffer,  e->prof.commit};
+    out->name = cycle_phases[i];
+    out->seconds = secs[i];
+    return US_OK;
+}
+
+US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out) {
+    settle(e);
+    if (!e || !out) return US_EINVAL;
+    memset(out, 0, sizeof *out);
+    int64_t held_ai = 0, held_bg = 0, held_ext = 0, cap = 0;
+    for (size_t i = 0; i < e->st.nnodes; i++)
+        if (!e->st.nodes[i].removed) cap += e->st.nodes[i].cap.v[US_GPU];
+    for (size_t i = 0; i < e->st.npods; i++) {
+        const us_pod *p = &e->st.pods[i];
+        const us_workload *w = &e->st.workloads[p->workload];
+        /* devices held now: running and terminating pods (a pipelined pod
+         * holds nothing yet) */
+        if (p->gone || p->node < 0 || (p->state != US_POD_RUNNING && p->state != US_POD_RELEASING)) continue;
+        int64_t g = w->request.v[US_GPU];
+        if (w->external) held_ext += g;
+        else if (w->background) held_bg += g;
+        else held_ai += g;
+    }
+    out->capacity = (double)cap / US_GPU_UNIT;
+    out->ai = (double)held_ai / US_GPU_UNIT;
+    out->background = (double)held_bg / US_GPU_UNIT;
+    out->external = (double)held_ext / US_GPU_UNIT;
+    out->idle = (double)(cap - held_ai - held_bg - held_ext) / US_GPU_UNIT;
+    return US_OK;
+}
+
+/* ---- the state as a scenario --------------------------------------------------------------- */
+
+US_API int us_engine_state_json(const us_engine *e, char **out, size_t *len, us_error *err) {
+    cJSON *doc;
+    if (out) *out = NULL;
+    if (len) *len = 0;
+    if (!e || !out) return fail(err, US_EINVAL, "%s: NULL", !e ? "engine" : "out");
+    settle(e);
+    if (us_statejson_write(&e->st, e->now, "engine state", &doc) < 0) return nomem(err);
+    char *text = cJSON_Print(doc);
+    cJSON_Delete(doc);
+    if (!text) return nomem(err);
+    *out = text;
+    if (len) *len = strlen(text);
+    return ok(err);
+}
+
+US_API void us_free(void *p) { cJSON_free(p); }

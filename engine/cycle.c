@@ -188,6 +188,7 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         us_workload *w = &st->workloads[i];
         char msg[512], why[400];
         const char *reason, *code = "resources";
+        w->pending_reason = w->state == US_WL_ACTIVE && w->blocked && !w->external && pending[i] ? "blocked" : NULL;
         if (w->state != US_WL_ACTIVE || w->blocked || w->external || pending[i] == 0) {
             free(w->last_status);
             w->last_status = NULL;
@@ -228,6 +229,7 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
                 snprintf(msg, sizeof msg, "%d pod(s) pending: not enough free resources for %s",
                          pending[i], w->min_member > 1 ? "the gang" : "the pod");
         }
+        w->pending_reason = w->background && b == US_BLOCK_NONE ? "idle-resources" : code;
         if (w->last_status && strcmp(w->last_status, msg) == 0) continue;
         char *copy = strdup(msg);
         if (!copy) {

@@ -30,6 +30,7 @@
 #include "policy.h"
 #include "report.h"
 #include "scenario.h"
+#include "statejson.h"
 #include "serve.h"
 #include "sim.h"
 #include "watch.h"
@@ -639,7 +640,7 @@ cleanup:
 }
 
 static void usage_import(FILE *f) {
-    fputs("usage: understory import FILE [--scheduler-name NAME]\n"
+    fputs("usage: understory import FILE [--scheduler-name NAME] [--canonical]\n"
           "\n"
           "Read FILE (- for standard input), the List that\n"
           "  kubectl get nodes,pods,namespaces,queues.scheduling.run.ai,\\\n"
@@ -651,6 +652,9 @@ static void usage_import(FILE *f) {
           "  --scheduler-name NAME  the spec.schedulerName of the pods understory\n"
           "                         schedules (default " KUBE_DEFAULT_SCHEDULER "); other pods are\n"
           "                         external workloads that hold their room\n"
+          "  --canonical            write the document as the engine writes its state\n"
+          "                         (serve's /debug/state): every field written out,\n"
+          "                         quantities in engine units, times relative to t=0\n"
           "  -h, --help             show this help\n"
           "\n"
           "exit status: 0 done; 1 out of memory or output failed; 2 bad usage, or a\n"
@@ -659,7 +663,7 @@ static void usage_import(FILE *f) {
 }
 
 static void brief_usage_import(FILE *f) {
-    fputs("usage: understory import FILE [--scheduler-name NAME]\n"
+    fputs("usage: understory import FILE [--scheduler-name NAME] [--canonical]\n"
           "Run 'understory import --help' for details.\n",
           f);
 }
@@ -713,6 +717,7 @@ static int import(int argc, char **argv) {
     us_scenario sc;
     us_err err = {0};
     int status = EXIT_USAGE;
+    bool canonical = false;
     memset(&kc, 0, sizeof kc);
     memset(&sc, 0, sizeof sc);
     for (int i = 2; i < argc; i++) {
@@ -721,7 +726,9 @@ static int import(int argc, char **argv) {
             usage_import(stdout);
             return 0;
         }
-        if (!strcmp(a, "--scheduler-name")) {
+        if (!strcmp(a, "--canonical")) {
+            canonical = true;
+        } else if (!strcmp(a, "--scheduler-name")) {
             if (i + 1 >= argc || !*argv[i + 1]) return bad_usage(brief_usage_import, "%s: needs a name", a);
             sched = argv[++i];
         } else if (!strncmp(a, "--scheduler-name=", 17)) {
@@ -765,6 +772,20 @@ static int import(int argc, char **argv) {
         fprintf(stderr, "understory: %s: the imported scenario does not load: %s\n", file, err.msg);
         status = err.code == US_ENOMEM ? EXIT_FAILURE : EXIT_USAGE;
         goto cleanup;
+    }
+    if (canonical) {
+        /* the loaded state as the engine writes it: what /debug/state shows */
+        cJSON *c = NULL;
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(doc, "name");
+        int rc = us_statejson_write(&sc.state, 0, cJSON_IsString(nm) ? nm->valuestring : file, &c);
+        free(out);
+        out = rc == 0 ? cJSON_Print(c) : NULL;
+        cJSON_Delete(c);
+        if (!out) {
+            us_scenario_free(&sc);
+            fprintf(stderr, "understory: %s: out of memory\n", file);
+            goto cleanup;
+        }
     }
     us_scenario_free(&sc);
     if (puts(out) == EOF || fflush(stdout) != 0) goto cleanup;

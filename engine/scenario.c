@@ -872,7 +872,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "duration", "labels", "requests", "pods", "created_at",
                                         "tolerations", "external",
                                         NULL};
-static const char *const pod_fields[] = {"name", "node", "state", "release_at", "pin", NULL};
+static const char *const pod_fields[] = {"name", "node", "state", "release_at", "pin", "device", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
 static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
@@ -1014,13 +1014,24 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
               quote(q, node));
         goto fail;
     }
+    /* a fractional pod's shared device, as the engine placed it (else the
+     * fullest with room): the packing a state was in loads as it was */
+    if (get(o, "device")) {
+        if (!us_req_is_fractional(w->request) || w->request.v[US_GPU] > US_GPU_UNIT) {
+            failk(c, path, "device", "only a pod of a fraction of one GPU shares a device");
+            goto fail;
+        }
+        if (get_int(c, o, path, "device", -1, 0, st->nodes[ni].gpus - 1, &slot) < 0) goto fail;
+    }
     if (strcmp(st->nodes[ni].pool, w->pool) != 0) {
         failk(c, path, "node", "%s is in pool %s, not the workload's pool %s", quote(q, node),
               quote(q2, st->nodes[ni].pool), quote(q3, w->pool));
         goto fail;
     }
     if (w->controller == US_CTRL_DAEMONSET) {
-        if (!us_labels_match(&st->nodes[ni].labels, &w->node_selector)) {
+        /* a releasing pod may be terminating because its node stopped
+         * matching: it only holds its room */
+        if (state != US_POD_RELEASING && !us_labels_match(&st->nodes[ni].labels, &w->node_selector)) {
             failk(c, path, "node", "%s does not match the daemonset's node_selector", quote(q, node));
             goto fail;
         }
@@ -1056,11 +1067,15 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         }
         name = gen;
     }
+    /* a releasing pod is a former incarnation: it keeps its name, which
+     * the pod that replaced it has too, and so may others before it (as
+     * the engine lists them); names are unique among live pods */
+    bool former = state == US_POD_RELEASING;
     if (names_look(&c->pods, name, &at, &hx) < 0) {
         nomem(c);
         goto fail;
     }
-    if (c->pods.s[at].k) {
+    if (!former && c->pods.s[at].k) {
         failk(c, path, v ? "name" : NULL, "%s is a duplicate pod name", quote(q, name));
         goto fail;
     }
@@ -1077,7 +1092,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         nomem(c);
         goto fail;
     }
-    names_fill(&c->pods, at, st->pods[pi].name, hx, pi);
+    if (!former) names_fill(&c->pods, at, st->pods[pi].name, hx, pi);
     st->pods[pi].state = state;
     st->pods[pi].node = ni;
     st->pods[pi].shared_dev = slot;  /* the device a fractional pod shares */

@@ -199,6 +199,9 @@ typedef struct us_workload {
     char *last_status;         /* last pending status event sent (latch), or NULL */
     us_why why_pending;        /* set by the cycle for pending reports */
     int why_queue;             /* the queue behind US_WHY_LIMIT / US_WHY_QUOTA */
+    const char *pending_reason; /* static; why its pods stayed pending at the
+                                   last cycle (the pending-reason annotation,
+                                   "idle-resources", "blocked"), or NULL */
 } us_workload;
 
 typedef enum us_pod_state {

@@ -3,7 +3,7 @@
  * (monitor.h).  Counts it can read (informers) are read at scrape time,
  * so a scrape always agrees with the informers; what happens once (an API
  * answer, a cycle, a reload) is counted as it happens.  Never writes to
- * the cluster, never touches the engine.
+ * the cluster; reads the engine after a cycle, never changes it.
  */
 #include "monitor.h"
 
@@ -30,7 +30,8 @@ struct sv_monitor {
     size_t ninf;
     sv_metric *api_requests, *lists, *watch_restarts, *objects, *synced;
     sv_metric *cycle, *decisions, *evictions, *pending, *reloads, *leader;
-    sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds;
+    sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds, *policy;
+    double harvest_at, harvest_rate; /* the last cycle's wall time and background GPUs */
     sv_metric *retries, *limiter_wait;
 };
 
@@ -144,8 +145,11 @@ static bool make_metrics(sv_monitor *m) {
                                     "Time a scheduling cycle spent, by phase (total: the whole cycle).",
                                     (const char *[]){"phase", NULL}, cycle_bounds,
                                     sizeof cycle_bounds / sizeof *cycle_bounds);
-    m->decisions = sv_metrics_counter(r, "understory_decisions_total", "Scheduling decisions made, by action.",
-                                      (const char *[]){"action", NULL});
+    m->decisions = sv_metrics_counter(r, "understory_decisions_total",
+                                      "Scheduling decisions made, by op (bind, pipeline, evict) and action "
+                                      "(allocate, reclaim, preempt, backgroundpods, stalegangeviction; none: a "
+                                      "pipelined pod bound once its room is free).",
+                                      (const char *[]){"op", "action", NULL});
     m->evictions = sv_metrics_counter(r, "understory_evictions_total", "Pods evicted, by the action that evicted them.",
                                       (const char *[]){"action", NULL});
     m->pending = sv_metrics_gauge(r, "understory_pending_pods",
@@ -153,6 +157,8 @@ static bool make_metrics(sv_monitor *m) {
                                   (const char *[]){"kind", "reason", NULL});
     m->reloads = sv_metrics_counter(r, "understory_policy_reloads_total", "Policy reloads, by result (ok, refused).",
                                     (const char *[]){"result", NULL});
+    m->policy = sv_metrics_gauge(r, "understory_policy_info", "1 for the id of the policies in force (builtin: the "
+                                 "built-in C policies).", (const char *[]){"policy_id", NULL});
     m->leader = sv_metrics_gauge(r, "understory_leader", "1 while this replica is the leader, 0 on standby.", NULL);
     m->bg_gpus = sv_metrics_gauge(r, "understory_background_gpus", "GPUs held by background pods now.", NULL);
     m->idle_gpus = sv_metrics_gauge(r, "understory_idle_gpus", "GPUs held by no pod now.", NULL);
@@ -168,7 +174,7 @@ static bool make_metrics(sv_monitor *m) {
                                          NULL);
     return m->retries && m->limiter_wait && m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
            m->evictions && m->pending && m->reloads && m->leader && m->bg_gpus && m->idle_gpus && m->bg_gpu_seconds &&
-           sv_metric_set(m->leader, NULL, 1) == 0;
+           m->policy && sv_metric_set(m->leader, NULL, 1) == 0;
 }
 
 sv_monitor *sv_monitor_start(uv_loop_t *loop, const char *address, char *err, size_t errlen) {
@@ -218,8 +224,8 @@ void sv_monitor_cycle(sv_monitor *m, const char *phase, double seconds) {
     if (m) sv_metric_observe(m->cycle, (const char *[]){phase}, seconds);
 }
 
-void sv_monitor_decisions(sv_monitor *m, const char *action, unsigned n) {
-    if (m) sv_metric_add(m->decisions, (const char *[]){action}, n);
+void sv_monitor_decisions(sv_monitor *m, const char *op, const char *action, unsigned n) {
+    if (m) sv_metric_add(m->decisions, (const char *[]){op, action ? action : "none"}, n);
 }
 
 void sv_monitor_evictions(sv_monitor *m, const char *action, unsigned n) {
@@ -236,6 +242,88 @@ void sv_monitor_pending(sv_monitor *m, const char *kind, const char *reason, uns
 
 void sv_monitor_reload(sv_monitor *m, const char *result) {
     if (m) sv_metric_add(m->reloads, (const char *[]){result}, 1);
+}
+
+void sv_monitor_policy(sv_monitor *m, const char *id) {
+    if (!m) return;
+    sv_metric_clear(m->policy);
+    sv_metric_set(m->policy, (const char *[]){id}, 1);
+}
+
+int sv_monitor_route(sv_monitor *m, const char *method, const char *path, sv_admin_fn fn, void *ud) {
+    return sv_admin_route(m->admin, method, path, fn, ud);
+}
+
+typedef struct wl_reason {
+    const char *name, *reason;
+    bool background;
+} wl_reason;
+
+static int by_name(const void *a, const void *b) {
+    return strcmp(((const wl_reason *)a)->name, ((const wl_reason *)b)->name);
+}
+
+/* Pending pods by kind and reason: each workload's reason (sorted by
+ * name, so a pod finds its workload's in log time). */
+static void pending(sv_monitor *m, const us_engine *e) {
+    size_t nw = us_engine_workload_count(e), n = 0;
+    wl_reason *w = malloc((nw ? nw : 1) * sizeof *w);
+    sv_metric_clear(m->pending);
+    if (!w) return; /* out of memory: no pending figures this cycle */
+    for (size_t i = 0; i < nw; i++) {
+        us_workload_info wi;
+        if (us_engine_workload(e, i, &wi) != US_OK || wi.phase != US_WORKLOAD_ACTIVE || wi.external) continue;
+        w[n++] = (wl_reason){wi.name, us_engine_workload_pending_reason(e, i), wi.background != 0};
+    }
+    qsort(w, n, sizeof *w, by_name);
+    /* counts per (kind, reason), a handful of series */
+    struct count {
+        const char *kind, *reason;
+        unsigned n;
+    } c[64];
+    size_t nc = 0;
+    for (size_t i = 0; i < us_engine_pod_count(e); i++) {
+        us_pod_info p;
+        if (us_engine_pod(e, i, &p) != US_OK || p.phase != US_PHASE_PENDING || p.external) continue;
+        wl_reason key = {p.workload, NULL, false};
+        const wl_reason *x = bsearch(&key, w, n, sizeof *w, by_name);
+        const char *kind = p.background ? "background" : "ai";
+        const char *why = x && x->reason ? x->reason : "not-tried"; /* pending since the last cycle */
+        size_t k = 0;
+        while (k < nc && (strcmp(c[k].kind, kind) || strcmp(c[k].reason, why))) k++;
+        if (k == nc && nc < sizeof c / sizeof *c) c[nc++] = (struct count){kind, why, 0};
+        if (k < nc) c[k].n++;
+    }
+    for (size_t k = 0; k < nc; k++) sv_metric_set(m->pending, (const char *[]){c[k].kind, c[k].reason}, c[k].n);
+    free(w);
+}
+
+void sv_monitor_after_cycle(sv_monitor *m, const us_engine *e, double sync_seconds, double write_seconds,
+                            double now) {
+    if (!m) return;
+    double total = sync_seconds + write_seconds;
+    for (size_t i = 0; i < us_engine_cycle_phase_count(e); i++) {
+        us_cycle_phase_info ph;
+        if (us_engine_cycle_phase(e, i, &ph) != US_OK) continue;
+        sv_monitor_cycle(m, ph.name, ph.seconds);
+        total += ph.seconds;
+    }
+    sv_monitor_cycle(m, "sync", sync_seconds);
+    sv_monitor_cycle(m, "write", write_seconds);
+    sv_monitor_cycle(m, "total", total);
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        us_decision_info d;
+        if (us_engine_decision(e, i, &d) != US_OK) continue;
+        sv_monitor_decisions(m, d.op_name, d.action, 1);
+        if (d.op == US_DECISION_EVICT) sv_monitor_evictions(m, d.action ? d.action : "none", 1);
+    }
+    pending(m, e);
+    us_gpu_use g;
+    if (us_engine_gpu_use(e, &g) != US_OK) return;
+    double accrued = m->harvest_at > 0 && now > m->harvest_at ? m->harvest_rate * (now - m->harvest_at) : 0;
+    sv_monitor_harvest(m, g.background, g.idle, accrued);
+    m->harvest_at = now;
+    m->harvest_rate = g.background;
 }
 
 void sv_monitor_leader(sv_monitor *m, bool leader) {

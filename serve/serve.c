@@ -28,6 +28,7 @@
 #include "objects.h"
 #include "queues.h"
 #include "monitor.h"
+#include "policydir.h"
 #include "understory.h"
 #include "workloads.h"
 #include "writes.h"
@@ -63,6 +64,7 @@ struct serve {
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
     sv_leader *leader;         /* NULL: no election (--leader-elect=false, --dry-run) */
     bool stopping;
+    sv_policydir *reload;         /* --policies, hot; POST /reload */
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
@@ -80,6 +82,7 @@ static void usage(FILE *f) {
           "                        [--leader-elect[=false]] [--lease-namespace NS] [--lease-name NAME]\n"
           "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
           "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
+          "                        [--policies DIR]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -91,7 +94,8 @@ static void usage(FILE *f) {
           "                     in-cluster service account)\n"
           "  --context NAME     a context of the kubeconfig (default: its current one)\n"
           "  --admin-address HOST:PORT\n"
-          "                     serve /healthz, /readyz and /metrics there (default\n"
+          "                     serve /healthz, /readyz, /metrics, /debug/state and\n"
+          "                     POST /reload there (default\n"
           "                     " SV_ADMIN_DEFAULT_ADDRESS "; port 0: a free one, logged)\n"
           "  --dry-run          compute and log the decisions, write nothing\n"
           "  --cycle-interval SECONDS\n"
@@ -115,10 +119,15 @@ static void usage(FILE *f) {
           "                     (default 50; above 0, at most 100000)\n"
           "  --kube-api-burst N requests allowed at once above that rate (default 100;\n"
           "                     a whole number, 1 to 100000)\n"
+          "  --policies DIR     the policy directory (fairshare.lua, placement.lua,\n"
+          "                     background.lua; default: the built-in policies),\n"
+          "                     watched: a change (a ConfigMap update) is checked and\n"
+          "                     swapped in between cycles, or refused\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
-          "configuration, or an admin address it cannot listen on.\n",
+          "configuration, an admin address it cannot listen on, or policies that do\n"
+          "not load.\n",
           f);
 }
 
@@ -248,9 +257,25 @@ static double wall(void) {
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static double mono(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* One cycle: the caches into the engine, us_engine_run_cycle, the
  * decisions out.  Nothing is decided before every informer has listed
  * once (a cache half full would look like free room). */
+/* The caches into the engine at wall time now; the engine's time for it. */
+static double sync_now(serve *s, double now) {
+    double at = now - s->epoch;
+    if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
+    /* binds not seen within a minute did not happen */
+    sv_workloads_expire(s->workloads, now, 60);
+    sv_workloads_sync(s->workloads, at);
+    return at;
+}
+
 static void on_cycle(uv_timer_t *t) {
     serve *s = t->data;
     us_error err;
@@ -258,25 +283,16 @@ static void on_cycle(uv_timer_t *t) {
     /* a standby keeps its caches warm and plans nothing: what it would
      * assume could only be the leader's intent, never the cluster's */
     if (s->leader && !sv_leader_leading(s->leader)) return;
-    double now = wall(), at = now - s->epoch;
-    if (at < us_engine_time(s->engine)) at = us_engine_time(s->engine);
-    /* binds not seen within a minute did not happen */
-    sv_workloads_expire(s->workloads, now, 60);
-    sv_workloads_sync(s->workloads, at);
-    double synced = wall();
+    double now = wall(), t0 = mono();
+    double at = sync_now(s, now);
+    double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);
         return;
     }
-    double decided = wall();
+    double t2 = mono();
     sv_writes_apply(s->writes, now);
-    double done = wall();
-    /* where a cycle's time goes: the caches into the engine, the engine,
-     * the decisions out (requests started, not answered) */
-    sv_monitor_cycle(s->monitor, "sync", synced - now);
-    sv_monitor_cycle(s->monitor, "engine", decided - synced);
-    sv_monitor_cycle(s->monitor, "writes", done - decided);
-    sv_monitor_cycle(s->monitor, "total", done - now);
+    sv_monitor_after_cycle(s->monitor, s->engine, t1 - t0, mono() - t2, now);
 }
 
 /* --cycle-interval's value: seconds, above 0 and at most a day. */
@@ -329,6 +345,8 @@ static void stop_all(void *ud) {
     serve *s = ud;
     sv_monitor_close(s->monitor); /* first: it reads the informers and the client */
     s->monitor = NULL;
+    sv_policydir_close(s->reload);
+    s->reload = NULL;
     sv_informer_stop(s->nodes);
     sv_informer_stop(s->queues);
     s->nodes = s->queues = NULL;
@@ -374,6 +392,26 @@ static int start_admin(serve *s, uv_loop_t *loop, const char *address, char *err
     return 0;
 }
 
+/* GET /debug/state: the caches brought into the engine (what the next
+ * cycle starts from), its state as a scenario document; 503 until every
+ * informer has listed. */
+static void debug_state(void *ud, const sv_admin_request *rq, sv_admin_reply *rp) {
+    serve *s = ud;
+    char *text;
+    size_t len;
+    us_error err;
+    (void)rq;
+    if (s->synced < NINFORMERS) {
+        static const char msg[] = "not ready: the caches have not all listed yet\n";
+        sv_admin_respond(rp, 503, "text/plain; charset=utf-8", msg, sizeof msg - 1);
+        return;
+    }
+    sync_now(s, wall());
+    if (us_engine_state_json(s->engine, &text, &len, &err) != US_OK) return; /* out of memory: 500 */
+    sv_admin_respond(rp, 200, "application/json", text, len);
+    us_free(text);
+}
+
 /* What the admin endpoint reads: the client's requests and each informer
  * (a new informer is one more call here). */
 static void watch_for_admin(serve *s) {
@@ -390,7 +428,7 @@ static void watch_for_admin(serve *s) {
 
 int sv_main(int argc, char **argv) {
     const char *kubeconfig = getenv("KUBECONFIG"), *context = NULL, *admin_address = SV_ADMIN_DEFAULT_ADDRESS;
-    const char *scheduler = KUBE_DEFAULT_SCHEDULER;
+    const char *scheduler = KUBE_DEFAULT_SCHEDULER, *policies = NULL;
     char err[1024], identity[300], agent[320];
     bool elect = true;
     sv_leader_opts lease = {"understory-system", "understory", identity, SV_LEADER_LEASE_DURATION,
@@ -410,6 +448,8 @@ int sv_main(int argc, char **argv) {
             context = argv[++i];
         } else if (!strcmp(argv[i], "--admin-address") && i + 1 < argc) {
             admin_address = argv[++i];
+        } else if (!strcmp(argv[i], "--policies") && i + 1 < argc && *argv[i + 1]) {
+            policies = argv[++i];
         } else if (!strcmp(argv[i], "--dry-run")) {
             s.dry_run = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
@@ -454,7 +494,8 @@ int sv_main(int argc, char **argv) {
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
                                           !strcmp(argv[i], "--cycle-interval") || !strncmp(argv[i], "--lease-", 8) ||
                                           !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period") ||
-                                          !strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst"))
+                                          !strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst") ||
+                                          !strcmp(argv[i], "--policies"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
             usage(stderr);
@@ -484,8 +525,20 @@ int sv_main(int argc, char **argv) {
         sv_config_free(&cfg);
         return 1;
     }
+    if (policies && us_engine_load_policies(s.engine, policies, &uerr) != US_OK) {
+        fprintf(stderr, "understory serve: --policies %s: %s\n", policies, uerr.message);
+        sv_config_free(&cfg);
+        us_engine_destroy(s.engine);
+        return 2;
+    }
+    if (policies) fprintf(stderr, "understory serve: policies from %s: policy %s\n", policies, us_engine_policy_id(s.engine));
     uv_loop_t *loop = uv_default_loop();
-    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0) {
+    if (start_admin(&s, loop, admin_address, err, sizeof err) < 0 ||
+        !(s.reload = sv_policydir_start(loop, s.engine, policies, s.monitor, err, sizeof err)) ||
+        (sv_monitor_route(s.monitor, "GET", "/debug/state", debug_state, &s) < 0 &&
+         snprintf(err, sizeof err, "out of memory") > 0)) {
+        sv_monitor_close(s.monitor);
+        sv_policydir_close(s.reload);
         fprintf(stderr, "understory serve: %s\n", err);
         sv_config_free(&cfg);
         uv_run(loop, UV_RUN_DEFAULT); /* what was opened closes */
@@ -513,6 +566,7 @@ int sv_main(int argc, char **argv) {
         sv_informer_stop(s.queues);
         for (int k = 0; k < SV_NKINDS; k++) sv_informer_stop(s.kinds[k]);
         sv_monitor_close(s.monitor);
+        sv_policydir_close(s.reload);
         sv_http_free(s.http);
         sv_http_free(s.lease_http);
         sv_queues_free(s.queue_map);

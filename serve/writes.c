@@ -5,8 +5,9 @@
  * DisruptionTarget=True (reason PreemptionByScheduler), then DELETE with
  * preconditions.uid and the pod's own grace period; a pending pod's
  * PodScheduled=False condition (Unschedulable with the engine's reason, or
- * WaitingForIdleResources for a background pod); Evict events as
- * events.k8s.io/v1 Events.  A write that would change nothing (the cached
+ * WaitingForIdleResources for a background pod); Evict events and policy
+ * reload events (PolicyReloaded, PolicyReloadRefused) as events.k8s.io/v1
+ * Events.  A write that would change nothing (the cached
  * object already says it) is not made.  Owns the requests in flight;
  * never decides anything: the engine did.
  *
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef enum wkind { W_BIND, W_PATCH, W_DELETE, W_EVENT } wkind;
 
@@ -364,9 +366,77 @@ static cJSON *regarding(sv_writes *x, const char *wl) {
     return r;
 }
 
+/* This replica's own Pod: namespace from POD_NAMESPACE (the Downward
+ * API), else the service account's namespace file; name from POD_NAME,
+ * else the host name (a pod's host name is its name).  false when the
+ * namespace is unknown (not in a pod, no POD_NAMESPACE). */
+static bool own_pod(char *ns, size_t nl, char *name, size_t ml) {
+    const char *e = getenv("POD_NAMESPACE");
+    ns[0] = name[0] = '\0';
+    if (e && *e) {
+        snprintf(ns, nl, "%s", e);
+    } else {
+        FILE *f = fopen("/var/run/secrets/kubernetes.io/serviceaccount/namespace", "r");
+        if (f) {
+            if (!fgets(ns, (int)nl, f)) ns[0] = '\0';
+            fclose(f);
+            ns[strcspn(ns, "\r\n")] = '\0';
+        }
+    }
+    if ((e = getenv("POD_NAME")) && *e) snprintf(name, ml, "%s", e);
+    else if (gethostname(name, ml) < 0) name[0] = '\0';
+    name[ml - 1] = '\0';
+    return ns[0] && name[0];
+}
+
+/* A policy reload's event (PolicyReloaded, PolicyReloadRefused), regarding
+ * this replica's own Pod (own_pod): the replica that reloaded, where
+ * `kubectl describe pod` shows it.  Outside a pod, without POD_NAMESPACE,
+ * it is logged only. */
+static void policy_event(sv_writes *x, const us_event_info *ev) {
+    char ns[256], pod[256], path[600], what[1400], now[40], ename[300];
+    struct timespec ts;
+    snprintf(what, sizeof what, "event %s %s: %s", ev->type, ev->reason, ev->message);
+    if (!own_pod(ns, sizeof ns, pod, sizeof pod)) {
+        printf("%s: not written (no pod of its own to regard: POD_NAMESPACE unset, not in a pod)\n", what);
+        return;
+    }
+    now_rfc3339(now, sizeof now, true, &ts);
+    /* named as the Evict events are (client-go's recorder's way): a retry
+     * sends the same name, so it cannot make two */
+    snprintf(ename, sizeof ename, "%.200s.%llx", pod,
+             (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+    cJSON *e = cJSON_CreateObject(), *md, *an, *reg;
+    bool ok = e && (md = cJSON_AddObjectToObject(e, "metadata")) &&
+              cJSON_AddStringToObject(md, "name", ename) &&
+              cJSON_AddStringToObject(md, "namespace", ns) && (an = cJSON_AddObjectToObject(md, "annotations")) &&
+              cJSON_AddStringToObject(e, "apiVersion", "events.k8s.io/v1") &&
+              cJSON_AddStringToObject(e, "kind", "Event") && cJSON_AddStringToObject(e, "eventTime", now) &&
+              cJSON_AddStringToObject(e, "reportingController", "understory") &&
+              cJSON_AddStringToObject(e, "reportingInstance", x->identity ? x->identity : "understory") && cJSON_AddStringToObject(e, "action", "reload") &&
+              cJSON_AddStringToObject(e, "reason", ev->reason) && cJSON_AddStringToObject(e, "type", ev->type) &&
+              cJSON_AddStringToObject(e, "note", ev->message) && (reg = cJSON_AddObjectToObject(e, "regarding")) &&
+              cJSON_AddStringToObject(reg, "apiVersion", "v1") && cJSON_AddStringToObject(reg, "kind", "Pod") &&
+              cJSON_AddStringToObject(reg, "namespace", ns) && cJSON_AddStringToObject(reg, "name", pod);
+    for (size_t i = 0; ok && i < ev->nannotations; i++)
+        ok = cJSON_AddStringToObject(an, ev->annotations[i].key, ev->annotations[i].value) != NULL;
+    if (!ok) {
+        cJSON_Delete(e);
+        fprintf(stderr, "understory serve: %s: out of memory\n", what);
+        return;
+    }
+    snprintf(path, sizeof path, "/apis/events.k8s.io/v1/namespaces/%s/events", ns);
+    write_json(x, "POST", path, e, what, NULL, NULL, NULL);
+}
+
 static void event(sv_writes *x, const us_event_info *ev) {
     char ns[256], name[256], path[600], what[800], now[40], ename[300];
     struct timespec ts;
+    if (!strcmp(ev->object, "policies") &&
+        (!strcmp(ev->reason, "PolicyReloaded") || !strcmp(ev->reason, "PolicyReloadRefused"))) {
+        policy_event(x, ev);
+        return;
+    }
     if (strcmp(ev->reason, "Evict") != 0 || !split(ev->object, ns, sizeof ns, name, sizeof name)) return;
     const char *action = "evict";
     for (size_t i = 0; i < ev->nannotations; i++)

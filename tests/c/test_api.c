@@ -847,7 +847,7 @@ TEST(pipelined_pod_reported_unbound_stays_pipelined) {
     }
     CHECK(bound && piped && strcmp(bound, piped) != 0);
     /* the cluster as the control plane sees it: one bound on n2, one not */
-    us_pod_spec run = {bound, "w", "n2"}, wait = {piped, "w", NULL};
+    us_pod_spec run = {.name = bound, .workload = "w", .node = "n2"}, wait = {.name = piped, .workload = "w"};
     CHECK(us_engine_upsert_pod(e, &run, &err) == US_OK);
     CHECK(us_engine_upsert_pod(e, &wait, &err) == US_OK);
     CHECK(pod_named(e, piped, &p) && p.phase == US_PHASE_PIPELINED);

@@ -57,9 +57,12 @@ TEST(hooks_record_what_they_say) {
     sv_monitor_cycle(m, "total", 0.003);
     sv_monitor_cycle(m, "total", 0.2);
     sv_monitor_cycle(m, "allocate", 0.0004);
-    sv_monitor_decisions(m, "bind", 3);
-    sv_monitor_decisions(m, "bind", 2);
-    sv_monitor_decisions(m, "evict", 1);
+    sv_monitor_decisions(m, "bind", "allocate", 3);
+    sv_monitor_decisions(m, "bind", "allocate", 2);
+    sv_monitor_decisions(m, "evict", "reclaim", 1);
+    sv_monitor_decisions(m, "bind", NULL, 1);
+    sv_monitor_policy(m, "abc");
+    sv_monitor_policy(m, "def"); /* one id at a time */
     sv_monitor_evictions(m, "reclaim", 4);
     sv_monitor_pending(m, "ai", "quota", 7);
     sv_monitor_pending(m, "background", "no room", 9);
@@ -78,8 +81,11 @@ TEST(hooks_record_what_they_say) {
     CHECK_HAS(s, "understory_cycle_duration_seconds_count{phase=\"total\"} 2.0\n");
     CHECK_HAS(s, "understory_cycle_duration_seconds_sum{phase=\"total\"} 0.203\n");
     CHECK_HAS(s, "understory_cycle_duration_seconds_bucket{le=\"0.001\",phase=\"allocate\"} 1.0\n");
-    CHECK_HAS(s, "understory_decisions_total{action=\"bind\"} 5.0\n");
-    CHECK_HAS(s, "understory_decisions_total{action=\"evict\"} 1.0\n");
+    CHECK_HAS(s, "understory_decisions_total{action=\"allocate\",op=\"bind\"} 5.0\n");
+    CHECK_HAS(s, "understory_decisions_total{action=\"reclaim\",op=\"evict\"} 1.0\n");
+    CHECK_HAS(s, "understory_decisions_total{action=\"none\",op=\"bind\"} 1.0\n");
+    CHECK_HAS(s, "understory_policy_info{policy_id=\"def\"} 1.0\n");
+    CHECK(s && !strstr(s, "policy_id=\"abc\""));
     CHECK_HAS(s, "understory_evictions_total{action=\"reclaim\"} 4.0\n");
     CHECK_HAS(s, "understory_pending_pods{kind=\"ai\",reason=\"taints\"} 2.0\n");
     CHECK(s && !strstr(s, "reason=\"quota\"") && !strstr(s, "no room"));
@@ -90,6 +96,51 @@ TEST(hooks_record_what_they_say) {
     CHECK_HAS(s, "understory_idle_gpus{} 5.0\n");
     CHECK_HAS(s, "understory_background_gpu_seconds_total{} 90.5\n");
     free(s);
+    sv_monitor_close(m);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+}
+
+/* After a real engine's cycles: its phases, decisions by op and action,
+ * pending pods by kind and reason, and the harvest, as the engine says. */
+TEST(after_cycle_reads_the_engine) {
+    uv_loop_t loop;
+    char err[256];
+    us_engine *e;
+    us_error ue;
+    uv_loop_init(&loop);
+    sv_monitor *m = sv_monitor_start(&loop, "127.0.0.1:0", err, sizeof err);
+    CHECK(m != NULL && us_engine_create(NULL, &e, &ue) == US_OK);
+    if (!m) return;
+    CHECK(us_engine_upsert_node_json(e, "{\"name\": \"n1\", \"gpu\": 8, \"cpu\": 64, \"memory\": \"256Gi\"}", &ue) == US_OK);
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": 8}}}", &ue) == US_OK);
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\": \"bg\", \"resources\": {\"gpu\": {\"quota\": 0, "
+                                      "\"over_quota_weight\": 0}, \"cpu\": {\"quota\": 0, \"over_quota_weight\": 0}, "
+                                      "\"memory\": {\"quota\": 0, \"over_quota_weight\": 0}}}", &ue) == US_OK);
+    /* 2 AI pods of 2 GPUs; 6 background pods of 1 GPU: 4 fit, 2 wait */
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\": \"ai\", \"queue\": \"q\", \"replicas\": 2, "
+                                         "\"requests\": {\"gpu\": 2}}", 0, &ue) == US_OK);
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\": \"burn\", \"queue\": \"bg\", \"controller\": \"deployment\", "
+                                         "\"replicas\": 6, \"labels\": {\"kai.scheduler/background\": \"true\"}, "
+                                         "\"requests\": {\"gpu\": 1}, \"termination_grace\": 5}", 0, &ue) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &ue) == US_OK);
+    sv_monitor_after_cycle(m, e, 0.001, 0.002, 100);
+    CHECK(us_engine_run_cycle(e, 10, &ue) == US_OK);
+    sv_monitor_after_cycle(m, e, 0.001, 0.002, 110); /* 10 s at 4 background GPUs */
+    char *s = parsed(m);
+    CHECK_HAS(s, "understory_decisions_total{action=\"allocate\",op=\"bind\"} 2.0\n");
+    CHECK_HAS(s, "understory_decisions_total{action=\"backgroundpods\",op=\"bind\"} 4.0\n");
+    CHECK_HAS(s, "understory_pending_pods{kind=\"background\",reason=\"idle-resources\"} 2.0\n");
+    CHECK(s && !strstr(s, "kind=\"ai\""));
+    CHECK_HAS(s, "understory_background_gpus{} 4.0\n");
+    CHECK_HAS(s, "understory_idle_gpus{} 0.0\n");
+    CHECK_HAS(s, "understory_background_gpu_seconds_total{} 40.0\n");
+    CHECK_HAS(s, "understory_cycle_duration_seconds_count{phase=\"allocate\"} 2.0\n");
+    CHECK_HAS(s, "understory_cycle_duration_seconds_count{phase=\"sync\"} 2.0\n");
+    CHECK_HAS(s, "understory_cycle_duration_seconds_count{phase=\"total\"} 2.0\n");
+    CHECK_HAS(s, "understory_cycle_duration_seconds_count{phase=\"write\"} 2.0\n");
+    free(s);
+    us_engine_destroy(e);
     sv_monitor_close(m);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK(uv_loop_close(&loop) == 0);
@@ -113,7 +164,8 @@ TEST(families_before_anything) {
         "understory_informer_lists_total counter", "understory_informer_objects gauge",
         "understory_informer_synced gauge", "understory_informer_watch_restarts_total counter",
         "understory_leader gauge", "understory_pending_pods gauge", "understory_policy_reloads_total counter",
-        "understory_api_retries_total counter", "understory_api_rate_limiter_wait_seconds_total counter"};
+        "understory_api_retries_total counter", "understory_api_rate_limiter_wait_seconds_total counter",
+        "understory_policy_info gauge"};
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
         char want[128];
         snprintf(want, sizeof want, "# TYPE %s\n", families[i]);
@@ -122,7 +174,9 @@ TEST(families_before_anything) {
     CHECK_HAS(t, "\nunderstory_leader 1\n"); /* no election: it leads */
     free(t);
     sv_monitor_cycle(NULL, "total", 1);
-    sv_monitor_decisions(NULL, "bind", 1);
+    sv_monitor_decisions(NULL, "bind", "allocate", 1);
+    sv_monitor_policy(NULL, "x");
+    sv_monitor_after_cycle(NULL, NULL, 0, 0, 0);
     sv_monitor_evictions(NULL, "reclaim", 1);
     sv_monitor_pending_clear(NULL);
     sv_monitor_pending(NULL, "ai", "quota", 1);
@@ -163,6 +217,7 @@ TEST(kubernetes_verbs) {
 int main(void) {
     if (!mkdtemp(dir)) return 2;
     RUN(hooks_record_what_they_say);
+    RUN(after_cycle_reads_the_engine);
     RUN(families_before_anything);
     RUN(kubernetes_verbs);
     char cmd[300];

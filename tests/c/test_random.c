@@ -10,6 +10,9 @@
  *              by node name, from the same state;
  *   invisible  every cycle decides the same AI outcome with the cluster's
  *              background workloads as without them, from the same state;
+ *   state      the state written as a scenario (statejson.h, serve's
+ *              /debug/state) at every cycle loads back and writes
+ *              identically;
  *   labels     a unique hostname and instance id on every node (nothing
  *              selects on them) give the same run, byte for byte, with the
  *              same number of placement policy calls (nodelabels.h).
@@ -38,6 +41,7 @@
 
 #include "check.h"
 #include "output.h"
+#include "statejson.h"
 #include "scenario.h"
 #include "sim.h"
 
@@ -473,6 +477,35 @@ typedef struct per_seed {
 /* Counters for the summary line: what the properties actually exercised. */
 static int n_cycles, n_bg_evictions, n_spared;
 
+/* The state as a scenario (statejson.h, the engine's /debug/state),
+ * loaded back, writes identically. */
+static int n_round_trips;
+static bool state_round_trips(uint64_t seed, int cycle, const us_state *st, double now) {
+    cJSON *a = NULL, *b = NULL;
+    char *ta = NULL, *tb = NULL, what[64];
+    us_scenario sc;
+    us_err err = {0};
+    bool ok = false;
+    memset(&sc, 0, sizeof sc);
+    if (us_statejson_write(st, now, "state", &a) < 0 || !(ta = cJSON_Print(a))) goto out;
+    if (us_scenario_load_string(&sc, ta, strlen(ta), NULL, &err) < 0) {
+        fprintf(stderr, "  seed %llu, cycle %d: the state does not load back: %s\n%s\n", (unsigned long long)seed,
+                cycle, err.msg, ta);
+        goto out;
+    }
+    if (us_statejson_write(&sc.state, 0, "state", &b) < 0 || !(tb = cJSON_Print(b))) goto out;
+    snprintf(what, sizeof what, "cycle %d, the state and the state loaded back", cycle);
+    ok = same(what, seed, ta, tb);
+    n_round_trips++;
+out:
+    us_scenario_free(&sc);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    free(ta);
+    free(tb);
+    return ok;
+}
+
 static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, int cycle) {
     per_seed *ps = ctx;
     if (ps->failed) return;
@@ -498,6 +531,7 @@ static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, i
         n_bg_evictions += plain.bg_evictions;
         n_spared += plain.bg_evictions - on.bg_evictions;
     }
+    if (ok) ok = state_round_trips(ps->seed, cycle, st, now);
     CHECK(ok);
     ps->failed = !ok;
     free(on.outcome);
@@ -584,13 +618,14 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
     int seeds = n ? atoi(n) : 100;
     for (int s = 1; s <= seeds; s++) one_seed((uint64_t)s, false);
     printf("random: %d seeds, %d cycles compared three ways, %d background evictions under "
-           "plain ties, %d of them spared by the tie-break\n",
-           seeds, n_cycles, n_bg_evictions, n_spared);
+           "plain ties, %d of them spared by the tie-break, %d states round-tripped\n",
+           seeds, n_cycles, n_bg_evictions, n_spared, n_round_trips);
     /* the generator must exercise what it claims to: background work that
      * AI placement displaces, and a tie-break that spares some of it */
     CHECK(n_bg_evictions > 0);
     CHECK(n_spared > 0);
     CHECK(n_external_seeds > 0);
+    CHECK(n_round_trips == n_cycles);
 }
 
 /* The example of issue 8, item 4: spare the background pod on n1 and p2

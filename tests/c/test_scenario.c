@@ -457,6 +457,59 @@ TEST(error_duplicate_names) {
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','pods':[{'name':'b-0','node':'n1','state':'running'}]},"
                           "{'name':'b','queue':'team-a','pods':[{'node':'n1','state':'running'}]}"))),
               "workloads[1].pods[0]: \"b-0\" is a duplicate pod name");
+    /* a releasing pod is a former incarnation: it keeps the name of the
+     * pod that replaced it, and of earlier ones (as the engine lists them,
+     * and us_engine_state_json writes them) */
+    us_scenario sc;
+    if (loads(&sc, J(DOC("{'name':'a','queue':'team-a','replicas':1,'requests':{'gpu':1},"
+                         " 'pods':[{'name':'a-0','node':'n1','state':'releasing'},"
+                         "{'name':'a-0','node':'n1','state':'releasing','release_at':5},"
+                         "{'name':'a-0','node':'n1','state':'running'}]}")))) {
+        int n = 0;
+        for (size_t i = 0; i < sc.state.npods; i++) n += !strcmp(sc.state.pods[i].name, "a-0");
+        CHECK(n == 3);
+        us_scenario_free(&sc);
+    }
+    /* a releasing daemonset pod on a node that no longer matches its
+     * selector (the reason it terminates) loads; a running one does not */
+    if (loads(&sc, J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':8}]," QUEUES ",'workloads':["
+                     "{'name':'d','queue':'bg','controller':'daemonset','node_selector':{'zone':'a'},"
+                     " 'labels':{'kai.scheduler/background':'true'},"
+                     " 'pods':[{'node':'n1','state':'releasing'}]}]}")))
+        us_scenario_free(&sc);
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':8}]," QUEUES ",'workloads':["
+                      "{'name':'d','queue':'bg','controller':'daemonset','node_selector':{'zone':'a'},"
+                      " 'labels':{'kai.scheduler/background':'true'},"
+                      " 'pods':[{'node':'n1','state':'running'}]}]}")),
+              "does not match the daemonset's node_selector");
+    /* a fractional pod's device: as given, so a packing the loader's own
+     * choice would not find loads (slot 0: a pipelined pod and a releasing
+     * one; slot 1: two running pods); out of range or on a whole-GPU pod
+     * it is refused */
+    if (loads(&sc, J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                     "{'name':'f','queue':'team-a','replicas':3,'requests':{'gpu':0.5},'pods':["
+                     "{'node':'n1','state':'pipelined','device':0},{'node':'n1','state':'running','device':1},"
+                     "{'node':'n1','state':'running','device':1},{'node':'n1','state':'releasing','device':0}]}]}"))) {
+        CHECK(sc.state.npods == 4 && sc.state.pods[0].shared_dev == 0 && sc.state.pods[1].shared_dev == 1 &&
+              sc.state.pods[2].shared_dev == 1 && sc.state.pods[3].shared_dev == 0);
+        us_scenario_free(&sc);
+    }
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','requests':{'gpu':0.5},'pods':[{'node':'n1','state':'running','device':2}]}]}")),
+              "workloads[0].pods[0].device: 2 is not a whole number from 0 to 1");
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','requests':{'gpu':1},'pods':[{'node':'n1','state':'running','device':0}]}]}")),
+              "workloads[0].pods[0].device: only a pod of a fraction of one GPU shares a device");
+    CHECK_HAS(fails(J("{'nodes':[{'name':'n1','cpu':'8','memory':'64Gi','gpu':2}]," QUEUES ",'workloads':["
+                      "{'name':'f','queue':'team-a','replicas':3,'requests':{'gpu':0.5},'pods':["
+                      "{'node':'n1','state':'running','device':0},{'node':'n1','state':'running','device':0},"
+                      "{'node':'n1','state':'running','device':0}]}]}")),
+              "has no GPU device left for this pod");
+    /* two live ones may not */
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,"
+                          " 'pods':[{'name':'p','node':'n1','state':'releasing'},{'name':'p','node':'n1','state':'pipelined'},"
+                          "{'name':'p','node':'n1','state':'running'}]}"))),
+              "workloads[0].pods[2].name: \"p\" is a duplicate pod name");
 }
 
 TEST(error_queue_parents) {

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # `understory serve` refuses what it cannot use before connecting anywhere:
 # an unknown option or a missing value (usage, exit 2), a kubeconfig that
-# does not load (exit 2, naming file, line and field), and no kubeconfig
-# outside a pod (exit 2, saying what is missing).  --help exits 0.
+# does not load (exit 2, naming file, line and field), no kubeconfig
+# outside a pod (exit 2, saying what is missing), and a --policies
+# directory that is missing or does not load (exit 2, naming file and
+# line).  --help exits 0.
 # shellcheck source=tests/cli/lib.bash
 . "$(dirname "$0")/lib.bash"
 
@@ -106,3 +108,33 @@ env -u KUBECONFIG -u KUBERNETES_SERVICE_HOST -u KUBERNETES_SERVICE_PORT "$UNDERS
     >"$TMP/out" 2>"$TMP/err" && fail "serve with no configuration succeeded"
 grep -q "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set" "$TMP/err" ||
     fail "serve with no configuration did not say what is missing: $(cat "$TMP/err")"
+
+# --policies: a directory that does not load stops serve before it
+# connects (an https server nobody listens on: never reached), naming the
+# file and line
+cat >"$TMP/ok.kubeconfig" <<'YAML'
+apiVersion: v1
+kind: Config
+current-context: dev
+contexts:
+- name: dev
+  context: {cluster: dev, user: dev}
+clusters:
+- name: dev
+  cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}
+users:
+- name: dev
+  user: {token: x}
+YAML
+run serve --policies
+expect_status 2
+expect_stderr_has "understory serve: missing the value of --policies"
+run serve --kubeconfig "$TMP/ok.kubeconfig" --policies "$TMP/nowhere"
+expect_status 2
+expect_stderr_has "understory serve: --policies $TMP/nowhere: "
+mkdir -p "$TMP/broken"
+printf 'local M = {}\nfunction M.score(pod, node)\n  return 1 +\nend\nreturn M\n' >"$TMP/broken/placement.lua"
+run serve --kubeconfig "$TMP/ok.kubeconfig" --policies "$TMP/broken"
+expect_status 2
+expect_stderr_has "placement.lua:4:"
+expect_stdout_empty

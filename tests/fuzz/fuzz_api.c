@@ -9,12 +9,18 @@
  * at growing times; an event callback that reads everything and tries to
  * change the engine (which must be refused) or removes itself.  No sequence
  * may crash, leak or break an invariant (abort); every call returns a code.
+ * At the end the state, written as a scenario (us_engine_state_json), must
+ * load back and write the same document again (abort otherwise).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
+#include "scenario.h"
+#include "statejson.h"
 #include "understory.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -47,6 +53,33 @@ static void on_event(us_engine *e, const us_event_info *ev, void *data) {
     if (us_engine_run_cycle(e, 1e9, &err) != US_EBUSY || us_engine_remove_node(e, "n0", &err) != US_EBUSY)
         abort();
     if (*mode == 2) us_engine_on_event(e, NULL, NULL);
+}
+
+/* The state as a scenario loads back, and writes the same document. */
+static void state_round_trips(const us_engine *e) {
+    char *a = NULL, *b = NULL;
+    us_error err;
+    us_err lerr = {0};
+    us_scenario sc;
+    cJSON *doc = NULL;
+    memset(&sc, 0, sizeof sc);
+    if (us_engine_state_json(e, &a, NULL, &err) != US_OK) {
+        if (err.code == US_ENOMEM) return;
+        abort();
+    }
+    if (us_scenario_load_string(&sc, a, strlen(a), NULL, &lerr) < 0) {
+        fprintf(stderr, "the state does not load back: %s\n%s\n", lerr.msg, a);
+        abort();
+    }
+    if (us_statejson_write(&sc.state, 0, "engine state", &doc) == 0) b = cJSON_Print(doc);
+    if (b && strcmp(a, b) != 0) {
+        fprintf(stderr, "the state loaded back writes differently:\n%s\n---\n%s\n", a, b);
+        abort();
+    }
+    cJSON_Delete(doc);
+    cJSON_free(b);
+    us_scenario_free(&sc);
+    us_free(a);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -186,6 +219,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 #endif
         if (rc != US_OK && !err.message[0]) abort(); /* a refusal always says why */
     }
+    state_round_trips(e);
     us_engine_destroy(e);
     return 0;
 }
