@@ -4,7 +4,8 @@
 # the ServiceAccount and RBAC of examples/kubernetes/rbac.yaml, checked
 # with kubectl only:
 #   - a --dry-run daemon logs its binds and writes nothing (no pod's
-#     resourceVersion moves);
+#     resourceVersion moves, and the API server's audit log holds no write
+#     by its ServiceAccount);
 #   - the burn-in fills the idle GPUs (28 bound), the health checks bind,
 #     the inference server waits with the engine's reason as its condition;
 #   - training arrives: exactly the burn-in pods on the gang's nodes are
@@ -97,6 +98,10 @@ diff -u "$work/before-dry.txt" "$work/after-dry.txt" >&2 ||
 	fail "a --dry-run daemon changed pods (resourceVersions above)"
 [[ $(k get events.events.k8s.io -A -o jsonpath='{range .items[?(@.reportingController=="understory")]}x{"\n"}{end}' | grep -c x || true) -eq 0 ]] ||
 	fail "a --dry-run daemon created events"
+# and from the API server's side: its audit log (every write) holds none
+# by the daemon's ServiceAccount, which nothing else has used yet
+dry_writes=$(grep -c '"username":"system:serviceaccount:understory-system:understory"' "$work/c/audit.log" || true)
+[[ $dry_writes -eq 0 ]] || fail "the API server's audit log holds $dry_writes writes by the --dry-run daemon"
 
 # --- the daemon schedules ------------------------------------------------
 "$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
@@ -172,4 +177,7 @@ waiting3() {
 until_ok 30 "3 burn-in pods PodScheduled=False WaitingForIdleResources" waiting3
 kill -TERM "$serve_pid"
 wait "$serve_pid" || fail "the daemon did not stop cleanly on SIGTERM"
+# the dry run's audit check counts what it should: the daemon's writes are there
+sa_writes=$(grep -c '"username":"system:serviceaccount:understory-system:understory"' "$work/c/audit.log" || true)
+[[ $sa_writes -ge 33 ]] || fail "the audit log holds only $sa_writes writes by the daemon's ServiceAccount"
 echo "ok: seed story on a real control plane ($n_evicted burn-in pods evicted for training)"
