@@ -872,7 +872,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "duration", "labels", "requests", "pods", "created_at",
                                         "tolerations", "external",
                                         NULL};
-static const char *const pod_fields[] = {"name", "node", "state", "release_at", "pin", "device", NULL};
+static const char *const pod_fields[] = {"name", "node", "state", "release_at", "until_removed", "pin", "device", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
 static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
@@ -1004,6 +1004,16 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         goto fail;
     }
     if (get_num(c, o, path, "release_at", false, release_at, 0, false, &release_at) < 0) goto fail;
+    /* a deletion nobody times (someone else's, in a cluster): the room is
+     * held until the pod is removed, which in a simulation is never */
+    bool until_removed = false;
+    if (get_bool(c, o, path, "until_removed", &until_removed) < 0) goto fail;
+    if (until_removed && (state != US_POD_RELEASING || get(o, "release_at"))) {
+        failk(c, path, "until_removed", state != US_POD_RELEASING ? "only a releasing pod has one"
+                                                                  : "a pod has release_at or until_removed, not both");
+        goto fail;
+    }
+    if (until_removed) release_at = INFINITY;
     ni = names_get(&c->nodes, node);
     if (ni < 0) {
         failk(c, path, "node", "%s is not a node", quote(q, node));

@@ -225,7 +225,10 @@ static void pods(out *o, cJSON *x, const us_state *st, const index *ix, int wi, 
         put(o, e, "name", cJSON_CreateString(p->name));
         put(o, e, "node", cJSON_CreateString(st->nodes[p->node].name));
         put(o, e, "state", cJSON_CreateString(us_pod_state_names[p->state]));
-        if (p->state == US_POD_RELEASING) put(o, e, "release_at", rel(p->release_at > now ? p->release_at : now, now));
+        /* a deletion the engine does not time (us_pod_spec.terminating)
+         * holds its room until the pod is removed: no time to write */
+        if (p->state == US_POD_RELEASING && isinf(p->release_at)) put(o, e, "until_removed", cJSON_CreateTrue());
+        else if (p->state == US_POD_RELEASING) put(o, e, "release_at", rel(p->release_at > now ? p->release_at : now, now));
         if (p->shared_dev >= 0) put(o, e, "device", cJSON_CreateNumber(p->shared_dev));
         /* a pin the API gave (a DaemonSet's pods are pinned by their controller) */
         if (p->pin >= 0 && st->workloads[p->workload].controller != US_CTRL_DAEMONSET)

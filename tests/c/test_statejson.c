@@ -294,9 +294,59 @@ TEST(a_pin_from_the_api_is_written) {
     us_engine_destroy(e);
 }
 
+/* A pod someone else deletes (us_pod_spec.terminating) holds its room
+ * until it is removed: the state says so with until_removed (no time to
+ * write), loads back the same, and the loader refuses the field where it
+ * has no meaning. */
+TEST(a_deletion_nobody_times_is_until_removed) {
+    us_engine *e;
+    us_error err;
+    CHECK(us_engine_create(NULL, &e, &err) == US_OK);
+    CHECK(us_engine_upsert_node_json(e, "{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}", &err) == US_OK);
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":8}}}", &err) == US_OK);
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
+                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 0, &err) == US_OK);
+    us_pod_spec dying = {.name = "w-a", .workload = "w", .node = "n1", .terminating = 1};
+    CHECK(us_engine_upsert_pod(e, &dying, &err) == US_OK);
+    char *a = NULL;
+    size_t la;
+    CHECK(us_engine_state_json(e, &a, &la, &err) == US_OK);
+    if (a) {
+        CHECK_HAS(a, "\"until_removed\":\ttrue");
+        CHECK(strstr(a, "release_at") == NULL);
+        CHECK(round_trip("a pod deleted by someone else", e));
+        us_free(a);
+    }
+    us_engine_destroy(e);
+    static const char *const bad[][2] = {
+        {"\"state\": \"running\", \"until_removed\": true", "only a releasing pod has one"},
+        {"\"state\": \"releasing\", \"release_at\": 3, \"until_removed\": true", "not both"},
+        {"\"state\": \"releasing\", \"until_removed\": 1", "must be true or false"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char doc[1024];
+        snprintf(doc, sizeof doc,
+                 "{\"name\":\"x\",\"nodes\":[{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}],"
+                 "\"queues\":[{\"name\":\"q\"}],\"workloads\":[{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
+                 "\"requests\":{\"gpu\":1},\"pods\":[{\"name\":\"w-0\",\"node\":\"n1\",%s}]}]}", bad[i][0]);
+        us_scenario sc;
+        us_err lerr = {0};
+        memset(&sc, 0, sizeof sc);
+        int rc = us_scenario_load_string(&sc, doc, strlen(doc), NULL, &lerr);
+        CHECK(rc < 0);
+        if (rc < 0) {
+            CHECK_HAS(lerr.msg, bad[i][1]);
+            CHECK_HAS(lerr.msg, "workloads[0].pods[0].until_removed");
+        } else {
+            us_scenario_free(&sc);
+        }
+    }
+}
+
 int main(void) {
     RUN(every_example_round_trips_through_its_state);
     RUN(state_content_and_accessors);
     RUN(a_pin_from_the_api_is_written);
+    RUN(a_deletion_nobody_times_is_until_removed);
     return check_report();
 }
