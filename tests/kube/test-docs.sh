@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # tests/kube/test-docs.sh — the walk-throughs that need a control plane
 # (the documents marked `<!-- doctest: kube -->`: docs/kubernetes.md, from
-# an empty cluster to the seed story) run as documented: every command of
-# their console blocks, in order, in one shell session, its output checked
-# by tests/docs/doctest.lua (docs/testing.md).  The document starts its
+# an empty cluster to the seed story; docs/operations.md, the admin
+# endpoint, metrics, reload and capture of a running serve) run as
+# documented: every command of their console blocks, in order, in one
+# shell session per document, its output checked by tests/docs/doctest.lua
+# (docs/testing.md).  The document starts its
 # own control plane and stops it; a cluster it leaves behind after a
 # failure dies with this test (KUBE_CLUSTER_OWNER), and the daemon it
 # started in the background is stopped by the runner.
