@@ -35,6 +35,7 @@ void us_cycle_opts_default(us_cycle_opts *o) {
     o->profile = NULL;
     o->score_cache = true;
     o->cycle_budget = US_CYCLE_BUDGET;
+    o->cache = NULL;
 #ifdef US_CHECK_INVARIANTS
     o->check_invariants = true;
 #else

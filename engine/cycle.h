@@ -53,6 +53,10 @@ typedef struct us_cycle_opts {
      * over a cycle: one call per node class times many classes).  0: no
      * budget.  Default US_CYCLE_BUDGET. */
     double cycle_budget;
+    /* What this cycle may reuse from the last one and leaves for the next
+     * (cyclecache.h), owned by the caller; NULL: a full cycle that
+     * recomputes everything.  Either way the cycle decides the same. */
+    struct us_cycle_cache *cache;
 } us_cycle_opts;
 
 #define US_CYCLE_BUDGET 5.0

@@ -9,6 +9,7 @@
  */
 #include "plan.h"
 
+#include "cyclecache.h"
 #include "nodeclass.h"
 #include "nodelabels.h"
 #include "sort.h"
@@ -22,6 +23,11 @@
 static int by_node_name(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
     return strcmp(st->nodes[*(const int *)a].name, st->nodes[*(const int *)b].name);
+}
+
+static uint64_t node_key(int node, void *ctx) {
+    (void)ctx;
+    return (uint64_t)node;
 }
 
 bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod].workload]; }
@@ -90,7 +96,9 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
             p->nodes[p->nnodes++] = (int)i;
     }
-    us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
+    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
+    if (p->hints) (void)us_order_sort(&p->hints->nodes, p->nodes, p->nnodes, node_key, by_node_name, st);
+    else us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 

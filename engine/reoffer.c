@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "cyclecache.h"
 #include "placement.h"
 #include "sort.h"
 
@@ -57,6 +58,8 @@ static int by_pod_name(const void *a, const void *b, void *ctx) {
     int c = strcmp(x->name, y->name);
     return c ? c : (x->seq < y->seq ? -1 : x->seq > y->seq);
 }
+
+static uint64_t pod_key(int pod, void *ctx) { return ((const us_state *)ctx)->pods[pod].seq; }
 
 void us_reoffer_free(us_reoffer *r) {
     free(r->running);
@@ -187,8 +190,14 @@ static void gather(work *w) {
         else if (pd->state == US_POD_PENDING && !wl->blocked)
             out->pending[out->npending++] = (int)i;
     }
-    us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
-    us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
+    if (p->hints) {
+        /* without memory for the hint the sort is a full one: same order */
+        (void)us_order_sort(&p->hints->bg_running, out->running, out->nrunning, pod_key, by_pod_name, st);
+        (void)us_order_sort(&p->hints->bg_pending, out->pending, out->npending, pod_key, by_pod_name, st);
+    } else {
+        us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
+        us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
+    }
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
         const us_workload *wl = &st->workloads[st->pods[pod].workload];
