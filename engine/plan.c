@@ -374,11 +374,11 @@ int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const c
                         "%s; this cycle uses the built-in policy instead", what);
 }
 
-double us_plan_policy_start(const us_plan *p) { return p->opts->profile ? us_cycle_clock() : 0; }
+double us_plan_policy_start(const us_plan *p) { return p->opts->profile ? us_cycle_cpu_clock() : 0; }
 
 void us_plan_policy_done(const us_plan *p, double t0, size_t lua_calls) {
     us_cycle_profile *prof = p->opts->profile;
     if (!prof) return;
-    prof->policy_seconds += us_cycle_clock() - t0;
+    prof->policy_seconds += us_cycle_cpu_clock() - t0;
     prof->policy_calls += lua_calls;
 }

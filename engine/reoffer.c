@@ -174,22 +174,37 @@ static int mark_touched(work *w) {
     return 0;
 }
 
-/* Background pods of the pool: running ones by name (out->running), and
- * pending ones of schedulable workloads by name (out->pending).  Running
- * pods on untouched nodes stay and keep holding their room. */
+/* Background pods of the pool: running ones (out->running), those offered
+ * first by name, then the ones that stay, in pod order; and pending ones of
+ * schedulable workloads by name (out->pending).  Running pods on untouched
+ * nodes stay and keep holding their room: only the offered ones are sorted
+ * (commit evicts in this order, and only offered pods are ever evicted), so
+ * a quiet cycle sorts few. */
 static void gather(work *w) {
     us_plan *p = w->p;
     us_state *st = p->st;
     us_reoffer *out = w->out;
+    size_t nstay = 0;
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
         const us_workload *wl = &st->workloads[pd->workload];
         if (!wl->background || wl->state != US_WL_ACTIVE || strcmp(wl->pool, p->pool) != 0) continue;
-        if (pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0)
-            out->running[out->nrunning++] = (int)i;
-        else if (pd->state == US_POD_PENDING && !wl->blocked)
+        if (pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0) {
+            /* offered pods from the front, staying ones from the back */
+            if (w->touched[p->pos[pd->node]]) out->running[out->nrunning++] = (int)i;
+            else out->running[p->npods - ++nstay] = (int)i;
+        } else if (pd->state == US_POD_PENDING && !wl->blocked) {
             out->pending[out->npending++] = (int)i;
+        }
     }
+    /* the staying ones follow the offered ones, back in pod order */
+    int *stay = out->running + p->npods - nstay;
+    for (size_t a = 0, b = nstay; a + 1 < b; a++, b--) {
+        int t = stay[a];
+        stay[a] = stay[b - 1];
+        stay[b - 1] = t;
+    }
+    memmove(out->running + out->nrunning, stay, nstay * sizeof *stay);
     if (p->hints) {
         /* without memory for the hint the sort is a full one: same order */
         (void)us_order_sort(&p->hints->bg_running, out->running, out->nrunning, pod_key, by_pod_name, st);
@@ -198,6 +213,7 @@ static void gather(work *w) {
         us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
         us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
     }
+    out->nrunning += nstay;
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
         const us_workload *wl = &st->workloads[st->pods[pod].workload];

@@ -73,6 +73,7 @@ struct serve {
 static void usage(FILE *f) {
     fputs("usage: understory serve [--kubeconfig FILE] [--context NAME] [--admin-address HOST:PORT]\n"
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
+          "                        [--full-cycles]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -92,6 +93,8 @@ static void usage(FILE *f) {
           "  --scheduler-name NAME\n"
           "                     the spec.schedulerName of the pods to schedule (default\n"
           "                     understory); other pods hold their room as external\n"
+          "  --full-cycles      every cycle recomputes everything instead of reusing what\n"
+          "                     the last one left (the same decisions; for comparison)\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -329,6 +332,7 @@ int sv_main(int argc, char **argv) {
     char err[1024];
     sv_config cfg;
     serve s;
+    bool full_cycles = false;
     memset(&s, 0, sizeof s);
     s.interval = 1;
     for (int i = 1; i < argc; i++) {
@@ -343,6 +347,8 @@ int sv_main(int argc, char **argv) {
             admin_address = argv[++i];
         } else if (!strcmp(argv[i], "--dry-run")) {
             s.dry_run = true;
+        } else if (!strcmp(argv[i], "--full-cycles")) {
+            full_cycles = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
             scheduler = argv[++i];
         } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
@@ -369,7 +375,10 @@ int sv_main(int argc, char **argv) {
         return 2;
     }
     us_error uerr;
-    if (us_engine_create(NULL, &s.engine, &uerr) != US_OK) {
+    us_engine_options eo;
+    us_engine_options_init(&eo);
+    eo.full_cycles = full_cycles;
+    if (us_engine_create(&eo, &s.engine, &uerr) != US_OK) {
         fprintf(stderr, "understory serve: %s\n", uerr.message);
         sv_config_free(&cfg);
         return 1;
