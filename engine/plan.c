@@ -102,47 +102,41 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING)
-            p->wl_terminating[st->pods[i].workload]++;
-
-    /* pods by node (counting sort keeps pod order inside a node) */
+    /* pods by node and pending pods by workload: counting sorts (which
+     * keep pod order inside a node and creation order inside a workload),
+     * one pass to count, one to fill; a pass over every pod is most of a
+     * quiet cycle's cost on a large cluster */
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
+        if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
+        if (!pod->gone && pod->state == US_POD_PENDING) p->wl_first[pod->workload + 1]++;
         if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
             p->node_first[p->pos[pod->node] + 1]++;
     }
     for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
-    {
-        int *fill = calloc(p->nnodes + 1, sizeof *fill);
-        if (!fill) goto fail;
-        for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *pod = &st->pods[i];
-            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
-                int n = p->pos[pod->node];
-                p->node_pods[p->node_first[n] + fill[n]++] = (int)i;
-            }
-        }
-        free(fill);
-    }
-
-    /* pending pods by workload (counting sort keeps creation order) */
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
-            p->wl_first[st->pods[i].workload + 1]++;
     for (size_t w = 0; w < st->nworkloads; w++) p->wl_first[w + 1] += p->wl_first[w];
     {
-        int *fill = calloc(st->nworkloads + 1, sizeof *fill);
-        if (!fill) goto fail;
-        for (size_t i = 0; i < st->npods; i++) {
-            int w = st->pods[i].workload;
-            if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
-                p->wl_pending[p->wl_first[w] + fill[w]++] = (int)i;
+        int *nfill = calloc(p->nnodes + 1, sizeof *nfill);
+        int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
+        if (!nfill || !wfill) {
+            free(nfill);
+            free(wfill);
+            goto fail;
         }
-        free(fill);
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *pod = &st->pods[i];
+            if (!pod->gone && pod->state == US_POD_PENDING)
+                p->wl_pending[p->wl_first[pod->workload] + wfill[pod->workload]++] = (int)i;
+            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
+                int n = p->pos[pod->node];
+                p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
+            }
+        }
+        free(nfill);
+        free(wfill);
     }
 
     return 0;
