@@ -178,6 +178,13 @@ typedef struct us_engine_options {
      * event PolicyFailed (annotation cycle-budget) naming the policy file
      * and the budget.  Negative or not finite: US_EINVAL. */
     double cycle_budget;
+    /* Non-zero: every us_engine_run_cycle recomputes everything from the
+     * state.  0 (default): a cycle reuses what the last one left where it
+     * still holds (the order of nodes and background pods by name, so a
+     * cycle after a small change sorts little); whatever was upserted,
+     * removed or completed between cycles, both decide the same, byte for
+     * byte (docs/embedding.md).  For tests and for measuring. */
+    int full_cycles;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "cycle.h"
+#include "cyclecache.h"
 #include "error.h"
 #include "events.h"
 #include "lifecycle.h"
@@ -190,6 +191,7 @@ US_API void us_engine_destroy(us_engine *e) {
     free(e->wnames);
     free(e->figs);
     us_policy_free(e->pol);
+    us_cycle_cache_free(e->copts.cache);
     us_state_free(&e->st);
     free(e);
 }
@@ -222,6 +224,11 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     e->limits.memory = o->memory;
     e->limits.time_ms = o->time_limit_ms;
     if (o->cycle_budget > 0) e->copts.cycle_budget = o->cycle_budget;
+    /* what each cycle leaves for the next, unless every cycle is a full one */
+    if (!o->full_cycles && !(e->copts.cache = us_cycle_cache_new())) {
+        us_engine_destroy(e);
+        return nomem(err);
+    }
     if (o->policies && (rc = us_engine_load_policies(e, o->policies, err)) != US_OK) {
         us_engine_destroy(e);
         return rc;

@@ -130,14 +130,53 @@ typedef struct evict_group {
     int count;
 } evict_group;
 
-static int note_group(evict_group **g, size_t *n, size_t *cap, int w, us_action act, int evictor) {
-    for (size_t i = 0; i < *n; i++)
-        if ((*g)[i].workload == w && (*g)[i].act == act && (*g)[i].evictor == evictor) {
-            (*g)[i].count++;
-            return 0;
+/* The groups in the order first met, and a hash of them: a cycle that
+ * evicts thousands of pods for thousands of AI workloads finds each group
+ * at once instead of scanning them all. */
+typedef struct evict_groups {
+    evict_group *g;
+    size_t n, cap;
+    int *slot;       /* [nslot] index into g, or -1 */
+    size_t nslot;    /* a power of two, at least twice n */
+} evict_groups;
+
+static size_t group_hash(int w, us_action act, int evictor) {
+    uint64_t k = ((uint64_t)(uint32_t)w << 32 | (uint32_t)evictor) * 0x9E3779B97F4A7C15ULL;
+    return (size_t)((k ^ (k >> 29)) + (uint64_t)act * 0xBF58476D1CE4E5B9ULL);
+}
+
+static void group_insert(evict_groups *gs, size_t i) {
+    size_t mask = gs->nslot - 1;
+    size_t h = group_hash(gs->g[i].workload, gs->g[i].act, gs->g[i].evictor) & mask;
+    while (gs->slot[h] >= 0) h = (h + 1) & mask;
+    gs->slot[h] = (int)i;
+}
+
+static int note_group(evict_groups *gs, int w, us_action act, int evictor) {
+    if (gs->nslot) {
+        size_t mask = gs->nslot - 1;
+        for (size_t h = group_hash(w, act, evictor) & mask; gs->slot[h] >= 0; h = (h + 1) & mask) {
+            evict_group *x = &gs->g[gs->slot[h]];
+            if (x->workload == w && x->act == act && x->evictor == evictor) {
+                x->count++;
+                return 0;
+            }
         }
-    if (us_grow((void **)g, cap, *n, sizeof **g) < 0) return -1;
-    (*g)[(*n)++] = (evict_group){w, act, evictor, 1};
+    }
+    if (us_grow((void **)&gs->g, &gs->cap, gs->n, sizeof *gs->g) < 0) return -1;
+    gs->g[gs->n++] = (evict_group){w, act, evictor, 1};
+    if (2 * gs->n > gs->nslot) {
+        size_t want = gs->nslot ? 2 * gs->nslot : 64;
+        int *slot = malloc(want * sizeof *slot);
+        if (!slot) return -1;
+        free(gs->slot);
+        gs->slot = slot;
+        gs->nslot = want;
+        memset(slot, 0xff, want * sizeof *slot);
+        for (size_t i = 0; i < gs->n; i++) group_insert(gs, i);
+    } else {
+        group_insert(gs, gs->n - 1);
+    }
     return 0;
 }
 
@@ -227,8 +266,7 @@ out:
 
 int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err) {
     us_state *st = p->st;
-    evict_group *groups = NULL;
-    size_t ngroups = 0, capg = 0;
+    evict_groups groups = {0};
     us_use *phys = NULL;
     const char **waits = NULL;
     int rc = -1;
@@ -246,7 +284,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         if (us_log_decision(p->log, US_OP_EVICT, act, st->pods[i].name,
                             st->nodes[st->pods[i].node].name, NULL, 0,
                             ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
-            note_group(&groups, &ngroups, &capg, st->pods[i].workload, act, ev) < 0)
+            note_group(&groups, st->pods[i].workload, act, ev) < 0)
             goto nomem;
         if (counts) {
             if (act == US_ACT_RECLAIM) counts->reclaims++;
@@ -262,12 +300,12 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         int ev = evictor[k];
         if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name,
                             st->nodes[node].name, NULL, 0, ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
-            note_group(&groups, &ngroups, &capg, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
+            note_group(&groups, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
             goto nomem;
         if (counts) counts->background_evictions++;
         if (us_life_evict(st, i, p->now) == -1) goto nomem;
     }
-    if (emit_groups(st, p->log, groups, ngroups) < 0) goto nomem;
+    if (emit_groups(st, p->log, groups.g, groups.n) < 0) goto nomem;
 
     /* 3. AI placements: bind on idle room, else pipeline behind terminating pods */
     if (!(phys = physical_use(st))) goto nomem;
@@ -325,7 +363,8 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
 nomem:
     us_err_nomem(err);
 out:
-    free(groups);
+    free(groups.g);
+    free(groups.slot);
     free(phys);
     free(waits);
     free(evictor);

@@ -35,6 +35,8 @@ void us_cycle_opts_default(us_cycle_opts *o) {
     o->profile = NULL;
     o->score_cache = true;
     o->cycle_budget = US_CYCLE_BUDGET;
+    o->cache = NULL;
+    o->full_cycles = false;
 #ifdef US_CHECK_INVARIANTS
     o->check_invariants = true;
 #else
@@ -48,12 +50,18 @@ double us_cycle_clock(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double us_cycle_cpu_clock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Time one step into a profile field, when profiling. */
 #define STEP(o, field, call)                                                   \
     do {                                                                       \
-        double t0_ = (o)->profile ? us_cycle_clock() : 0;                      \
+        double t0_ = (o)->profile ? us_cycle_cpu_clock() : 0;                  \
         int rc_ = (call);                                                      \
-        if ((o)->profile) (o)->profile->field += us_cycle_clock() - t0_;       \
+        if ((o)->profile) (o)->profile->field += us_cycle_cpu_clock() - t0_;   \
         if (rc_ < 0) goto out;                                                 \
     } while (0)
 
@@ -81,10 +89,10 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
-    double t0 = o->profile ? us_cycle_clock() : 0;
+    double t0 = o->profile ? us_cycle_cpu_clock() : 0;
     if (us_plan_snapshot(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
     p.budget = budget;
-    if (o->profile) o->profile->snapshot += us_cycle_clock() - t0;
+    if (o->profile) o->profile->snapshot += us_cycle_cpu_clock() - t0;
     STEP(o, eviction, us_plan_evict_background(&p) < 0 ? us_err_nomem(err) : 0);
     STEP(o, fairshare, us_fairshare_compute(&p, err));
     STEP(o, allocate, us_allocate(&p, err));

@@ -18,7 +18,8 @@
 #include "policy.h"
 #include "state.h"
 
-/* Where a cycle's time went, summed over pools (seconds of wall clock).
+/* Where a cycle's time went, summed over pools (seconds of the thread's
+ * CPU time, us_cycle_cpu_clock).
  * Only filled when us_cycle_opts.profile is set: wall-clock figures never
  * reach the simulator's output, which must be the same for the same input. */
 typedef struct us_cycle_profile {
@@ -53,14 +54,25 @@ typedef struct us_cycle_opts {
      * over a cycle: one call per node class times many classes).  0: no
      * budget.  Default US_CYCLE_BUDGET. */
     double cycle_budget;
+    /* What this cycle may reuse from the last one and leaves for the next
+     * (cyclecache.h), owned by the caller; NULL: a full cycle that
+     * recomputes everything.  Either way the cycle decides the same. */
+    struct us_cycle_cache *cache;
+    /* For whoever runs cycles one after another (the simulator): true gives
+     * them no cache, so every cycle is a full one (--full-cycles); false
+     * (default) gives them one of its own unless cache is set. */
+    bool full_cycles;
 } us_cycle_opts;
 
 #define US_CYCLE_BUDGET 5.0
 
 void us_cycle_opts_default(us_cycle_opts *o);
 
-/* A monotonic clock in seconds, for profiles. */
+/* A monotonic clock in seconds (wall clock: budgets, --timings). */
 double us_cycle_clock(void);
+/* The CPU time of the calling thread in seconds, for profiles: on a
+ * machine shared with other work it measures the cycle's own cost. */
+double us_cycle_cpu_clock(void);
 
 /* Per-queue figures a cycle computed, summed over pools (engine units). */
 typedef struct us_queue_figures {

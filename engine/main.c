@@ -73,6 +73,8 @@ static void usage(FILE *f) {
     "                        less background work\n"                                     \
     "  --check-invariants    check the engine's invariants after every cycle; a\n"       \
     "                        broken one stops the run with an error naming it\n"         \
+    "  --full-cycles         every cycle recomputes everything instead of reusing\n"     \
+    "                        what the last one left (the same output; to compare)\n"    \
     "  --long-grace SECONDS  warn about background pods whose termination grace\n"       \
     "                        exceeds SECONDS, since it delays AI work (default %g)\n"    \
     "  --instructions N      Lua instructions a policy call may run (default\n"          \
@@ -195,7 +197,7 @@ static void brief_usage(FILE *f) {
 
 static void brief_usage_simulate(FILE *f) {
     fputs("usage: understory simulate FILE [--json] [--verbose] [--timings] [--csv DIR]\n"
-          "                           [--report FILE] [--policies DIR] [--plain-ties]\n"
+          "                           [--report FILE] [--policies DIR] [--plain-ties] [--full-cycles]\n"
           "                           [--long-grace SECONDS] [--instructions N] [--memory BYTES]\n"
           "                           [--time-limit MS] [--cycle-budget SECONDS]\n"
           "                           [--watch [--watch-max-runs N]]\n"
@@ -372,6 +374,8 @@ static int parse(int argc, char **argv, int allowed, const char *what, const cha
             c->timings = true;
         } else if (!strcmp(a, "--plain-ties")) {
             c->sim.cycle.background_aware_ties = false;
+        } else if (!strcmp(a, "--full-cycles")) {
+            c->sim.cycle.full_cycles = true;
         } else if (!strcmp(a, "--check-invariants")) {
             c->sim.cycle.check_invariants = true;
         } else if ((allowed & O_POLICIES) && (v = opt_value(argc, argv, &i, "--policies", &missing))) {

@@ -9,6 +9,7 @@
  */
 #include "plan.h"
 
+#include "cyclecache.h"
 #include "nodeclass.h"
 #include "nodelabels.h"
 #include "sort.h"
@@ -22,6 +23,11 @@
 static int by_node_name(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
     return strcmp(st->nodes[*(const int *)a].name, st->nodes[*(const int *)b].name);
+}
+
+static uint64_t node_key(int node, void *ctx) {
+    (void)ctx;
+    return (uint64_t)node;
 }
 
 bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod].workload]; }
@@ -90,51 +96,47 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
             p->nodes[p->nnodes++] = (int)i;
     }
-    us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
+    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
+    if (p->hints) (void)us_order_sort(&p->hints->nodes, p->nodes, p->nnodes, node_key, by_node_name, st);
+    else us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING)
-            p->wl_terminating[st->pods[i].workload]++;
-
-    /* pods by node (counting sort keeps pod order inside a node) */
+    /* pods by node and pending pods by workload: counting sorts (which
+     * keep pod order inside a node and creation order inside a workload),
+     * one pass to count, one to fill; a pass over every pod is most of a
+     * quiet cycle's cost on a large cluster */
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
+        if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
+        if (!pod->gone && pod->state == US_POD_PENDING) p->wl_first[pod->workload + 1]++;
         if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
             p->node_first[p->pos[pod->node] + 1]++;
     }
     for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
-    {
-        int *fill = calloc(p->nnodes + 1, sizeof *fill);
-        if (!fill) goto fail;
-        for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *pod = &st->pods[i];
-            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
-                int n = p->pos[pod->node];
-                p->node_pods[p->node_first[n] + fill[n]++] = (int)i;
-            }
-        }
-        free(fill);
-    }
-
-    /* pending pods by workload (counting sort keeps creation order) */
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
-            p->wl_first[st->pods[i].workload + 1]++;
     for (size_t w = 0; w < st->nworkloads; w++) p->wl_first[w + 1] += p->wl_first[w];
     {
-        int *fill = calloc(st->nworkloads + 1, sizeof *fill);
-        if (!fill) goto fail;
-        for (size_t i = 0; i < st->npods; i++) {
-            int w = st->pods[i].workload;
-            if (st->pods[i].state == US_POD_PENDING && !st->pods[i].gone)
-                p->wl_pending[p->wl_first[w] + fill[w]++] = (int)i;
+        int *nfill = calloc(p->nnodes + 1, sizeof *nfill);
+        int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
+        if (!nfill || !wfill) {
+            free(nfill);
+            free(wfill);
+            goto fail;
         }
-        free(fill);
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *pod = &st->pods[i];
+            if (!pod->gone && pod->state == US_POD_PENDING)
+                p->wl_pending[p->wl_first[pod->workload] + wfill[pod->workload]++] = (int)i;
+            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
+                int n = p->pos[pod->node];
+                p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
+            }
+        }
+        free(nfill);
+        free(wfill);
     }
 
     return 0;
@@ -366,11 +368,11 @@ int us_plan_policy_event(us_plan *p, us_policy *pol, const char *reason, const c
                         "%s; this cycle uses the built-in policy instead", what);
 }
 
-double us_plan_policy_start(const us_plan *p) { return p->opts->profile ? us_cycle_clock() : 0; }
+double us_plan_policy_start(const us_plan *p) { return p->opts->profile ? us_cycle_cpu_clock() : 0; }
 
 void us_plan_policy_done(const us_plan *p, double t0, size_t lua_calls) {
     us_cycle_profile *prof = p->opts->profile;
     if (!prof) return;
-    prof->policy_seconds += us_cycle_clock() - t0;
+    prof->policy_seconds += us_cycle_cpu_clock() - t0;
     prof->policy_calls += lua_calls;
 }

@@ -95,6 +95,7 @@ typedef struct us_plan {
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
                                  moves to the previous version when one fails */
     us_cycle_budget *budget;  /* the cycle's time budget; NULL: none */
+    struct us_pool_hints *hints;  /* orders the last cycle left (cyclecache.h); NULL: none */
 
     /* placement.c's scratch, grown as needed and reused pod after pod: the
      * candidate classes, their members, scores, the ones not cached yet */

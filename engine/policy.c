@@ -1601,12 +1601,20 @@ static void index_name(lua_State *L, int idx, const char *name, size_t i) {
     lua_setfield(L, idx, name);
 }
 
+/* The same for the table on top of the stack, whose `name` is already a
+ * Lua string: no C string is interned again (views of 100,000s of pods). */
+static void index_own_name(lua_State *L, int idx, size_t i) {
+    lua_getfield(L, -1, "name");
+    lua_pushinteger(L, (lua_Integer)i);
+    lua_rawset(L, idx);
+}
+
 /* The re-offer view (policies/background.lua documents it) on top of L.
  * Also leaves three private name -> index tables below it, which the
  * conversion reads: the policy may have changed the view's own. */
 static void push_bg_view(lua_State *L, bg_task *bt) {
     const us_bg_input *in = bt->in;
-    int view, list, byname, cache;
+    int view, list, byname, cache, names;
     const us_bg_node *last_cap = NULL;
     const us_labels *recent[8] = {0};  /* label sets pushed lately, keyed in cache */
     size_t nrecent = 0;
@@ -1620,6 +1628,8 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
 
     lua_newtable(L);
     cache = lua_gettop(L);  /* per workload: {requests, labels}; per candidate list: names */
+    lua_createtable(L, in->nnodes > INT_MAX ? 0 : (int)in->nnodes, 0);
+    names = lua_gettop(L);  /* node names by view index: each interned once */
 
     lua_createtable(L, 0, 4);
     view = lua_gettop(L);
@@ -1630,7 +1640,10 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     for (size_t k = 0; k < in->nnodes; k++) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 9);
-        set_str(L, "name", bn->node->name);
+        lua_pushstring(L, bn->node->name);
+        lua_pushvalue(L, -1);
+        lua_rawseti(L, names, (lua_Integer)k + 1);
+        lua_setfield(L, -2, "name");
         push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, cache, recent, &nrecent);
         lua_setfield(L, -2, "labels");
         /* nodes of one kind share one capacity table */
@@ -1665,9 +1678,10 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
     for (size_t i = 0; i < in->nrunning; i++) {
         const us_bg_pod *bp = &in->running[i];
         push_bg_pod(L, bp->pod, bp->wl, cache);
-        set_str(L, "node", in->nodes[bp->node].node->name);
+        lua_rawgeti(L, names, (lua_Integer)bp->node + 1);
+        lua_setfield(L, -2, "node");
+        index_own_name(L, bt->ridx, i);
         lua_rawseti(L, list, (lua_Integer)i + 1);
-        index_name(L, bt->ridx, bp->pod->name, i);
     }
     lua_setfield(L, view, "running");
 
@@ -1680,16 +1694,19 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         if (lua_rawgetp(L, cache, bp->candidates) != LUA_TTABLE) {
             lua_pop(L, 1);
             lua_createtable(L, bp->ncandidates > INT_MAX ? 0 : (int)bp->ncandidates, 0);
-            for (size_t c = 0; c < bp->ncandidates; c++)
-                append_name(L, lua_gettop(L), in->nodes[bp->candidates[c]].node->name);
+            for (size_t c = 0; c < bp->ncandidates; c++) {
+                lua_rawgeti(L, names, (lua_Integer)bp->candidates[c] + 1);
+                lua_rawseti(L, -2, (lua_Integer)c + 1);
+            }
             lua_pushvalue(L, -1);
             lua_rawsetp(L, cache, bp->candidates);
         }
         lua_setfield(L, -2, "candidates");
+        index_own_name(L, bt->pidx, j);
         lua_rawseti(L, list, (lua_Integer)j + 1);
-        index_name(L, bt->pidx, bp->pod->name, j);
     }
     lua_setfield(L, view, "pending");
+    lua_remove(L, names);
     lua_remove(L, cache);
 }
 

@@ -73,7 +73,10 @@ int us_reload_check(const us_state *st, double now, const char *dir,
     cloned = true;
     offers_background = us_check_offers_background(&copy);
     us_policy_seed(trial, 0);
-    if (us_cycle_run(&copy, trial, now, o, &log, NULL, NULL, err) < 0) goto cleanup;
+    /* a trial on a copy: it leaves nothing for the real cycles */
+    us_cycle_opts trial_opts = *o;
+    trial_opts.cache = NULL;
+    if (us_cycle_run(&copy, trial, now, &trial_opts, &log, NULL, NULL, err) < 0) goto cleanup;
     if (us_check_collect(&found, &log, 0, now) < 0) {
         us_err_nomem(err);
         goto cleanup;

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "cyclecache.h"
 #include "placement.h"
 #include "sort.h"
 
@@ -57,6 +58,8 @@ static int by_pod_name(const void *a, const void *b, void *ctx) {
     int c = strcmp(x->name, y->name);
     return c ? c : (x->seq < y->seq ? -1 : x->seq > y->seq);
 }
+
+static uint64_t pod_key(int pod, void *ctx) { return ((const us_state *)ctx)->pods[pod].seq; }
 
 void us_reoffer_free(us_reoffer *r) {
     free(r->running);
@@ -142,7 +145,29 @@ typedef struct work {
     size_t noffered;
     us_bg_pod *pending;
     int *cands;            /* every candidate list, one after the other */
+    int *bg;               /* background pods running on the pool's nodes or
+                              pending, of any workload state, in pod order */
+    size_t nbg;
+    bool *wl_offer;        /* [nworkloads] active background work of the pool */
 } work;
+
+/* One pass over every pod for the background ones; the steps after it
+ * read only those (a large cluster's pods are mostly not background). */
+static void collect_bg(work *w) {
+    const us_plan *p = w->p;
+    const us_state *st = p->st;
+    for (size_t k = 0; k < st->nworkloads; k++) {
+        const us_workload *wl = &st->workloads[k];
+        w->wl_offer[k] = wl->background && wl->state == US_WL_ACTIVE && strcmp(wl->pool, p->pool) == 0;
+    }
+    for (size_t i = 0; i < p->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (!st->workloads[pd->workload].background) continue;
+        if ((pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0) ||
+            pd->state == US_POD_PENDING)
+            w->bg[w->nbg++] = (int)i;
+    }
+}
 
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
  * background pods no longer fit beside the AI end state for another reason
@@ -157,11 +182,10 @@ static int mark_touched(work *w) {
     for (size_t i = 0; i < p->npods; i++)
         if (p->flags[i] & US_PF_VICTIM) w->touched[p->pos[st->pods[i].node]] = true;
     memcpy(scratch, w->end, p->nnodes * sizeof *scratch);
-    for (size_t i = 0; i < p->npods; i++) {
-        const us_pod *pd = &st->pods[i];
+    for (size_t k = 0; k < w->nbg; k++) {
+        const us_pod *pd = &st->pods[w->bg[k]];
         const us_workload *wl = &st->workloads[pd->workload];
-        if (!wl->background || pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0)
-            continue;
+        if (pd->state != US_POD_RUNNING) continue;  /* pending */
         int pos = p->pos[pd->node];
         if (w->touched[pos]) continue;
         if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], wl->request, -1)) w->touched[pos] = true;
@@ -171,24 +195,47 @@ static int mark_touched(work *w) {
     return 0;
 }
 
-/* Background pods of the pool: running ones by name (out->running), and
- * pending ones of schedulable workloads by name (out->pending).  Running
- * pods on untouched nodes stay and keep holding their room. */
+/* Background pods of the pool: running ones (out->running), those offered
+ * first by name, then the ones that stay, in pod order; and pending ones of
+ * schedulable workloads by name (out->pending).  Running pods on untouched
+ * nodes stay and keep holding their room: only the offered ones are sorted
+ * (commit evicts in this order, and only offered pods are ever evicted), so
+ * a quiet cycle sorts few. */
 static void gather(work *w) {
     us_plan *p = w->p;
     us_state *st = p->st;
     us_reoffer *out = w->out;
-    for (size_t i = 0; i < p->npods; i++) {
+    size_t nstay = 0;
+    for (size_t k = 0; k < w->nbg; k++) {
+        int i = w->bg[k];
         const us_pod *pd = &st->pods[i];
         const us_workload *wl = &st->workloads[pd->workload];
-        if (!wl->background || wl->state != US_WL_ACTIVE || strcmp(wl->pool, p->pool) != 0) continue;
-        if (pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0)
-            out->running[out->nrunning++] = (int)i;
-        else if (pd->state == US_POD_PENDING && !wl->blocked)
-            out->pending[out->npending++] = (int)i;
+        if (!w->wl_offer[pd->workload]) continue;
+        if (pd->state == US_POD_RUNNING) {  /* on a node of the pool (collect_bg) */
+            /* offered pods from the front, staying ones from the back */
+            if (w->touched[p->pos[pd->node]]) out->running[out->nrunning++] = i;
+            else out->running[p->npods - ++nstay] = i;
+        } else if (!wl->blocked) {  /* pending */
+            out->pending[out->npending++] = i;
+        }
     }
-    us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
-    us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
+    /* the staying ones follow the offered ones, back in pod order */
+    int *stay = out->running + p->npods - nstay;
+    for (size_t a = 0, b = nstay; a + 1 < b; a++, b--) {
+        int t = stay[a];
+        stay[a] = stay[b - 1];
+        stay[b - 1] = t;
+    }
+    memmove(out->running + out->nrunning, stay, nstay * sizeof *stay);
+    if (p->hints) {
+        /* without memory for the hint the sort is a full one: same order */
+        (void)us_order_sort(&p->hints->bg_running, out->running, out->nrunning, pod_key, by_pod_name, st);
+        (void)us_order_sort(&p->hints->bg_pending, out->pending, out->npending, pod_key, by_pod_name, st);
+    } else {
+        us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
+        us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
+    }
+    out->nrunning += nstay;
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
         const us_workload *wl = &st->workloads[st->pods[pod].workload];
@@ -405,6 +452,8 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.end = calloc(nn, sizeof *w.end);
     w.idle = calloc(nn, sizeof *w.idle);
     w.touched = calloc(nn, sizeof *w.touched);
+    w.bg = malloc(np * sizeof *w.bg);
+    w.wl_offer = malloc((p->st->nworkloads + 1) * sizeof *w.wl_offer);
     w.shown = calloc(nn, sizeof *w.shown);
     w.view_of = calloc(nn, sizeof *w.view_of);
     w.pos_of = calloc(nn, sizeof *w.pos_of);
@@ -420,7 +469,8 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     out->place = calloc(np, sizeof *out->place);
     int rc = -1;
     if (!keep || !place || !w.held || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of ||
-        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.running || !w.offered || !w.pending || !out->running ||
+        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.running || !w.offered || !w.pending ||
+        !w.bg || !w.wl_offer || !out->running ||
         !out->keep || !out->pending || !out->place) {
         us_err_nomem(err);
         goto done;
@@ -429,6 +479,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         w.held[k] = w.idle[k] = us_reoffer_held(p, (int)k);
         w.end[k] = p->ai[k];  /* the AI end state: the plan's own view */
     }
+    collect_bg(&w);
     if (mark_touched(&w) < 0) {
         us_err_nomem(err);
         goto done;
@@ -462,5 +513,7 @@ done:
     free(w.offered);
     free(w.pending);
     free(w.cands);
+    free(w.bg);
+    free(w.wl_offer);
     return rc;
 }

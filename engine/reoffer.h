@@ -8,7 +8,8 @@
 #include "plan.h"
 
 typedef struct us_reoffer {
-    int *running;      /* background pods on the pool's nodes, by name */
+    int *running;      /* background pods on the pool's nodes: those offered
+                          to the policy by name, then those that stay */
     bool *keep;        /* [nrunning] still fits: stays, undisturbed */
     size_t nrunning;
     int *pending;      /* pending background pods, by name */

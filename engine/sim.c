@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cyclecache.h"
 #include "lifecycle.h"
 #include "reload.h"
 
@@ -364,6 +365,14 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         return us_err_nomem(err);
     }
 
+    /* what each cycle leaves for the next, unless every cycle is a full one */
+    us_cycle_opts copts = o->cycle;
+    us_cycle_cache *cache = NULL;
+    if (copts.full_cycles) copts.cache = NULL;
+    else if (!copts.cache && !(copts.cache = cache = us_cycle_cache_new())) {
+        us_sim_result_free(res);
+        return us_err_nomem(err);
+    }
     int quiet = 0, most = US_SIM_MAX_CYCLES;
     if (sc->horizon >= 0 && sc->cycle_interval > 0 && sc->horizon / sc->cycle_interval + 1 < most)
         most = (int)(sc->horizon / sc->cycle_interval) + 1;
@@ -385,7 +394,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
             for (us_policy *v = s.pol; v; v = us_policy_previous(v)) us_policy_seed(v, (uint64_t)(i + 1));
         }
         if (us_hv_before(&res->harvest, st) < 0) goto nomem_cycle;
-        if (us_cycle_run(st, s.pol, t, &o->cycle, &c.log, c.queues, &res->totals, err) < 0) {
+        if (us_cycle_run(st, s.pol, t, &copts, &c.log, c.queues, &res->totals, err) < 0) {
             if (err && err->code == US_EINVARIANT) us_err_prefix(err, "cycle %d: ", i + 1);
             goto fail_cycle;
         }
@@ -404,6 +413,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
         free(c.queues);
         free_changes(&c);
         release_policies(&s);
+        us_cycle_cache_free(cache);
         us_sim_result_free(res);
         return -1;
     }
@@ -415,5 +425,6 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     }
     snprintf(res->policy, sizeof res->policy, "%s", policy_id(s.pol));
     release_policies(&s);
+    us_cycle_cache_free(cache);
     return 0;
 }

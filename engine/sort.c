@@ -3,7 +3,8 @@
  *
  * A merge sort when a buffer the size of the array can be had (fewer
  * comparisons and friendlier to the cache: comparators here compare
- * strings), else a heapsort in place, so sorting never fails.
+ * strings), else a heapsort in place, so sorting never fails.  The merge
+ * sort is adaptive: an array already in order costs n - 1 comparisons.
  */
 #include "sort.h"
 
@@ -47,6 +48,13 @@ static void mergesort_ctx(unsigned char *b, unsigned char *tmp, size_t n, size_t
         for (size_t lo = 0; lo < n; lo += 2 * w) {
             size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
             size_t i = lo, j = mid, k = lo;
+            /* runs already in order are copied whole: sorted input costs
+             * one comparison per run, which is what makes order hints
+             * (order.h) pay */
+            if (mid < hi && cmp(src + (mid - 1) * size, src + mid * size, ctx) <= 0) {
+                memcpy(dst + lo * size, src + lo * size, (hi - lo) * size);
+                continue;
+            }
             while (i < mid && j < hi) {
                 /* <= keeps equal elements in order (stable) */
                 if (cmp(src + i * size, src + j * size, ctx) <= 0) memcpy(dst + k++ * size, src + i++ * size, size);

@@ -83,6 +83,7 @@ static void usage(FILE *f) {
           "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
           "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
           "                        [--policies DIR]\n"
+          "                        [--full-cycles]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -123,6 +124,8 @@ static void usage(FILE *f) {
           "                     background.lua; default: the built-in policies),\n"
           "                     watched: a change (a ConfigMap update) is checked and\n"
           "                     swapped in between cycles, or refused\n"
+          "  --full-cycles      every cycle recomputes everything instead of reusing what\n"
+          "                     the last one left (the same decisions; for comparison)\n"
           "  -h, --help         show this help\n"
           "\n"
           "exit status: 0 stopped by SIGINT or SIGTERM; 2 bad usage, no usable\n"
@@ -436,6 +439,7 @@ int sv_main(int argc, char **argv) {
     sv_config cfg;
     serve s;
     double qps = SV_HTTP_DEFAULT_QPS, burst = SV_HTTP_DEFAULT_BURST;
+    bool full_cycles = false;
     memset(&s, 0, sizeof s);
     s.interval = 1;
     for (int i = 1; i < argc; i++) {
@@ -452,6 +456,8 @@ int sv_main(int argc, char **argv) {
             policies = argv[++i];
         } else if (!strcmp(argv[i], "--dry-run")) {
             s.dry_run = true;
+        } else if (!strcmp(argv[i], "--full-cycles")) {
+            full_cycles = true;
         } else if (!strcmp(argv[i], "--scheduler-name") && i + 1 < argc && *argv[i + 1]) {
             scheduler = argv[++i];
         } else if (!strcmp(argv[i], "--leader-elect") || !strcmp(argv[i], "--leader-elect=true")) {
@@ -520,7 +526,10 @@ int sv_main(int argc, char **argv) {
         return 2;
     }
     us_error uerr;
-    if (us_engine_create(NULL, &s.engine, &uerr) != US_OK) {
+    us_engine_options eo;
+    us_engine_options_init(&eo);
+    eo.full_cycles = full_cycles;
+    if (us_engine_create(&eo, &s.engine, &uerr) != US_OK) {
         fprintf(stderr, "understory serve: %s\n", uerr.message);
         sv_config_free(&cfg);
         return 1;

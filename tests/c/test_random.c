@@ -13,6 +13,9 @@
  *   state      the state written as a scenario (statejson.h, serve's
  *              /debug/state) at every cycle loads back and writes
  *              identically;
+ *   full       cycles that reuse what the last one left (cyclecache.h)
+ *              give the same run, byte for byte, as cycles that recompute
+ *              everything (--full-cycles);
  *   labels     a unique hostname and instance id on every node (nothing
  *              selects on them) give the same run, byte for byte, with the
  *              same number of placement policy calls (nodelabels.h).
@@ -296,8 +299,10 @@ static us_policy *policies;
 static void compare_cycle(void *ctx, us_state *st, us_policy *pol, double now, int cycle);
 
 /* Run text through the simulator, invariants checked; with ps, every cycle
- * is also compared three ways (compare_cycle). */
-static void simulate(const char *text, bool cache, bool aware, void *ps, run *out) {
+ * is also compared three ways (compare_cycle).  full: every cycle
+ * recomputes everything (--full-cycles), else each reuses what the last
+ * one left (cyclecache.h). */
+static void simulate_with(const char *text, bool cache, bool aware, bool full, void *ps, run *out) {
     us_scenario sc;
     us_sim_opts o;
     us_sim_result res;
@@ -311,6 +316,7 @@ static void simulate(const char *text, bool cache, bool aware, void *ps, run *ou
     o.cycle.check_invariants = true;
     o.cycle.score_cache = cache;
     o.cycle.background_aware_ties = aware;
+    o.cycle.full_cycles = full;
     if (ps) {
         o.before_cycle = compare_cycle;
         o.hook_ctx = ps;
@@ -324,6 +330,10 @@ static void simulate(const char *text, bool cache, bool aware, void *ps, run *ou
         us_sim_result_free(&res);
     }
     us_scenario_free(&sc);
+}
+
+static void simulate(const char *text, bool cache, bool aware, void *ps, run *out) {
+    simulate_with(text, cache, aware, false, ps, out);
 }
 
 static bool is_ai(const char *pod) { return pod && strncmp(pod, "ai", 2) == 0; }
@@ -589,11 +599,13 @@ static void one_seed(uint64_t seed, bool verbose) {
     policies = policy_set[seed % 4];
     if (verbose) printf("%s\n", text);
     per_seed ps = {seed, false};
-    run base, uncached;
+    run base, uncached, full;
     simulate(text, true, true, &ps, &base);
     simulate(text, false, true, NULL, &uncached);
+    simulate_with(text, true, true, true, NULL, &full);
     CHECK(ran("invariants", seed, &base));
     CHECK(ran("uncached scores", seed, &uncached));
+    CHECK(ran("full cycles", seed, &full));
     if (base.doc && seed % 3 == 0) {
         n_external_seeds++;
         if (external_decisions(base.doc))
@@ -602,8 +614,11 @@ static void one_seed(uint64_t seed, bool verbose) {
     }
     if (base.json && uncached.json)
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
+    if (base.json && full.json)
+        CHECK(same("incremental and full cycles: outputs", seed, base.json, full.json));
     run_free(&base);
     run_free(&uncached);
+    run_free(&full);
     unique_labels_change_nothing(seed, text);
     free(text);
 }

@@ -1,0 +1,39 @@
+/*
+ * cyclecache.c — what one cycle leaves for the next (see cyclecache.h).
+ * Pools are few (a handful of scheduling domains): a linear lookup.
+ */
+#include "cyclecache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "state.h"
+
+us_cycle_cache *us_cycle_cache_new(void) { return calloc(1, sizeof(us_cycle_cache)); }
+
+void us_cycle_cache_free(us_cycle_cache *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->pools[i].pool);
+        us_order_free(&c->pools[i].nodes);
+        us_order_free(&c->pools[i].bg_running);
+        us_order_free(&c->pools[i].bg_pending);
+    }
+    free(c->pools);
+    free(c);
+}
+
+us_pool_hints *us_cycle_cache_pool(us_cycle_cache *c, const char *pool) {
+    if (!c) return NULL;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->pools[i].pool, pool) == 0) return &c->pools[i];
+    char *copy = strdup(pool);
+    if (!copy || us_grow((void **)&c->pools, &c->cap, c->n, sizeof *c->pools) < 0) {
+        free(copy);
+        return NULL;
+    }
+    us_pool_hints *h = &c->pools[c->n++];
+    memset(h, 0, sizeof *h);
+    h->pool = copy;
+    return h;
+}

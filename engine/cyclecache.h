@@ -1,0 +1,42 @@
+/*
+ * cyclecache.h — what one cycle leaves for the next, so that a cycle after
+ * a small change costs less than the first: per node pool, the order of
+ * its nodes by name and of its background pods by name (order hints,
+ * order.h).
+ *
+ * Everything kept here changes only what a cycle costs, never what it
+ * decides: a hint that no longer matches the state (pods added, removed or
+ * moved, nodes renamed, indices renumbered by the API's tidying) only
+ * makes the next sort longer.  A cycle run without a cache
+ * (us_cycle_opts.cache NULL: `--full-cycles`, us_engine_options.full_cycles)
+ * recomputes everything and decides the same, byte for byte; make test
+ * proves it (tests/cli/full-cycles.sh, tests/c/test_incremental.c).
+ *
+ * Owned by whoever runs the cycles (the simulator, an engine handle);
+ * not thread-safe: one owner, one cycle at a time.
+ */
+#ifndef US_CYCLECACHE_H
+#define US_CYCLECACHE_H
+
+#include "order.h"
+
+typedef struct us_pool_hints {
+    char *pool;
+    us_order nodes;       /* the pool's nodes by name (key: node index) */
+    us_order bg_running;  /* its running background pods by name (key: pod seq) */
+    us_order bg_pending;  /* its pending background pods by name (key: pod seq) */
+} us_pool_hints;
+
+typedef struct us_cycle_cache {
+    us_pool_hints *pools;
+    size_t n, cap;
+} us_cycle_cache;
+
+/* A new empty cache, or NULL when memory runs out. */
+us_cycle_cache *us_cycle_cache_new(void);
+void us_cycle_cache_free(us_cycle_cache *c);
+/* The hints of one pool (created empty the first time), or NULL when c is
+ * NULL or memory runs out: the cycle then runs without hints. */
+us_pool_hints *us_cycle_cache_pool(us_cycle_cache *c, const char *pool);
+
+#endif

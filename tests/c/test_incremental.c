@@ -1,0 +1,300 @@
+/*
+ * test_incremental.c — incremental cycles decide what full ones do, through
+ * the C API: two engines get the same random cluster and the same random
+ * changes between cycles, one reusing what each cycle leaves for the next
+ * (the default), the other recomputing everything (options.full_cycles).
+ * After every cycle both must have made the same decisions and events, in
+ * the same order, and hold the same pods in the same states; every call
+ * between cycles must return the same code on both.
+ *
+ * Changes of every kind between cycles: nodes added, changed (capacity,
+ * labels, cordon) and removed; queues added, changed and removed;
+ * workloads submitted, scaled, completed and removed, AI and background,
+ * deployments, jobs and DaemonSets, with node selectors; pods reported
+ * running on a node or pending, and removed; policies reloaded; time moving
+ * on (terminations ending).  Each seed runs with the invariant checker on,
+ * with the built-in C policies or the default Lua ones (seed % 2).
+ *
+ * Deterministic by seed; seeds 1..N run (N = 60, or
+ * UNDERSTORY_INCREMENTAL_SEEDS); a failure names the seed and the cycle.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "understory.h"
+
+typedef struct rng {
+    uint64_t s;
+} rng;
+
+static unsigned roll(rng *r, unsigned n) { /* xorshift64*, uniform enough for tests */
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return (unsigned)((r->s * 0x2545F4914F6CDD1DULL) >> 33) % n;
+}
+
+static const us_label bg_label[] = {{"kai.scheduler/background", "true"}};
+static const us_label zone_a[] = {{"zone", "a"}};
+static const us_label zone_b[] = {{"zone", "b"}};
+
+/* Totals over all seeds: the test must exercise what it claims to. */
+static long n_cycles, n_decisions, n_bg_evictions, n_changes, n_reloads;
+
+/* Both engines, one change or one cycle at a time. */
+typedef struct pair {
+    us_engine *full, *incr;
+    uint64_t seed;
+    int cycle;
+    bool differ;
+} pair;
+
+#define BOTH(p, call_full, call_incr)                                                      \
+    do {                                                                                   \
+        us_error ef_, ei_;                                                                 \
+        int rf_ = (call_full), ri_ = (call_incr);                                          \
+        (void)ef_;                                                                         \
+        (void)ei_;                                                                         \
+        if (rf_ != ri_) {                                                                  \
+            printf("seed %llu cycle %d: a change returned %d (full) and %d (incremental)\n", \
+                   (unsigned long long)(p)->seed, (p)->cycle, rf_, ri_);                   \
+            (p)->differ = true;                                                            \
+        }                                                                                  \
+        if (rf_ == US_OK) n_changes++;                                                     \
+    } while (0)
+
+static bool same_str(const char *a, const char *b) {
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+static void report(pair *p, const char *what, size_t i) {
+    printf("seed %llu cycle %d: incremental and full cycles differ: %s %zu\n",
+           (unsigned long long)p->seed, p->cycle, what, i);
+    p->differ = true;
+}
+
+/* Decisions, events and pods of both engines after a cycle. */
+static void compare(pair *p) {
+    size_t nd = us_engine_decision_count(p->full);
+    if (nd != us_engine_decision_count(p->incr)) return report(p, "decision count", nd);
+    for (size_t i = 0; i < nd; i++) {
+        us_decision_info a, b;
+        if (us_engine_decision(p->full, i, &a) != US_OK || us_engine_decision(p->incr, i, &b) != US_OK)
+            return report(p, "decision", i);
+        bool same = a.op == b.op && same_str(a.action, b.action) && same_str(a.pod, b.pod) &&
+                    same_str(a.node, b.node) && same_str(a.evictor, b.evictor) &&
+                    a.nwaits_for == b.nwaits_for;
+        for (size_t k = 0; same && k < a.nwaits_for; k++) same = same_str(a.waits_for[k], b.waits_for[k]);
+        if (!same) return report(p, "decision", i);
+        n_decisions++;
+        if (a.action && strcmp(a.action, "backgroundpods") == 0) n_bg_evictions++;
+    }
+    size_t ne = us_engine_event_count(p->full);
+    if (ne != us_engine_event_count(p->incr)) return report(p, "event count", ne);
+    for (size_t i = 0; i < ne; i++) {
+        us_event_info a, b;
+        if (us_engine_event(p->full, i, &a) != US_OK || us_engine_event(p->incr, i, &b) != US_OK)
+            return report(p, "event", i);
+        bool same = same_str(a.type, b.type) && same_str(a.reason, b.reason) &&
+                    same_str(a.object, b.object) && same_str(a.message, b.message) &&
+                    a.nannotations == b.nannotations;
+        for (size_t k = 0; same && k < a.nannotations; k++)
+            same = same_str(a.annotations[k].key, b.annotations[k].key) &&
+                   same_str(a.annotations[k].value, b.annotations[k].value);
+        if (!same) return report(p, "event", i);
+    }
+    size_t np = us_engine_pod_count(p->full);
+    if (np != us_engine_pod_count(p->incr)) return report(p, "pod count", np);
+    for (size_t i = 0; i < np; i++) {
+        us_pod_info a, b;
+        if (us_engine_pod(p->full, i, &a) != US_OK || us_engine_pod(p->incr, i, &b) != US_OK ||
+            !same_str(a.name, b.name) || !same_str(a.node, b.node) || a.phase != b.phase)
+            return report(p, "pod", i);
+    }
+}
+
+static void node(pair *p, rng *r, bool fresh) {
+    char name[16];
+    snprintf(name, sizeof name, "n%02u", roll(r, fresh ? 24 : 16));
+    us_node_spec s = {0};
+    s.name = name;
+    unsigned gpus = 4 + 4 * roll(r, 2);
+    s.capacity = (us_resources){(double)gpus, 64000, (int64_t)512 << 30};
+    s.labels = roll(r, 2) ? zone_a : zone_b;
+    s.nlabels = 1;
+    s.unschedulable = roll(r, 10) == 0;
+    BOTH(p, us_engine_upsert_node(p->full, &s, &ef_), us_engine_upsert_node(p->incr, &s, &ei_));
+}
+
+static void queue(pair *p, rng *r) {
+    char name[16];
+    us_queue_spec s;
+    us_queue_spec_init(&s);
+    snprintf(name, sizeof name, "q%u", roll(r, 4));
+    s.name = name;
+    s.parent = "org";
+    s.quota.gpu = (double)(roll(r, 4) * 8);
+    s.priority = (int)roll(r, 2);
+    if (roll(r, 4) == 0) s.limit.gpu = (double)(8 + roll(r, 3) * 8);
+    BOTH(p, us_engine_upsert_queue(p->full, &s, &ef_), us_engine_upsert_queue(p->incr, &s, &ei_));
+}
+
+static void workload(pair *p, rng *r, double now) {
+    char name[16], q[16];
+    us_workload_spec s;
+    us_workload_spec_init(&s);
+    unsigned kind = roll(r, 5);
+    bool bg = kind >= 3;
+    snprintf(name, sizeof name, "%s%u", bg ? "bg" : "ai", roll(r, 10));
+    snprintf(q, sizeof q, "q%u", roll(r, 4));
+    s.name = name;
+    s.queue = bg ? "bg" : q;
+    if (bg) {
+        s.labels = bg_label;
+        s.nlabels = 1;
+        s.termination_grace = (double)(roll(r, 3) * 5);
+        s.controller = kind == 4 ? US_CONTROLLER_DAEMONSET : US_CONTROLLER_DEPLOYMENT;
+        s.requests = (us_resources){(double)roll(r, 2), 100 + 100 * roll(r, 4), (int64_t)1 << 28};
+        s.replicas = 1 + (int)roll(r, 6);
+    } else {
+        s.controller = kind == 0 ? US_CONTROLLER_JOB : kind == 1 ? US_CONTROLLER_DEPLOYMENT : US_CONTROLLER_NONE;
+        s.requests = (us_resources){(double)(1 + roll(r, 8)), 1000 * (1 + roll(r, 4)),
+                                    (int64_t)(1 + roll(r, 8)) << 30};
+        s.replicas = 1 + (int)roll(r, 4);
+        s.min_member = s.controller == US_CONTROLLER_DEPLOYMENT ? 1 : s.replicas;
+        s.priority = roll(r, 2) ? 50 : 125;
+        s.termination_grace = (double)(roll(r, 2) * 10);
+    }
+    if (roll(r, 5) == 0) {
+        s.node_selector = roll(r, 2) ? zone_a : zone_b;
+        s.nnode_selector = 1;
+    }
+    BOTH(p, us_engine_upsert_workload(p->full, &s, now, &ef_),
+         us_engine_upsert_workload(p->incr, &s, now, &ei_));
+}
+
+/* One random change of any kind, the same on both engines. */
+static void change(pair *p, rng *r, double now) {
+    char name[32], other[16];
+    switch (roll(r, 12)) {
+    case 0:
+    case 1: node(p, r, true); break;
+    case 2:
+        snprintf(name, sizeof name, "n%02u", roll(r, 24));
+        BOTH(p, us_engine_remove_node(p->full, name, &ef_), us_engine_remove_node(p->incr, name, &ei_));
+        break;
+    case 3: queue(p, r); break;
+    case 4:
+        snprintf(name, sizeof name, "q%u", roll(r, 4));
+        BOTH(p, us_engine_remove_queue(p->full, name, &ef_), us_engine_remove_queue(p->incr, name, &ei_));
+        break;
+    case 5:
+    case 6: workload(p, r, now); break;
+    case 7:
+        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 10));
+        BOTH(p, us_engine_complete_workload(p->full, name, now, &ef_),
+             us_engine_complete_workload(p->incr, name, now, &ei_));
+        break;
+    case 8:
+        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 10));
+        BOTH(p, us_engine_remove_workload(p->full, name, now, &ef_),
+             us_engine_remove_workload(p->incr, name, now, &ei_));
+        break;
+    case 9: {
+        /* a pod reported: a pending one adopted onto a node, or one pending again */
+        us_pod_spec s = {0};
+        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 10), roll(r, 3));
+        snprintf(other, sizeof other, "n%02u", roll(r, 24));
+        s.name = name;
+        s.node = roll(r, 3) ? other : NULL;
+        BOTH(p, us_engine_upsert_pod(p->full, &s, &ef_), us_engine_upsert_pod(p->incr, &s, &ei_));
+        break;
+    }
+    case 10:
+        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 10), roll(r, 3));
+        BOTH(p, us_engine_remove_pod(p->full, name, &ef_), us_engine_remove_pod(p->incr, name, &ei_));
+        break;
+    default: {
+        /* a policy reload: the defaults, or the spread placement example */
+        const char *dir = roll(r, 2) ? "policies" : "examples/policies/spread";
+        BOTH(p, us_engine_reload_policies(p->full, dir, &ef_), us_engine_reload_policies(p->incr, dir, &ei_));
+        n_reloads++;
+        break;
+    }
+    }
+}
+
+static void one_seed(uint64_t seed, int cycles) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
+    pair p = {NULL, NULL, seed, 0, false};
+    us_engine_options o;
+    us_error err;
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    o.full_cycles = 1;
+    CHECK(us_engine_create(&o, &p.full, &err) == US_OK);
+    o.full_cycles = 0;
+    CHECK(us_engine_create(&o, &p.incr, &err) == US_OK);
+    if (!p.full || !p.incr) goto out;
+    if (seed % 2) {
+        CHECK(us_engine_load_policies(p.full, "policies", &err) == US_OK);
+        CHECK(us_engine_load_policies(p.incr, "policies", &err) == US_OK);
+    }
+    /* the organisation, the background queue (quota 0, weight 0), a start */
+    us_queue_spec qs;
+    us_queue_spec_init(&qs);
+    qs.name = "org";
+    qs.quota = (us_resources){-1, -1, -1};
+    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    us_queue_spec_init(&qs);
+    qs.name = "bg";
+    qs.over_quota_weight = (us_weights){0, 0, 0};
+    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    for (int i = 0; i < 4; i++) queue(&p, &r);
+    for (int i = 0; i < 10; i++) node(&p, &r, false);
+    for (int i = 0; i < 12; i++) workload(&p, &r, 0);
+    double now = 0;
+    for (p.cycle = 1; p.cycle <= cycles && !p.differ; p.cycle++) {
+        us_error ef, ei;
+        int rf = us_engine_run_cycle(p.full, now, &ef), ri = us_engine_run_cycle(p.incr, now, &ei);
+        if (rf != US_OK || ri != US_OK) {
+            printf("seed %llu cycle %d: full %d (%s), incremental %d (%s)\n", (unsigned long long)seed,
+                   p.cycle, rf, rf == US_OK ? "" : ef.message, ri, ri == US_OK ? "" : ei.message);
+            p.differ = true;
+            break;
+        }
+        n_cycles++;
+        compare(&p);
+        unsigned k = 1 + roll(&r, 6);
+        now += 5 + roll(&r, 10);
+        for (unsigned i = 0; i < k; i++) change(&p, &r, now);
+    }
+    CHECK(!p.differ);
+out:
+    us_engine_destroy(p.full);
+    us_engine_destroy(p.incr);
+}
+
+TEST(incremental_and_full_cycles_decide_the_same_through_the_api) {
+    const char *n = getenv("UNDERSTORY_INCREMENTAL_SEEDS");
+    int seeds = n ? atoi(n) : 60;
+    for (int s = 1; s <= seeds; s++) one_seed((uint64_t)s, 16);
+    printf("incremental: %d seeds, %ld cycles compared, %ld decisions (%ld background evictions), "
+           "%ld changes applied, %ld reloads\n",
+           seeds, n_cycles, n_decisions, n_bg_evictions, n_changes, n_reloads);
+    /* the sequences must reach what incremental cycles reuse: background
+     * work offered and evicted, changes of every kind taken */
+    CHECK(n_cycles > 0);
+    CHECK(n_bg_evictions > 0);
+    CHECK(n_changes > 10L * seeds);
+    CHECK(n_reloads > 0);
+}
+
+int main(void) {
+    RUN(incremental_and_full_cycles_decide_the_same_through_the_api);
+    return check_report();
+}
