@@ -156,6 +156,12 @@ static const char *numstr(char buf[32], double d) {
     double t = fabs(d);
     int p = 1, digits = 1;
     if (d == 0) d = 0; /* -0 */
+    /* whole numbers, the usual case, print exactly as themselves: one
+     * conversion instead of a search (every API upsert passes here) */
+    if (d == floor(d) && t < 1e15) {
+        snprintf(buf, 32, "%lld", (long long)d);
+        return buf;
+    }
     for (; p < 17; p++) {
         snprintf(buf, 32, "%.*g", p, d);
         if (strtod(buf, NULL) == d) break;
