@@ -5,6 +5,7 @@
  */
 #include "watchstream.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,27 +44,38 @@ static bool decode_line(const char *line, sv_watch_fn fn, void *ud) {
     return go;
 }
 
+/* Room for k more bytes and a terminator; -1 when out of memory. */
+static int room(sv_watchstream *w, size_t k) {
+    if (k >= SIZE_MAX / 4 - w->len) return -1;
+    size_t need = w->len + k + 1, ncap = w->cap ? w->cap : 8192; /* most objects' lines fit */
+    if (need <= w->cap) return 0;
+    while (ncap < need) ncap *= 2;
+    char *l = realloc(w->line, ncap);
+    if (!l) return -1;
+    w->line = l;
+    w->cap = ncap;
+    return 0;
+}
+
 int sv_watchstream_feed(sv_watchstream *w, const char *buf, size_t n, sv_watch_fn fn, void *ud) {
-    for (size_t i = 0; i < n && !w->stopped; i++) {
-        if (buf[i] == '\n') {
-            if (w->len) {
-                w->line[w->len] = '\0';
-                w->len = 0;
-                if (!decode_line(w->line, fn, ud)) w->stopped = true;
-            }
-            continue;
+    while (n && !w->stopped) {
+        /* a line's bytes are copied as a run, not one by one */
+        const char *nl = memchr(buf, '\n', n);
+        size_t k = nl ? (size_t)(nl - buf) : n;
+        if (room(w, k) < 0) {
+            w->stopped = true;
+            return -1;
         }
-        if (w->len + 2 > w->cap) {
-            size_t ncap = w->cap ? w->cap * 2 : 65536;
-            char *l = realloc(w->line, ncap);
-            if (!l) {
-                w->stopped = true;
-                return -1;
-            }
-            w->line = l;
-            w->cap = ncap;
+        memcpy(w->line + w->len, buf, k);
+        w->len += k;
+        if (!nl) break;
+        buf = nl + 1;
+        n -= k + 1;
+        if (w->len) {
+            w->line[w->len] = '\0';
+            w->len = 0;
+            if (!decode_line(w->line, fn, ud)) w->stopped = true;
         }
-        w->line[w->len++] = buf[i];
     }
     return 0;
 }
