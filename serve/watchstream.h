@@ -29,9 +29,10 @@ typedef struct sv_watch_event {
     const char *line;    /* the whole line, for messages */
 } sv_watch_event;
 
-/* One event; everything it points to is valid during the call only.
- * Return false to stop: the decoder then drops everything until
- * sv_watchstream_reset (the informer stops on 410 and lists again). */
+/* One event; everything it points to is valid during the call only, and
+ * the call must not feed, reset or free the decoder.  Return false to
+ * stop: the decoder then drops everything until sv_watchstream_reset (the
+ * informer stops on 410 and lists again). */
 typedef bool (*sv_watch_fn)(void *ud, const sv_watch_event *ev);
 
 typedef struct sv_watchstream {
