@@ -294,10 +294,18 @@ US_API const char *us_engine_policy_id(const us_engine *e) {
 
 /* ---- JSON in ---------------------------------------------------------------------- */
 
-/* Every string of o (keys and values) valid UTF-8, or US_EINVAL naming
- * the first that is not, by its path below what, and the byte offset.
- * Names and labels reach the output, which must stay valid. */
-static int utf8_tree(const cJSON *o, const char *what, us_error *err) {
+/* Is every string of o (keys and values) valid UTF-8? */
+static bool utf8_clean(const cJSON *o) {
+    if (o->string && us_utf8_invalid(o->string, strlen(o->string)) >= 0) return false;
+    if (cJSON_IsString(o) && us_utf8_invalid(o->valuestring, strlen(o->valuestring)) >= 0) return false;
+    for (const cJSON *c = o->child; c; c = c->next)
+        if (!utf8_clean(c)) return false;
+    return true;
+}
+
+/* The first string of o that is not valid UTF-8, as US_EINVAL naming its
+ * path below what, and the byte offset. */
+static int utf8_find(const cJSON *o, const char *what, us_error *err) {
     char path[256];
     long bad;
     if (o->string && (bad = us_utf8_invalid(o->string, strlen(o->string))) >= 0)
@@ -309,10 +317,18 @@ static int utf8_tree(const cJSON *o, const char *what, us_error *err) {
         if (c->string) snprintf(path, sizeof path, "%s.%s", what, c->string);
         else snprintf(path, sizeof path, "%s[%d]", what, i);
         /* a key that is itself invalid is reported under its parent */
-        int rc = utf8_tree(c, c->string && us_utf8_invalid(c->string, strlen(c->string)) >= 0 ? what : path, err);
+        int rc = utf8_find(c, c->string && us_utf8_invalid(c->string, strlen(c->string)) >= 0 ? what : path, err);
         if (rc != US_OK) return rc;
     }
     return US_OK;
+}
+
+/* Every string of o (keys and values) valid UTF-8, or US_EINVAL naming
+ * the first that is not.  Names and labels reach the output, which must
+ * stay valid.  Paths are built only for a failure: every upsert passes
+ * here, and formatting a path for each value cost more than the check. */
+static int utf8_tree(const cJSON *o, const char *what, us_error *err) {
+    return utf8_clean(o) ? US_OK : utf8_find(o, what, err);
 }
 
 /* Parse a JSON text holding one object; what names it in messages. */

@@ -7,8 +7,9 @@
  */
 #include "lifecycle.h"
 
-#include <stdio.h>
 #include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,76 +30,132 @@ static bool node_runs_daemon(const us_state *st, const us_workload *w, int n, bo
 
 #define NAMEBUF 256
 
-/* "<workload>-<suffix>" in buf (NAMEBUF bytes) when it fits, else in memory
- * of its own that the caller frees (when the result is not buf), or NULL.
- * A name is never cut short: two cut names could be the same. */
+/* "<workload>-<suffix>" in buf (NAMEBUF bytes) when it fits, else (or when
+ * buf is NULL) in memory of its own that the caller frees (when the result
+ * is not buf), or NULL.  A name is never cut short: two cut names could be
+ * the same. */
 static char *pod_name(char *buf, const char *workload, const char *suffix) {
     size_t n = strlen(workload) + strlen(suffix) + 2;
-    char *name = n <= NAMEBUF ? buf : malloc(n);
+    char *name = buf && n <= NAMEBUF ? buf : malloc(n);
     if (name) snprintf(name, n, "%s-%s", workload, suffix);
     return name;
 }
 
-static int create_daemon_pod(us_state *st, int w, int n) {
-    char buf[NAMEBUF], *name = pod_name(buf, st->workloads[w].name, st->nodes[n].name);
-    int rc = name && us_state_add_pod(st, w, name, n) >= 0 ? 0 : -1;
+/* The names live pods hold, so that a pod a controller creates never takes
+ * one, as Kubernetes' generated names never do: a pod the scenario or the
+ * caller named may be called "train-0" in another workload, and a
+ * DaemonSet "a" on node "b-0" would name its pod as workload "a-b" names
+ * its first replica.  Built on first use, from the live pods then (a pass
+ * that creates no pod pays nothing); the pods created after are added. */
+typedef struct taken {
+    const char **slot;   /* open addressing, power-of-two cap; the pods' own strings */
+    size_t cap, n;
+    bool built;
+} taken;
+
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+static const char **taken_slot(const taken *t, const char *name) {
+    size_t i = name_hash(name) & (t->cap - 1);
+    while (t->slot[i] && strcmp(t->slot[i], name) != 0) i = (i + 1) & (t->cap - 1);
+    return &t->slot[i];
+}
+
+static int taken_add(taken *t, const char *name) {
+    if (2 * (t->n + 1) > t->cap) {
+        taken g = {NULL, t->cap ? 2 * t->cap : 64, 0, true};
+        if (!(g.slot = calloc(g.cap, sizeof *g.slot))) return -1;
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slot[i]) *taken_slot(&g, t->slot[i]) = t->slot[i];
+        free(t->slot);
+        t->slot = g.slot;
+        t->cap = g.cap;
+    }
+    const char **s = taken_slot(t, name);
+    if (!*s) {
+        *s = name;
+        t->n++;
+    }
+    return 0;
+}
+
+/* Does a live pod hold name?  -1 when out of memory. */
+static int taken_has(const us_state *st, taken *t, const char *name) {
+    if (!t->built) {
+        t->built = true;
+        for (size_t i = 0; i < st->npods; i++)
+            if (live(&st->pods[i]) && taken_add(t, st->pods[i].name) < 0) return -1;
+    }
+    return t->cap && *taken_slot(t, name) ? 1 : 0;
+}
+
+static void taken_free(taken *t) { free(t->slot); }
+
+/* A new pending pod of w named name, unless a live pod has that name
+ * (then 0, and nothing is created).  1 when created, -1 out of memory. */
+static int create_pod(us_state *st, taken *t, int w, const char *name, int pin) {
+    int has = taken_has(st, t, name);
+    if (has != 0) return has < 0 ? -1 : 0;
+    int p = us_state_add_pod(st, w, name, pin);
+    if (p < 0 || taken_add(t, st->pods[p].name) < 0) return -1;
+    return 1;
+}
+
+/* Node n's pod of DaemonSet w: "<w>-<node>", or "<w>-<node>-<k>" for the
+ * first k that no live pod holds. */
+static int create_daemon_pod(us_state *st, taken *t, int w, int n) {
+    char buf[NAMEBUF], *name = pod_name(buf, st->workloads[w].name, st->nodes[n].name), *alt = NULL;
+    int rc = name ? create_pod(st, t, w, name, n) : -1;
+    for (unsigned k = 1; rc == 0; k++) {
+        char sfx[24];
+        snprintf(sfx, sizeof sfx, "%u", k);
+        free(alt);
+        rc = (alt = pod_name(NULL, name, sfx)) ? create_pod(st, t, w, alt, n) : -1;
+    }
+    free(alt);
     if (name != buf) free(name);
-    return rc;
+    return rc < 0 ? -1 : 0;
 }
 
 /* Give node n its pod of daemonset w, unless it has one. */
-static int add_daemon_pod(us_state *st, int w, int n) {
+static int add_daemon_pod(us_state *st, taken *t, int w, int n) {
     for (size_t i = 0; i < st->npods; i++)
         if (st->pods[i].workload == w && st->pods[i].pin == n && live(&st->pods[i])) return 0;
-    return create_daemon_pod(st, w, n);
-}
-
-static int by_str(const void *a, const void *b) {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    return create_daemon_pod(st, t, w, n);
 }
 
 /* Create the pods w lacks, given the indices of its live pods. */
-static int submit_one(us_state *st, int w, const int *live_pods, size_t nlive) {
+static int submit_one(us_state *st, taken *t, int w, const int *live_pods, size_t nlive) {
     us_workload *wl = &st->workloads[w];
     wl->state = US_WL_ACTIVE;
     wl->started_at = -1;
     if (isnan(wl->created_at)) wl->created_at = wl->submit_at;  /* not given: created when submitted */
-    int rc = -1;
-    const char **names = NULL;
-    char buf[NAMEBUF], *name = NULL;
-    bool *has = NULL;
     if (wl->controller == US_CTRL_DAEMONSET) {
-        if (!(has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has))) return -1;
-        for (size_t k = 0; k < nlive; k++)
+        bool *has = calloc(st->nnodes ? st->nnodes : 1, sizeof *has);
+        int rc = has ? 0 : -1;
+        for (size_t k = 0; rc == 0 && k < nlive; k++)
             if (st->pods[live_pods[k]].pin >= 0) has[st->pods[live_pods[k]].pin] = true;
-        for (size_t n = 0; n < st->nnodes; n++)
-            if (!has[n] && node_runs_daemon(st, wl, (int)n, false) && create_daemon_pod(st, w, (int)n) < 0)
-                goto out;
-        rc = 0;
-        goto out;
+        for (size_t n = 0; rc == 0 && n < st->nnodes; n++)
+            if (!has[n] && node_runs_daemon(st, wl, (int)n, false)) rc = create_daemon_pod(st, t, w, (int)n);
+        free(has);
+        return rc;
     }
-    if (!(names = malloc((nlive + 1) * sizeof *names))) return -1;
-    for (size_t k = 0; k < nlive; k++) names[k] = st->pods[live_pods[k]].name;
-    qsort(names, nlive, sizeof *names, by_str);
-    int have = (int)nlive;
-    for (int i = 0; have < wl->replicas; i++) {
-        char idx[24];
+    char buf[NAMEBUF];
+    /* replicas take the lowest free indices: a name held is skipped */
+    for (int i = 0, have = (int)nlive; have < wl->replicas; i++) {
+        char idx[24], *name;
         snprintf(idx, sizeof idx, "%d", i);
-        if (!(name = pod_name(buf, wl->name, idx))) goto out;
-        const char *key = name;
-        if (!bsearch(&key, names, nlive, sizeof *names, by_str)) {
-            if (us_state_add_pod(st, w, name, -1) < 0) goto out;
-            have++;
-        }
+        if (!(name = pod_name(buf, wl->name, idx))) return -1;
+        int rc = create_pod(st, t, w, name, -1);
         if (name != buf) free(name);
-        name = NULL;
+        if (rc < 0) return -1;
+        have += rc;
     }
-    rc = 0;
-out:
-    if (name != buf) free(name);
-    free(names);
-    free(has);
-    return rc;
+    return 0;
 }
 
 int us_life_submit(us_state *st, int w, double now) {
@@ -108,7 +165,9 @@ int us_life_submit(us_state *st, int w, double now) {
     if (!live_pods) return -1;
     for (size_t i = 0; i < st->npods; i++)
         if (st->pods[i].workload == w && live(&st->pods[i])) live_pods[n++] = (int)i;
-    int rc = submit_one(st, w, live_pods, n);
+    taken t = {0};
+    int rc = submit_one(st, &t, w, live_pods, n);
+    taken_free(&t);
     free(live_pods);
     return rc;
 }
@@ -119,6 +178,7 @@ int us_life_submit_due(us_state *st, double now, bool *any) {
     size_t nw = st->nworkloads;
     int *first = calloc(nw + 1, sizeof *first), *fill = calloc(nw + 1, sizeof *fill);
     int *byw = malloc((st->npods + 1) * sizeof *byw);
+    taken t = {0};
     int rc = -1;
     if (!first || !fill || !byw) goto out;
     for (size_t i = 0; i < st->npods; i++)
@@ -134,10 +194,11 @@ int us_life_submit_due(us_state *st, double now, bool *any) {
         if (wl->state != US_WL_WAITING || wl->submit_at > now) continue;
         *any = true;
         /* pods created here are appended: the lists of others stay valid */
-        if (submit_one(st, (int)w, byw + first[w], (size_t)(first[w + 1] - first[w])) < 0) goto out;
+        if (submit_one(st, &t, (int)w, byw + first[w], (size_t)(first[w + 1] - first[w])) < 0) goto out;
     }
     rc = 0;
 out:
+    taken_free(&t);
     free(first);
     free(fill);
     free(byw);
@@ -183,14 +244,17 @@ int us_life_complete(us_state *st, int w, double now) {
 
 int us_life_add_node(us_state *st, int n, double now) {
     (void)now;
+    taken t = {0};
+    int rc = 0;
     st->nodes[n].removed = false;
-    for (size_t w = 0; w < st->nworkloads; w++) {
+    for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state == US_WL_ACTIVE && wl->controller == US_CTRL_DAEMONSET &&
-            node_runs_daemon(st, wl, n, false) && add_daemon_pod(st, (int)w, n) < 0)
-            return -1;
+            node_runs_daemon(st, wl, n, false))
+            rc = add_daemon_pod(st, &t, (int)w, n);
     }
-    return 0;
+    taken_free(&t);
+    return rc;
 }
 
 int us_life_remove_node(us_state *st, int n, double now) {
@@ -257,11 +321,15 @@ void us_life_expire(us_state *st, double now) {
 
 int us_life_node_changed(us_state *st, int n, double now) {
     (void)now;
+    taken t = {0};
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE || wl->controller != US_CTRL_DAEMONSET) continue;
         if (node_runs_daemon(st, wl, n, false)) {
-            if (add_daemon_pod(st, (int)w, n) < 0) return -1;
+            if (add_daemon_pod(st, &t, (int)w, n) < 0) {
+                taken_free(&t);
+                return -1;
+            }
             continue;
         }
         bool stays = node_runs_daemon(st, wl, n, true); /* only a NoSchedule taint is new */
@@ -271,6 +339,7 @@ int us_life_node_changed(us_state *st, int n, double now) {
                 terminate(st, p, now);
         }
     }
+    taken_free(&t);
     us_state_compact_pods(st);
     return 0;
 }

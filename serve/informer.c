@@ -6,6 +6,7 @@
  * which starts over on success.
  */
 #include "informer.h"
+#include "watchstream.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -39,8 +40,7 @@ struct sv_informer {
     unsigned watch_ends;    /* watches that ended and were resumed or relisted */
     entry *tab;             /* open addressing, power-of-two size */
     size_t cap, n;
-    char *line;             /* watch stream: bytes since the last newline */
-    size_t len, lcap;
+    sv_watchstream ws;      /* the watch stream's decoder */
 };
 
 static uint64_t hash(const char *s) {
@@ -215,57 +215,37 @@ static void start_list(sv_informer *f) {
     if (sv_http_request(f->h, "GET", q, NULL, NULL, on_list, f) < 0) later(f, "list", 0, "out of memory");
 }
 
-/* One line of the watch stream: {"type": ..., "object": {...}}. */
-static void watch_line(sv_informer *f, const char *line) {
+/* One event of the watch stream; false: decode no further. */
+static bool watch_event(void *ud, const sv_watch_event *ev) {
+    sv_informer *f = ud;
     char key[600];
-    cJSON *ev = cJSON_Parse(line);
-    const char *type = str_at(ev, "type", NULL);
-    const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
-    if (!type || !obj) goto done;
-    if (strcmp(type, "ERROR") == 0) {
-        const cJSON *code = cJSON_GetObjectItemCaseSensitive(obj, "code");
-        if (cJSON_IsNumber(code) && code->valuedouble == 410) f->relist = true;
-        else fprintf(stderr, "understory serve: watch %s: %s\n", f->path, line);
-        goto done;
+    if (ev->type == SV_WATCH_GONE) {
+        f->relist = true;
+        return false;
     }
-    const char *rv = str_at(obj, "metadata", "resourceVersion");
-    if (rv) set_str(&f->rv, rv);
-    if (strcmp(type, "BOOKMARK") == 0 || !key_of(obj, key, sizeof key)) goto done;
-    if (strcmp(type, "DELETED") == 0) {
+    if (ev->type == SV_WATCH_ERROR) {
+        fprintf(stderr, "understory serve: watch %s: %s\n", f->path, ev->line);
+        return true;
+    }
+    if (ev->rv) set_str(&f->rv, ev->rv);
+    if (ev->type == SV_WATCH_BOOKMARK || ev->type == SV_WATCH_OTHER || !key_of(ev->object, key, sizeof key))
+        return true;
+    if (ev->type == SV_WATCH_DELETED) {
         if (known(f, key, false)) {
             forget(f, key);
-            f->fn(f->ud, SV_DELETED, obj);
+            f->fn(f->ud, SV_DELETED, ev->object);
         }
-    } else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
-        f->fn(f->ud, known(f, key, true) ? SV_MODIFIED : SV_ADDED, obj);
+    } else {
+        f->fn(f->ud, known(f, key, true) ? SV_MODIFIED : SV_ADDED, ev->object);
     }
-done:
-    cJSON_Delete(ev);
+    return !f->stopped;
 }
 
 static void on_watch_data(void *ud, const char *buf, size_t n) {
     sv_informer *f = ud;
-    for (size_t i = 0; i < n && !f->stopped && !f->relist; i++) {
-        if (buf[i] == '\n') {
-            if (f->len) {
-                f->line[f->len] = '\0';
-                watch_line(f, f->line);
-            }
-            f->len = 0;
-            continue;
-        }
-        if (f->len + 2 > f->lcap) {
-            size_t ncap = f->lcap ? f->lcap * 2 : 65536;
-            char *l = realloc(f->line, ncap);
-            if (!l) {
-                f->relist = true; /* an event is lost: start over from a list */
-                return;
-            }
-            f->line = l;
-            f->lcap = ncap;
-        }
-        f->line[f->len++] = buf[i];
-    }
+    if (f->stopped || f->relist) return;
+    if (sv_watchstream_feed(&f->ws, buf, n, watch_event, f) < 0)
+        f->relist = true; /* an event is lost: start over from a list */
 }
 
 static void on_watch_done(void *ud, long status, const char *body, size_t n, const char *err) {
@@ -274,7 +254,7 @@ static void on_watch_done(void *ud, long status, const char *body, size_t n, con
     (void)body;
     (void)n;
     if (f->stopped) return;
-    f->len = 0;
+    sv_watchstream_reset(&f->ws);
     f->watch_ends++;
     if (f->relist || status == 410) {
         fprintf(stderr, "understory serve: watch %s: resource version %s is gone (410); listing again\n",
@@ -316,6 +296,7 @@ sv_informer *sv_informer_start(sv_http *h, uv_loop_t *loop, const char *path, sv
     uint64_t seed = (uint64_t)getpid();
     for (const char *p = path; *p; p++) seed = seed * 1099511628211u ^ (unsigned char)*p;
     sv_backoff_init(&f->backoff, 500, 30000, seed);
+    sv_watchstream_init(&f->ws);
     uv_timer_init(loop, &f->retry);
     f->retry.data = f;
     start_list(f);
@@ -329,7 +310,7 @@ static void free_informer(uv_handle_t *hd) {
     free(f->path);
     free(f->rv);
     free(f->cont);
-    free(f->line);
+    sv_watchstream_free(&f->ws);
     free(f);
 }
 

@@ -376,7 +376,57 @@ TEST(random_clusters_in_motion_keep_the_rules) {
     CHECK(t.placed_checked >= 50);
 }
 
+/* No two live pods share a name, whoever named them: a controller skips a
+ * name another workload's pod holds (fuzz_scenario found "train-0" named
+ * by hand in workload diag, then created again by train's controller). */
+static bool names_unique(const us_state *st) {
+    for (size_t i = 0; i < st->npods; i++)
+        for (size_t j = i + 1; j < st->npods; j++)
+            if (!st->pods[i].gone && !st->pods[j].gone && st->pods[i].state != US_POD_RELEASING &&
+                st->pods[j].state != US_POD_RELEASING && strcmp(st->pods[i].name, st->pods[j].name) == 0)
+                return false;
+    return true;
+}
+
+TEST(controllers_never_take_a_live_pods_name) {
+    static const char *doc =
+        "{\"name\":\"names\",\"nodes\":[{\"name\":\"n1\",\"gpu\":8},{\"name\":\"b-0\",\"gpu\":8},"
+        "{\"name\":\"c\",\"gpu\":8}],"
+        "\"queues\":[{\"name\":\"team\",\"resources\":{\"gpu\":{\"quota\":24}}}],"
+        "\"workloads\":[{\"name\":\"diag\",\"queue\":\"team\",\"replicas\":2,\"requests\":{\"gpu\":1},"
+        "\"pods\":[{\"name\":\"train-0\",\"node\":\"n1\",\"state\":\"running\"},"
+        "{\"name\":\"a-c\",\"node\":\"n1\",\"state\":\"running\"}]},"
+        "{\"name\":\"train\",\"queue\":\"team\",\"replicas\":2,\"requests\":{\"gpu\":1},\"submit_at\":10},"
+        "{\"name\":\"a\",\"queue\":\"team\",\"controller\":\"daemonset\",\"requests\":{\"gpu\":1}},"
+        "{\"name\":\"a-b\",\"queue\":\"team\",\"replicas\":1,\"requests\":{\"gpu\":1}}]}";
+    us_scenario sc;
+    us_err err = {0};
+    if (us_scenario_load_string(&sc, doc, strlen(doc), NULL, &err) < 0) {
+        fprintf(stderr, "  %s\n", err.msg);
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    bool any = false;
+    CHECK(us_life_submit_due(st, 0, &any) == 0 && any);
+    /* daemonset a: a-n1, a-b-0 and, a-c being diag's, a-c-1; then a-b's
+     * first replica finds a-b-0 taken by a's pod on node b-0 */
+    CHECK(pod_index(st, "a-n1", false) >= 0);
+    CHECK(pod_index(st, "a-b-0", false) >= 0 && st->pods[pod_index(st, "a-b-0", false)].pin >= 0);
+    CHECK(pod_index(st, "a-c-1", false) >= 0);
+    CHECK(pod_index(st, "a-b-1", false) >= 0 && st->pods[pod_index(st, "a-b-1", false)].pin < 0);
+    CHECK(us_life_submit_due(st, 10, &any) == 0);
+    /* train's controller passes over train-0, diag's running pod */
+    int t0 = pod_index(st, "train-0", false);
+    CHECK(t0 >= 0 && st->pods[t0].state == US_POD_RUNNING &&
+          strcmp(st->workloads[st->pods[t0].workload].name, "diag") == 0);
+    CHECK(pod_index(st, "train-1", false) >= 0 && pod_index(st, "train-2", false) >= 0);
+    CHECK(names_unique(st));
+    us_scenario_free(&sc);
+}
+
 int main(void) {
+    RUN(controllers_never_take_a_live_pods_name);
     RUN(reoffer_never_offers_room_an_evicted_pod_holds);
     RUN(random_clusters_in_motion_keep_the_rules);
     return check_report();
