@@ -30,7 +30,7 @@ k auth can-i list pods --as=system:serviceaccount:default:nobody >"$work/can-i" 
 [[ $(k auth can-i list pods) == yes ]] || fail "the admin kubeconfig may not list pods"
 
 # A fake GPU node, KWOK's convention (the README's example).
-k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/kwok/fake-gpu-node.yaml" >/dev/null
 k wait --for=condition=Ready node/gpu-0 --timeout=60s >/dev/null || fail "KWOK did not make gpu-0 Ready"
 gpus=$(k get node gpu-0 -o 'jsonpath={.status.allocatable.nvidia\.com/gpu}')
 [[ $gpus == 8 ]] || fail "gpu-0 allocatable nvidia.com/gpu is '$gpus', not 8"

@@ -47,7 +47,7 @@ k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai >/dev/null
 k -n understory-system create serviceaccount operator >/dev/null
-k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/kwok/fake-gpu-node.yaml" >/dev/null
 for q in research team-a; do
 	k apply -f - >/dev/null <<-YAML
 		apiVersion: scheduling.run.ai/v2

@@ -51,7 +51,7 @@ until_line() {
 k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
 k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 k -n understory-system create serviceaccount nobody >/dev/null
-k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/kwok/fake-gpu-node.yaml" >/dev/null
 k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 k wait --for condition=established crd/queues.scheduling.run.ai --timeout=60s >/dev/null
 # 510 more nodes (no kubelet: never Ready), so the list takes two pages
@@ -180,7 +180,7 @@ until_line "$work/serve.out" "node gpu-0: removed" "gpu-0 deleted while serve wa
 grep -q "watch /api/v1/nodes: resource version .* is gone (410); listing again" "$work/serve.err" ||
 	fail "serve saw the delete without listing again after 410"
 # and it watches again from the new list
-k apply -f "$root/examples/kubernetes/fake-gpu-node.yaml" >/dev/null
+k apply -f "$root/examples/kubernetes/kwok/fake-gpu-node.yaml" >/dev/null
 until_line "$work/serve.out" \
 	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, schedulable" \
 	"gpu-0 added again after the relist"
