@@ -528,34 +528,34 @@ int sv_workloads_sync(sv_workloads *w, double now) {
     }
     if (!w->dirty.n) return 0;
     /* taken first: the set a sync walks stays still */
-    cache todo = w->dirty;
+    cache touched = w->dirty;
     memset(&w->dirty, 0, sizeof w->dirty);
-    cJSON **mapped = calloc(todo.n, sizeof *mapped);
-    cJSON **pods = calloc(todo.n, sizeof *pods);
+    cJSON **mapped = calloc(touched.n, sizeof *mapped);
+    cJSON **pods = calloc(touched.n, sizeof *pods);
     if (!mapped || !pods) {
         free(mapped);
         free(pods);
-        w->dirty = todo; /* tried again at the next sync */
+        w->dirty = touched; /* tried again at the next sync */
         return -1;
     }
-    for (size_t i = 0; i < todo.n; i++) map_one(w, todo.keys[i], now, &mapped[i]);
+    for (size_t i = 0; i < touched.n; i++) map_one(w, touched.keys[i], now, &mapped[i]);
     /* every workload, then every pod: the engine creates the new
      * workloads' pods in one pass before the first pod report, not one
      * pass per workload */
-    for (size_t i = 0; i < todo.n; i++)
+    for (size_t i = 0; i < touched.n; i++)
         if (mapped[i] && !put_workload(w, mapped[i], now, &pods[i])) {
             cJSON_Delete(mapped[i]);
             mapped[i] = NULL;
         }
-    for (size_t i = 0; i < todo.n; i++)
+    for (size_t i = 0; i < touched.n; i++)
         if (mapped[i]) put_pods(w, gstr(mapped[i], "name"), pods[i]);
-    for (size_t i = 0; i < todo.n; i++) {
+    for (size_t i = 0; i < touched.n; i++) {
         cJSON_Delete(mapped[i]);
         cJSON_Delete(pods[i]);
     }
     free(mapped);
     free(pods);
-    clear(&todo);
+    clear(&touched);
     fflush(stdout);
     return 0;
 }
