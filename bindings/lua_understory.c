@@ -29,6 +29,9 @@
  *   cycle_budget  wall-clock seconds a whole cycle's policy calls may run to;
  *                 past it the rest of the cycle uses the built-in policies,
  *                 with a PolicyFailed warning (5)
+ *   full_cycles   true: every cycle recomputes everything instead of reusing
+ *                 what the last one left (decides the same; for tests and
+ *                 measuring)
  *
  * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
@@ -45,8 +48,10 @@
  *   e:remove_workload(name [, now])  e:complete_workload(name [, now])
  *   e:upsert_pod{name=, workload=, node=, pin=, state=}  e:remove_pod(name)
  *   e:load_policies(dir or nil)  e:reload_policies(dir)  e:policy_id()
- *   e:run_cycle(now) -> {decisions = {...}, events = {...}}
+ *   e:run_cycle(now) -> {decisions = {...}, events = {...}, log = {...},
+ *                        log_dropped = n}
  *   e:pods()  e:nodes()  e:queues()  e:workloads()  e:time()
+ *   e:cycle_count()  e:gpu_use()  e:cycle_phases()  e:state_json()
  *   e:on_event(fn or nil)  e:close()   (also __gc and __close)
  * now defaults to the engine's time.  Decisions and events have the
  * simulator output's shapes (plus `workload` on decisions).  Errors are Lua
@@ -284,7 +289,7 @@ static bool push_json(lua_State *L, const cJSON *v, int depth) {
 
 static const char *const opt_names[] = {"policies", "plain_ties", "long_grace", "instructions",
                                         "memory", "check_invariants", "time_limit", "cycle_budget",
-                                        NULL};
+                                        "full_cycles", NULL};
 
 /* Reads opts (stack index idx) into o; returns the policies directory or
  * NULL.  The directory string stays on the stack, so it outlives the call. */
@@ -300,7 +305,8 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         for (int i = 0; k && opt_names[i]; i++) known |= strcmp(k, opt_names[i]) == 0;
         if (!known)
             luaL_error(L, "opts.%s: unknown option (known: policies, plain_ties, long_grace, "
-                          "instructions, memory, check_invariants, time_limit, cycle_budget)",
+                          "instructions, memory, check_invariants, time_limit, cycle_budget, "
+                          "full_cycles)",
                        k ? k : luaL_typename(L, -1));
     }
 
@@ -315,6 +321,13 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
     if (!lua_isnil(L, -1)) {
         if (!lua_isboolean(L, -1)) luaL_error(L, "opts.check_invariants: expected a boolean");
         o->cycle.check_invariants = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+
+    lua_getfield(L, idx, "full_cycles");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1)) luaL_error(L, "opts.full_cycles: expected a boolean");
+        o->cycle.full_cycles = lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
 
@@ -539,6 +552,7 @@ static int l_engine(lua_State *L) {
     o.memory = so.limits.memory;
     o.time_limit_ms = so.limits.time_ms;
     o.cycle_budget = so.cycle.cycle_budget;
+    o.full_cycles = so.cycle.full_cycles;
     lengine *le = lua_newuserdatauv(L, sizeof *le, 1);
     le->e = NULL;
     luaL_setmetatable(L, ENGINE_MT);
@@ -627,6 +641,76 @@ static int l_time(lua_State *L) {
     return 1;
 }
 
+static int l_cycle_count(lua_State *L) {
+    lua_pushinteger(L, (lua_Integer)us_engine_cycle_count(check_engine(L)));
+    return 1;
+}
+
+/* A text the library handed out, freed with us_free by close or __gc. */
+#define TEXT_MT "understory.text"
+
+static int text_gc(lua_State *L) {
+    char **t = luaL_checkudata(L, 1, TEXT_MT);
+    us_free(*t);
+    *t = NULL;
+    return 0;
+}
+
+/* e:state_json() -> the state as a scenario document (JSON text).  The
+ * library's text hangs off a userdata until copied, so a Lua error while
+ * copying (out of memory) does not leak it. */
+static int l_state_json(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_error err;
+    size_t len = 0;
+    char **t = lua_newuserdatauv(L, sizeof *t, 0);
+    *t = NULL;
+    luaL_setmetatable(L, TEXT_MT);
+    check(L, us_engine_state_json(e, t, &len, &err), &err);
+    lua_pushlstring(L, *t, len);
+    us_free(*t); /* now, rather than at the next collection */
+    *t = NULL;
+    return 1;
+}
+
+/* e:gpu_use() -> {capacity=, ai=, background=, external=, idle=} */
+static int l_gpu_use(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_gpu_use g;
+    if (us_engine_gpu_use(e, &g) != US_OK) luaL_error(L, "gpu_use: failed");
+    lua_createtable(L, 0, 5);
+    push_number(L, g.capacity);
+    lua_setfield(L, -2, "capacity");
+    push_number(L, g.ai);
+    lua_setfield(L, -2, "ai");
+    push_number(L, g.background);
+    lua_setfield(L, -2, "background");
+    push_number(L, g.external);
+    lua_setfield(L, -2, "external");
+    push_number(L, g.idle);
+    lua_setfield(L, -2, "idle");
+    return 1;
+}
+
+/* e:cycle_phases() -> {{name=, seconds=}, ...}: the last cycle's phases in
+ * the engine's order (all 0 before the first cycle). */
+static int l_cycle_phases(lua_State *L) {
+    us_engine *e = check_engine(L);
+    size_t n = us_engine_cycle_phase_count(e);
+    lua_createtable(L, (int)n, 0);
+    for (size_t i = 0; i < n; i++) {
+        us_cycle_phase_info ph;
+        if (us_engine_cycle_phase(e, i, &ph) != US_OK) luaL_error(L, "cycle_phases: phase %d", (int)i);
+        lua_createtable(L, 0, 2);
+        lua_pushstring(L, ph.name);
+        lua_setfield(L, -2, "name");
+        lua_pushnumber(L, ph.seconds);
+        lua_setfield(L, -2, "seconds");
+        lua_rawseti(L, -2, (lua_Integer)i + 1);
+    }
+    return 1;
+}
+
 /* t[key] = s, when s is not NULL. */
 static void set_str(lua_State *L, const char *key, const char *s) {
     if (!s) return;
@@ -667,7 +751,7 @@ static int l_run_cycle(lua_State *L) {
     check(L, us_engine_run_cycle(e, luaL_checknumber(L, 2), &err), &err);
     size_t nd = us_engine_decision_count(e), ne = us_engine_event_count(e);
     luaL_checkstack(L, 8, "run_cycle");
-    lua_createtable(L, 0, 2);
+    lua_createtable(L, 0, 4);
     lua_createtable(L, (int)nd, 0);
     for (size_t i = 0; i < nd; i++) {
         us_decision_info d;
@@ -711,6 +795,8 @@ static int l_run_cycle(lua_State *L) {
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
     lua_setfield(L, -2, "log");
+    lua_pushinteger(L, (lua_Integer)us_engine_policy_log_dropped(e));
+    lua_setfield(L, -2, "log_dropped");
     /* the callback runs after the cycle, outside the engine: an error in it
      * is an ordinary Lua error from run_cycle, the cycle itself done */
     if (lua_getiuservalue(L, 1, 1) == LUA_TFUNCTION) {
@@ -799,7 +885,7 @@ static int l_workloads(lua_State *L) {
     for (size_t i = 0; i < n; i++) {
         us_workload_info w;
         us_engine_workload(e, i, &w);
-        lua_createtable(L, 0, 6);
+        lua_createtable(L, 0, 8);
         set_str(L, "name", w.name);
         set_str(L, "queue", w.queue);
         set_str(L, "state", phases[w.phase]);
@@ -808,6 +894,7 @@ static int l_workloads(lua_State *L) {
         lua_pushboolean(L, w.external);
         lua_setfield(L, -2, "external");
         set_str(L, "blocked", w.blocked);
+        set_str(L, "pending_reason", us_engine_workload_pending_reason(e, i));
         if (w.running_since >= 0) {
             lua_pushnumber(L, w.running_since);
             lua_setfield(L, -2, "running_since");
@@ -837,6 +924,10 @@ static const luaL_Reg engine_methods[] = {
     {"queues", l_queues},
     {"workloads", l_workloads},
     {"time", l_time},
+    {"cycle_count", l_cycle_count},
+    {"gpu_use", l_gpu_use},
+    {"cycle_phases", l_cycle_phases},
+    {"state_json", l_state_json},
     {"close", l_close},
     {NULL, NULL}};
 
@@ -852,6 +943,11 @@ __attribute__((visibility("default"))) int luaopen_understory(lua_State *L);
 int luaopen_understory(lua_State *L) {
     if (luaL_newmetatable(L, JOB_MT)) {
         lua_pushcfunction(L, job_gc);
+        lua_setfield(L, -2, "__gc");
+    }
+    lua_pop(L, 1);
+    if (luaL_newmetatable(L, TEXT_MT)) {
+        lua_pushcfunction(L, text_gc);
         lua_setfield(L, -2, "__gc");
     }
     lua_pop(L, 1);
