@@ -4,40 +4,17 @@
 # under the ServiceAccount and RBAC of examples/kubernetes/; pods to
 # schedule; and the API server's audit log (DIR/audit.log) read as the
 # daemon's writes, which is how these tests prove from the server's side
-# what was written, how often and when.
+# what was written, how often and when.  The control plane, the daemon's
+# credentials, start_serve and stop_serve are lib.bash's.
 understory=${UNDERSTORY:-$root/build/release/understory}
 python=/usr/bin/python3
 sa_user=system:serviceaccount:understory-system:understory
 
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -CONT "$p" 2>/dev/null || true
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	"$cluster" down "$work/c" 2>/dev/null
-	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$work"/*.out "$work"/*.err; do
-		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
-
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-
-# faults_cluster: the control plane, the RBAC and CRDs, 4 nodes, the queue
-# and namespace, and $work/understory.kubeconfig (the daemon's token).
+# faults_cluster: the control plane, the RBAC and CRDs (kube_up), 4 nodes,
+# the queue and namespace, and $work/understory.kubeconfig (the daemon's
+# token).
 faults_cluster() {
-	"$cluster" up "$work/c"
-	k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-	k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-	k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+	kube_up
 	{
 		for n in 1 2 3 4; do
 			cat <<-YAML
@@ -72,49 +49,7 @@ faults_cluster() {
 	} | k apply -f - >/dev/null
 	has_sa() { k -n work get serviceaccount default >/dev/null 2>&1; }
 	until_ok 60 "the namespace work has its ServiceAccount" has_sa
-	cat >"$work/understory.kubeconfig" <<-YAML
-		apiVersion: v1
-		kind: Config
-		clusters:
-		- name: test
-		  cluster:
-		    server: https://127.0.0.1:$(cat "$work/c/api-port")
-		    certificate-authority: $work/c/certs/ca.crt
-		users:
-		- name: understory
-		  user:
-		    token: $(k -n understory-system create token understory --duration 1h)
-		contexts:
-		- name: understory
-		  context: {cluster: test, user: understory}
-		current-context: understory
-	YAML
-}
-
-# start_serve NAME [ARGS...]: the daemon with ARGS, output in
-# $work/NAME.out/.err, pid in $serve_pid, admin endpoint in $admin; returns
-# once every informer has listed (/readyz).
-start_serve() {
-	local name=$1
-	shift
-	"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 "$@" \
-		>"$work/$name.out" 2>"$work/$name.err" &
-	serve_pid=$!
-	pids+=("$serve_pid")
-	local port= end=$((SECONDS + 30))
-	until port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/$name.err" 2>/dev/null) &&
-		[[ -n $port ]]; do
-		((SECONDS < end)) || fail "serve ($name) did not say where its admin endpoint is"
-		sleep 0.2
-	done
-	admin=http://127.0.0.1:$port
-	until_ok 60 "serve ($name) is ready" curl -sf -o /dev/null --max-time 5 "$admin/readyz"
-}
-
-# stop_serve: SIGTERM, and it stops cleanly.
-stop_serve() {
-	kill -TERM "$serve_pid"
-	wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
+	sa_kubeconfig
 }
 
 # pod_yaml NAME [SCHEDULER]: a small pod for understory (or SCHEDULER).

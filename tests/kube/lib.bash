@@ -2,8 +2,11 @@
 # after `set -euo pipefail` (tests/run.sh runs only test-*.sh): the paths
 # ($here, $root, $cluster, $kubectl), the control plane built
 # (tests/kube/build.sh: a no-op once built), a scratch directory $work,
-# and until_ok.  Each test keeps its own fail() and cleanup trap, since
-# what they show and stop differs.
+# and until_ok.  Then the set-up the daemon's tests share: fail, k,
+# kube_up (the control plane with RBAC and CRDs, and the cleanup trap),
+# sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve and
+# stop_serve.  A test whose failure output or cleanup differs defines its
+# own fail() or trap after sourcing this.
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=$here/cluster.sh
@@ -21,4 +24,93 @@ until_ok() {
 		((SECONDS < end)) || fail "$what (after waiting $secs s)"
 		sleep 1
 	done
+}
+
+# Processes the test started in the background (daemons, load generators):
+# kube_cleanup stops them.
+pids=()
+
+# kube_cleanup: the EXIT trap kube_up sets: every process in $pids resumed
+# (one may be SIGSTOPped) and killed, the control plane stopped, $work
+# removed unless KEEP_WORK is set.
+kube_cleanup() {
+	for p in "${pids[@]}"; do
+		kill -CONT "$p" 2>/dev/null || true
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	"$cluster" down "$work/c" 2>/dev/null
+	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
+}
+
+# fail MESSAGE: say it, show the tail of every log in $work, exit 1.
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$work"/*.out "$work"/*.err; do
+		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
+	done
+	exit 1
+}
+
+# k ARGS...: kubectl as the control plane's administrator.
+k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
+
+# kube_up: kube_cleanup as the EXIT trap, a control plane in $work/c, the
+# daemon's ServiceAccount and RBAC (examples/kubernetes/rbac.yaml) and the
+# KAI CRDs (crds.yaml), established.
+kube_up() {
+	trap kube_cleanup EXIT
+	"$cluster" up "$work/c"
+	k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
+	k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
+	k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+}
+
+# sa_kubeconfig: $work/understory.kubeconfig, the daemon's credentials: a
+# token of the ServiceAccount understory-system/understory (an hour).
+sa_kubeconfig() {
+	cat >"$work/understory.kubeconfig" <<-YAML
+		apiVersion: v1
+		kind: Config
+		clusters:
+		- name: test
+		  cluster:
+		    server: https://127.0.0.1:$(cat "$work/c/api-port")
+		    certificate-authority: $work/c/certs/ca.crt
+		users:
+		- name: understory
+		  user:
+		    token: $(k -n understory-system create token understory --duration 1h)
+		contexts:
+		- name: understory
+		  context: {cluster: test, user: understory}
+		current-context: understory
+	YAML
+}
+
+# start_serve NAME [ARGS...]: `understory serve` ($understory) with ARGS as
+# the ServiceAccount, output in $work/NAME.out/.err, pid in $serve_pid (and
+# $pids), admin endpoint in $admin; returns once every informer has listed
+# (/readyz).  Environment given before the call reaches the daemon.
+start_serve() {
+	local name=$1
+	shift
+	"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 "$@" \
+		>"$work/$name.out" 2>"$work/$name.err" &
+	serve_pid=$!
+	pids+=("$serve_pid")
+	local port= end=$((SECONDS + 30))
+	until port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/$name.err" 2>/dev/null) &&
+		[[ -n $port ]]; do
+		((SECONDS < end)) || fail "serve ($name) did not say where its admin endpoint is"
+		sleep 0.2
+	done
+	admin=http://127.0.0.1:$port
+	until_ok 60 "serve ($name) is ready" curl -sf -o /dev/null --max-time 5 "$admin/readyz"
+}
+
+# stop_serve: SIGTERM the last daemon started, and it stops cleanly.
+stop_serve() {
+	kill -TERM "$serve_pid"
+	wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
 }

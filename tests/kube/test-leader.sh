@@ -23,55 +23,16 @@ story=$root/examples/kubernetes/seed-story
 timings=(--lease-duration 6s --renew-deadline 4s --retry-period 1s)
 
 declare -A pid id
-cleanup() {
-	for r in "${!pid[@]}"; do
-		kill -CONT "${pid[$r]}" 2>/dev/null || true
-		kill -KILL "${pid[$r]}" 2>/dev/null || true
-		wait "${pid[$r]}" 2>/dev/null || true
-	done
-	"$cluster" down "$work/c" 2>/dev/null
-	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$work"/*.out "$work"/*.err; do
-		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 20 "$f" >&2; }
-	done
-	exit 1
-}
-
-"$cluster" up "$work/c"
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+kube_up
 k apply -f "$story/00-cluster.yaml" >/dev/null
-
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 1h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
+sa_kubeconfig
 
 # start NAME: a replica, its identity read from its log
 start() {
 	"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 "${timings[@]}" \
 		>"$work/$1.out" 2>"$work/$1.err" &
 	pid[$1]=$!
+	pids+=("${pid[$1]}")
 	who=$1
 	has_identity() { grep -q '^understory serve: leader election on lease understory-system/understory as ' "$work/$who.err"; }
 	until_ok 30 "replica $1 named its identity" has_identity

@@ -20,50 +20,10 @@ set -euo pipefail
 understory=${UNDERSTORY:-$root/build/release/understory}
 story=$root/examples/kubernetes/seed-story
 
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	"$cluster" down "$work/c" 2>/dev/null
-	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$work"/*.out "$work"/*.err; do
-		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
-
-"$cluster" up "$work/c"
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+kube_up
 k apply -f "$story/00-cluster.yaml" >/dev/null
 k apply -f "$story/10-background.yaml" -f "$story/20-serve.yaml" >/dev/null
-
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 1h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
+sa_kubeconfig
 
 # bound_count NS SELECTOR: pods matching SELECTOR in NS with a node.
 bound_count() {
@@ -80,9 +40,8 @@ until_ok 60 "the controllers created the seed story's pods" \
 
 # --- dry run: decisions logged, nothing written -------------------------
 pod_table >"$work/before-dry.txt"
-"$understory" serve --dry-run --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/dry.out" 2>"$work/dry.err" &
-dry_pid=$!
-pids+=("$dry_pid")
+start_serve dry --dry-run
+dry_pid=$serve_pid
 # 28 burn-in pods and 4 health checks bound, each once (a sync maps only
 # what changed, so a logged bind is not logged again); serve-1 waits
 has_dry_binds() {
@@ -104,9 +63,7 @@ dry_writes=$(grep -c '"username":"system:serviceaccount:understory-system:unders
 [[ $dry_writes -eq 0 ]] || fail "the API server's audit log holds $dry_writes writes by the --dry-run daemon"
 
 # --- the daemon schedules ------------------------------------------------
-"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.err" &
-serve_pid=$!
-pids+=("$serve_pid")
+start_serve serve
 burn28() { [[ $(bound_count infra app=gpu-burn) -eq 28 ]]; }
 until_ok 90 "the burn-in fills the idle GPUs (28 bound)" burn28
 checks4() { [[ $(bound_count infra app=node-check) -eq 4 ]]; }

@@ -23,24 +23,8 @@ set -euo pipefail
 understory=${UNDERSTORY:-$root/build/release/understory}
 python=/usr/bin/python3
 
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	"$cluster" down "$work/c" 2>/dev/null
-	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$work"/*.out "$work"/*.err; do
-		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
+# the policies are made before the control plane: the trap from the start
+trap kube_cleanup EXIT
 
 # --- the policies: default, preferring a label, broken ---------------------
 mkdir -p "$work/good" "$work/broken"
@@ -96,11 +80,7 @@ publish "$root/policies"
 [[ -L $pdir/placement.lua && $(readlink "$pdir/..data") == ..2026_12_01_00_00_01.* ]] ||
 	fail "the ConfigMap layout was not made"
 
-"$cluster" up "$work/c"
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+kube_up
 for i in 1 2 3 4; do
 	preferred=false
 	[[ $i == 4 ]] && preferred=true
@@ -133,23 +113,7 @@ k apply -f - >/dev/null <<-YAML
 	  labels: {kai.scheduler/queue: team-a}
 YAML
 
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 1h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
+sa_kubeconfig
 
 # --- broken at start: exit 2, naming the file and line ------------------
 status=0
@@ -164,17 +128,8 @@ status=0
 grep -q -- "--policies $work/nowhere" "$work/start-missing.err" || fail "the missing directory was not named"
 
 # --- the daemon, on the ConfigMap-like directory --------------------------
-POD_NAMESPACE=understory-system POD_NAME=understory-0 \
-	"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 \
-	--policies "$pdir" >"$work/serve.out" 2>"$work/serve.err" &
-serve_pid=$!
-pids+=("$serve_pid")
-port_known() { port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/serve.err") && [[ -n $port ]]; }
-until_ok 30 "serve said where its admin endpoint is" port_known
-admin=http://127.0.0.1:$port
+POD_NAMESPACE=understory-system POD_NAME=understory-0 start_serve serve --policies "$pdir"
 grep -q "policies from $pdir: policy $default_id" "$work/serve.err" || fail "serve did not start on the default policy"
-ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' "$admin/readyz") == 200 ]]; }
-until_ok 60 "serve ready" ready
 
 # pod NAME: one 1-GPU pod of ours in team-a
 pod() {

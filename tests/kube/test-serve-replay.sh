@@ -22,66 +22,11 @@ understory=${UNDERSTORY:-$root/build/release/understory}
 story=$root/examples/kubernetes/seed-story
 python=/usr/bin/python3
 
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	"$cluster" down "$work/c" 2>/dev/null
-	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL: $*" >&2
-	for f in "$work"/*.out "$work"/*.err; do
-		[[ -f $f ]] && { echo "--- $f" >&2; tail -n 30 "$f" >&2; }
-	done
-	exit 1
-}
-
-"$cluster" up "$work/c"
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+kube_up
 k apply -f "$story/00-cluster.yaml" >/dev/null
 k apply -f "$story/10-background.yaml" -f "$story/20-serve.yaml" >/dev/null
+sa_kubeconfig
 
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 1h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
-
-# serve NAME ARGS...: a daemon logging to $work/NAME.{out,err}; sets
-# $serve_pid and $admin
-serve() {
-	local name=$1
-	shift
-	"$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 "$@" \
-		>"$work/$name.out" 2>"$work/$name.err" &
-	serve_pid=$!
-	pids+=("$serve_pid")
-	port_known() { port=$(sed -n 's|^understory serve: admin endpoint on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/$name.err") && [[ -n $port ]]; }
-	until_ok 30 "serve ($name) said where its admin endpoint is" port_known
-	admin=http://127.0.0.1:$port
-	ready() { [[ $(curl -s -o /dev/null -w '%{http_code}' "$admin/readyz") == 200 ]]; }
-	until_ok 60 "serve ($name) ready" ready
-}
 scrape() {
 	curl -s --max-time 10 "$admin/metrics" >"$work/metrics.txt" || return 1
 	"$python" "$root/tests/prom_check.py" "$work/metrics.txt" >"$work/metrics.prom"
@@ -93,7 +38,7 @@ pods() {
 }
 
 # --- the scheduler in charge: the seed story settles ---------------------
-serve live
+start_serve live
 # without --policies: the built-in policies, and nothing to reload (409)
 code=$(curl -s -o "$work/reload.body" -w '%{http_code}' -X POST "$admin/reload")
 [[ $code == 409 ]] && grep -q 'without --policies' "$work/reload.body" ||
@@ -169,7 +114,7 @@ wait "$serve_pid" || fail "the daemon did not stop cleanly on SIGTERM"
 k apply -f "$story/30-train.yaml" >/dev/null
 two_pending() { [[ $(k -n team-a get pods -l job-name=train-1 --no-headers | grep -c Pending || true) -eq 2 ]]; }
 until_ok 30 "the training gang's two pods created, pending" two_pending
-serve shadow --dry-run --cycle-interval 3600
+start_serve shadow --dry-run --cycle-interval 3600
 until_ok 30 "with training pending, /debug/state and the import agree (train-diff.err)" agree_at train
 grep -q '"team-a/train-1"' "$work/train-live.json" || fail "the capture has no training gang"
 kill -TERM "$serve_pid"
