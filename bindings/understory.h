@@ -589,7 +589,8 @@ US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out);
 /* One phase of the last us_engine_run_cycle: its name and the wall-clock
  * seconds it took, summed over node pools.  The phases are the cycle's of
  * docs/scheduling.md: "snapshot", "eviction" (background pods taken out of
- * the plan), "fairshare", "allocate", "victims" (reclaim and preempt),
+ * the plan; done in the snapshot's pass over the pods and counted there, so
+ * always 0), "fairshare", "allocate", "victims" (reclaim and preempt),
  * "reoffer" (background re-offer), "commit".  All 0 before the first cycle.
  * name is static. */
 typedef struct us_cycle_phase_info {

@@ -19,17 +19,58 @@
 
 #include "lifecycle.h"
 
-/* Physical use of every node of the state: running and terminating pods. */
-static us_use *physical_use(const us_state *st) {
-    us_use *u = calloc(st->nnodes ? st->nnodes : 1, sizeof *u);
-    if (!u) return NULL;
+/* What the start of a cycle reads of every pod, in one pass: the physical
+ * use of every node (running and terminating pods); the pipelined pods, in
+ * pod order (pipelined, npipelined); and the pods holding room (running or
+ * pipelined) of each workload (holding, [nworkloads]).  The lists are the
+ * caller's to free (pre_free). */
+typedef struct pre {
+    us_use *phys;
+    int *pipelined;
+    size_t npipelined, cap;
+    int *holding;
+} pre;
+
+static void pre_free(pre *x) {
+    free(x->phys);
+    free(x->pipelined);
+    free(x->holding);
+    memset(x, 0, sizeof *x);
+}
+
+/* 0, or -1 when memory runs out (x freed); the pipelined pods are listed
+ * when with_pipelined, holding counted when with_holding. */
+static int pre_take(const us_state *st, pre *x, bool with_pipelined, bool with_holding) {
+    memset(x, 0, sizeof *x);
+    x->phys = calloc(st->nnodes ? st->nnodes : 1, sizeof *x->phys);
+    if (with_holding) x->holding = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *x->holding);
+    if (!x->phys || (with_holding && !x->holding)) goto fail;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        if (pd->gone || pd->node < 0) continue;
-        if (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING)
-            us_use_add(&u[pd->node], &st->nodes[pd->node], st->workloads[pd->workload].request,
+        if (pd->gone) continue;
+        if (with_pipelined && pd->state == US_POD_PIPELINED) {
+            if (us_grow((void **)&x->pipelined, &x->cap, x->npipelined, sizeof *x->pipelined) < 0) goto fail;
+            x->pipelined[x->npipelined++] = (int)i;
+        }
+        if (x->holding && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+            x->holding[pd->workload]++;
+        if (pd->node >= 0 && (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING))
+            us_use_add(&x->phys[pd->node], &st->nodes[pd->node], st->workloads[pd->workload].request,
                        pd->shared_dev);
     }
+    return 0;
+fail:
+    pre_free(x);
+    return -1;
+}
+
+/* Physical use of every node of the state: running and terminating pods. */
+static us_use *physical_use(const us_state *st) {
+    pre x;
+    if (pre_take(st, &x, false, false) < 0) return NULL;
+    us_use *u = x.phys;
+    x.phys = NULL;
+    pre_free(&x);
     return u;
 }
 
@@ -58,13 +99,12 @@ static int waiting_list(const us_plan *p, int pos, const char ***out, size_t *n)
     return 0;
 }
 
-int us_commit_promote(us_state *st, us_cycle_log *log, us_err *err) {
-    us_use *phys = physical_use(st);
-    if (!phys) return us_err_nomem(err);
+/* Bind pipelined pods whose resources are now free. */
+static int promote(us_state *st, pre *x, us_cycle_log *log, us_err *err) {
+    us_use *phys = x->phys;
     int rc = 0;
-    for (size_t i = 0; i < st->npods && rc == 0; i++) {
-        us_pod *pd = &st->pods[i];
-        if (pd->gone || pd->state != US_POD_PIPELINED) continue;
+    for (size_t k = 0; k < x->npipelined && rc == 0; k++) {
+        us_pod *pd = &st->pods[x->pipelined[k]];
         us_res req = st->workloads[pd->workload].request;
         if (!us_use_fits(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev)) continue;
         pd->shared_dev = us_use_add(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev);
@@ -73,20 +113,15 @@ int us_commit_promote(us_state *st, us_cycle_log *log, us_err *err) {
                             NULL, 0, NULL) < 0)
             rc = us_err_nomem(err);
     }
-    free(phys);
     return rc;
 }
 
-int us_commit_broken_gangs(us_state *st, double now, us_cycle_log *log, us_err *err) {
+/* Stop the gangs that broke; *broke tells whether one did (the state
+ * changed). */
+static int broken_gangs(us_state *st, const int *holding, double now, us_cycle_log *log, bool *broke) {
     size_t nw = st->nworkloads;
-    int *holding = calloc(nw ? nw : 1, sizeof *holding);
-    if (!holding) return us_err_nomem(err);
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *pd = &st->pods[i];
-        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
-            holding[pd->workload]++;
-    }
     int rc = 0;
+    *broke = false;
     for (size_t w = 0; w < nw && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         /* an external workload's gang is its own scheduler's business */
@@ -106,6 +141,7 @@ int us_commit_broken_gangs(us_state *st, double now, us_cycle_log *log, us_err *
             count++;
         }
         wl->started_at = -1;
+        *broke = true;
         if (rc == 0) {
             char n[32];
             snprintf(n, sizeof n, "%d", count);
@@ -117,9 +153,27 @@ int us_commit_broken_gangs(us_state *st, double now, us_cycle_log *log, us_err *
                               wl->min_member);
         }
     }
-    free(holding);
-    if (rc == 0) us_state_compact_pods(st);
-    return rc < 0 ? us_err_nomem(err) : 0;
+    /* nothing broke: nothing left (us_life_expire compacted before) */
+    if (rc == 0 && *broke) us_state_compact_pods(st);
+    return rc;
+}
+
+int us_commit_cycle_start(us_state *st, double now, us_cycle_log *log, us_err *err) {
+    pre x;
+    bool broke;
+    if (pre_take(st, &x, true, true) < 0) return us_err_nomem(err);
+    int rc = broken_gangs(st, x.holding, now, log, &broke);
+    if (rc == 0 && broke) {  /* rare: read the changed state again */
+        pre_free(&x);
+        rc = pre_take(st, &x, true, false);
+    }
+    if (rc < 0) {
+        pre_free(&x);
+        return us_err_nomem(err);
+    }
+    rc = promote(st, &x, log, err);
+    pre_free(&x);
+    return rc;
 }
 
 /* One Evict event per (evicted workload, action, evictor). */

@@ -93,7 +93,6 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
     if (us_plan_snapshot(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
     p.budget = budget;
     if (o->profile) o->profile->snapshot += us_cycle_cpu_clock() - t0;
-    STEP(o, eviction, us_plan_evict_background(&p) < 0 ? us_err_nomem(err) : 0);
     STEP(o, fairshare, us_fairshare_compute(&p, err));
     STEP(o, allocate, us_allocate(&p, err));
     STEP(o, victims, us_reclaim(&p, err) < 0 ? -1 : us_preempt(&p, err));
@@ -165,32 +164,48 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
     return 0;
 }
 
-/* Report pending pods once per change of status.  For background work,
- * pending is the normal steady state, so it is a Normal event. */
-static int pending_reports(us_state *st, us_cycle_log *log) {
+/* What the status steps after the pools read of every workload, counted in
+ * one pass over the pods: pods running, holding room (running or
+ * pipelined), pending; and for a daemonset, whether every pending pod is
+ * blocked (pinned[w]: 1 + a blocked pod's pin, -1 when some pending pod is
+ * not blocked, as each pod has its own node). */
+typedef struct wl_counts {
+    int *running, *holding, *pending, *pinned;
+} wl_counts;
+
+static void wl_counts_free(wl_counts *c) {
+    free(c->running);
+    free(c->holding);
+    free(c->pending);
+    free(c->pinned);
+}
+
+static int wl_counts_take(const us_state *st, wl_counts *c) {
     size_t nw = st->nworkloads ? st->nworkloads : 1;
-    int *pending = calloc(nw, sizeof *pending), *pinned = calloc(nw, sizeof *pinned);
-    int *holding = calloc(nw, sizeof *holding);
-    if (!pending || !pinned || !holding) {
-        free(pending);
-        free(pinned);
-        free(holding);
-        return -1;
-    }
-    /* a daemonset's pods each have their own node: it is blocked only when
-     * every pending pod is (pinned[w]: 1 + a blocked pod's pin, -1 when
-     * some pending pod is not blocked) */
+    c->running = calloc(nw, sizeof *c->running);
+    c->holding = calloc(nw, sizeof *c->holding);
+    c->pending = calloc(nw, sizeof *c->pending);
+    c->pinned = calloc(nw, sizeof *c->pinned);
+    if (!c->running || !c->holding || !c->pending || !c->pinned) return -1;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
-            holding[pd->workload]++;
+        int w = pd->workload;
+        if (!pd->gone && pd->state == US_POD_RUNNING) c->running[w]++;
+        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) c->holding[w]++;
         if (pd->state != US_POD_PENDING) continue;
-        pending[pd->workload]++;
-        if (pd->pin < 0 || pinned[pd->workload] < 0) continue;
+        c->pending[w]++;
+        if (pd->pin < 0 || c->pinned[w] < 0) continue;
         char ignored[8];
-        pinned[pd->workload] = us_blocker_find(st, &st->workloads[pd->workload], pd->pin, 1, ignored,
-                                               sizeof ignored) != US_BLOCK_NONE ? pd->pin + 1 : -1;
+        c->pinned[w] = us_blocker_find(st, &st->workloads[w], pd->pin, 1, ignored, sizeof ignored) !=
+                               US_BLOCK_NONE ? pd->pin + 1 : -1;
     }
+    return 0;
+}
+
+/* Report pending pods once per change of status.  For background work,
+ * pending is the normal steady state, so it is a Normal event. */
+static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) {
+    const int *pending = c->pending, *pinned = c->pinned, *holding = c->holding;
     int rc = 0;
     for (size_t i = 0; i < st->nworkloads && rc == 0; i++) {
         us_workload *w = &st->workloads[i];
@@ -250,37 +265,18 @@ static int pending_reports(us_state *st, us_cycle_log *log) {
         rc = us_log_event(log, w->background && b == US_BLOCK_NONE ? "Normal" : "Warning", reason,
                           w->name, w->background && b == US_BLOCK_NONE ? NULL : ann, "%s", msg);
     }
-    free(pending);
-    free(pinned);
-    free(holding);
     return rc;
 }
 
 /* A gang runs once min_member of its pods run; one that no longer holds
  * min_member starts again when it next runs. */
-static int gang_clock(us_state *st, double now) {
-    int *running = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *running);
-    int *holding = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *holding);
-    if (!running || !holding) {
-        free(running);
-        free(holding);
-        return -1;
-    }
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *pd = &st->pods[i];
-        if (pd->gone) continue;
-        if (pd->state == US_POD_RUNNING) running[pd->workload]++;
-        if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) holding[pd->workload]++;
-    }
+static void gang_clock(us_state *st, const wl_counts *c, double now) {
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE) continue;
-        if (holding[w] < wl->min_member) wl->started_at = -1;
-        else if (running[w] >= wl->min_member && wl->started_at < 0) wl->started_at = now;
+        if (c->holding[w] < wl->min_member) wl->started_at = -1;
+        else if (c->running[w] >= wl->min_member && wl->started_at < 0) wl->started_at = now;
     }
-    free(running);
-    free(holding);
-    return 0;
 }
 
 /* The lines the policy in force and the versions it falls back to logged
@@ -319,8 +315,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_err_nomem(err);
         goto out;
     }
-    if (us_commit_broken_gangs(st, now, log, err) < 0) goto out;
-    if (us_commit_promote(st, log, err) < 0) goto out;
+    if (us_commit_cycle_start(st, now, log, err) < 0) goto out;
     if (collect_pools(st, &pools, &npools) < 0) {
         us_err_nomem(err);
         goto out;
@@ -332,9 +327,17 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL,
                       &budget, err);
     if (rc < 0) goto out;
-    if (gang_clock(st, now) < 0 || pending_reports(st, log) < 0 || take_policy_log(pol, log) < 0) {
-        rc = us_err_nomem(err);
-        goto out;
+    {
+        /* gang start times do not change what pending_reports reads */
+        wl_counts c = {0};
+        rc = wl_counts_take(st, &c);
+        if (rc == 0) gang_clock(st, &c, now);
+        if (rc == 0) rc = pending_reports(st, &c, log);
+        wl_counts_free(&c);
+        if (rc < 0 || take_policy_log(pol, log) < 0) {
+            rc = us_err_nomem(err);
+            goto out;
+        }
     }
     if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);
 out:

@@ -23,6 +23,8 @@
  * Only filled when us_cycle_opts.profile is set: wall-clock figures never
  * reach the simulator's output, which must be the same for the same input. */
 typedef struct us_cycle_profile {
+    /* snapshot includes virtual eviction: both are one pass over the pods,
+     * so eviction stays 0 (kept for us_engine_cycle_phase's list) */
     double snapshot, eviction, fairshare, allocate, victims, reoffer, commit;
     unsigned long long policy_calls;  /* Lua policy function invocations */
     double policy_seconds;            /* time inside us_policy_* calls */

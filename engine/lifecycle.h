@@ -24,12 +24,15 @@ int us_life_submit_due(us_state *st, double now, bool *any);
 int us_life_delete(us_state *st, int w, double now);
 /* Complete w: its pods finish and free their resources at once. */
 int us_life_complete(us_state *st, int w, double now);
+/* Complete the n workloads ws[] (indices, each once or more) in one pass
+ * over the pods: what n calls of us_life_complete do, linear in pods. */
+int us_life_complete_many(us_state *st, const int *ws, size_t n, double now);
 
 int us_life_add_node(us_state *st, int n, double now);
 /* The node leaves: its daemonset pods go with it; other pods on it are
  * lost and recreated pending.  A gang left below min_member is not touched
  * here: the next cycle stops the rest of it, with a decision per pod
- * (us_commit_broken_gangs), so a control plane that applies decisions
+ * (us_commit_cycle_start), so a control plane that applies decisions
  * sees every pod the engine stops. */
 int us_life_remove_node(us_state *st, int n, double now);
 void us_life_cordon(us_state *st, int n, bool cordoned);

@@ -294,11 +294,11 @@ static void print_timings(const us_sim_result *res, const us_cycle_profile *p, d
     fprintf(stderr,
             "timings: load %.3f s (scenario and policies), %zu cycles %.3f s (%.3f s a cycle), "
             "output %.3f s\n"
-            "  phases: snapshot %.3f  evict %.3f  fairshare %.3f  allocate %.3f  "
+            "  phases: snapshot+evict %.3f  fairshare %.3f  allocate %.3f  "
             "reclaim+preempt %.3f  re-offer %.3f  commit %.3f s\n"
             "  policies: %llu Lua calls, %.3f s\n",
             load, res->ncycles, run, res->ncycles ? run / (double)res->ncycles : 0, output,
-            p->snapshot, p->eviction, p->fairshare, p->allocate, p->victims, p->reoffer, p->commit,
+            p->snapshot, p->fairshare, p->allocate, p->victims, p->reoffer, p->commit,
             p->policy_calls, p->policy_seconds);
 }
 

@@ -45,6 +45,43 @@ static bool holds(us_pod_state s) {
     return s == US_POD_RUNNING || s == US_POD_PIPELINED || s == US_POD_RELEASING;
 }
 
+/* Virtual eviction of pod i: only AI pods enter the AI view, queue
+ * allocation and demand; background pods, whatever their state, are left
+ * out.  Pods of external workloads hold their room in the AI view as AI
+ * pods do, but in no queue and with no flag: nothing may move or evict
+ * them.  Called in pod order. */
+static void evict_background(us_plan *p, size_t i) {
+    us_state *st = p->st;
+    const us_pod *pod = &st->pods[i];
+    const us_workload *w = &st->workloads[pod->workload];
+    if (!us_plan_is_ai(p, (int)i)) {
+        /* Pods nothing may move keep their room: an external workload's
+         * (another scheduler placed them), and running pods of work that
+         * breaks a rule (never scheduled, AI or background: nothing
+         * evicts it).  Planning through them would pipeline onto room
+         * that never frees (found by tests/fuzz/fuzz_scenario, and for
+         * background work by tests/fuzz/fuzz_api). */
+        bool held = w->external || (w->blocked && w->state == US_WL_ACTIVE);
+        if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
+            !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
+            us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
+                       pod->shared_dev);
+        return;
+    }
+    bool np_ = w->preemptibility != US_PREEMPTIBLE;
+    if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
+        p->pos[pod->node] >= 0) {
+        us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request, pod->shared_dev);
+        p->flags[i] |= US_PF_HELD;
+        p->held[pod->workload]++;
+        queue_add(p, w->queue, w->request, np_, 1);
+    }
+    if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
+        pod->state == US_POD_PENDING)
+        for (int q = w->queue; q >= 0; q = st->queues[q].parent)
+            p->demand[q] = us_res_add(p->demand[q], w->request);
+}
+
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
                      const us_cycle_opts *o, us_cycle_log *log) {
     memset(p, 0, sizeof *p);
@@ -104,10 +141,12 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
 
     /* pods by node and pending pods by workload: counting sorts (which
      * keep pod order inside a node and creation order inside a workload),
-     * one pass to count, one to fill; a pass over every pod is most of a
-     * quiet cycle's cost on a large cluster */
+     * one pass to count, one to fill; virtual eviction rides on the first
+     * (a pass over every pod is most of a quiet cycle's cost on a large
+     * cluster) */
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
+        evict_background(p, i);
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
@@ -143,45 +182,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
 fail:
     us_plan_free(p);
     return -1;
-}
-
-/* Virtual eviction: only AI pods enter the AI view, queue allocation and
- * demand; background pods, whatever their state, are left out.  Pods of
- * external workloads hold their room in the AI view as AI pods do, but in
- * no queue and with no flag: nothing may move or evict them. */
-int us_plan_evict_background(us_plan *p) {
-    us_state *st = p->st;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *pod = &st->pods[i];
-        const us_workload *w = &st->workloads[pod->workload];
-        if (!us_plan_is_ai(p, (int)i)) {
-            /* Pods nothing may move keep their room: an external workload's
-             * (another scheduler placed them), and running pods of work that
-             * breaks a rule (never scheduled, AI or background: nothing
-             * evicts it).  Planning through them would pipeline onto room
-             * that never frees (found by tests/fuzz/fuzz_scenario, and for
-             * background work by tests/fuzz/fuzz_api). */
-            bool held = w->external || (w->blocked && w->state == US_WL_ACTIVE);
-            if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
-                !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
-                us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
-                           pod->shared_dev);
-            continue;
-        }
-        bool np_ = w->preemptibility != US_PREEMPTIBLE;
-        if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
-            p->pos[pod->node] >= 0) {
-            us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request, pod->shared_dev);
-            p->flags[i] |= US_PF_HELD;
-            p->held[pod->workload]++;
-            queue_add(p, w->queue, w->request, np_, 1);
-        }
-        if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
-            pod->state == US_POD_PENDING)
-            for (int q = w->queue; q >= 0; q = st->queues[q].parent)
-                p->demand[q] = us_res_add(p->demand[q], w->request);
-    }
-    return 0;
 }
 
 void us_plan_free(us_plan *p) {

@@ -108,11 +108,11 @@ typedef struct us_plan {
 } us_plan;
 
 /* Snapshot pool at time now: its nodes in name order and the pods on
- * each; 0 or -1 (out of memory, p freed). */
+ * each, and virtual eviction in the same pass over the pods: the AI view
+ * and queue figures built from AI pods only.  0 or -1 (out of memory, p
+ * freed). */
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
                      const us_cycle_opts *o, us_cycle_log *log);
-/* Virtual eviction: build the AI view and queue figures from AI pods only. */
-int us_plan_evict_background(us_plan *p);
 void us_plan_free(us_plan *p);
 
 /* Is the pod an AI pod of an active, schedulable workload in this pool? */

@@ -35,23 +35,6 @@
 #include "placement.h"
 #include "sort.h"
 
-us_use us_reoffer_held(const us_plan *p, int pos) {
-    const us_state *st = p->st;
-    int node = p->nodes[pos];
-    us_use u = p->ai[pos];
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        int i = p->node_pods[k];
-        const us_pod *pd = &st->pods[i];
-        const us_workload *w = &st->workloads[pd->workload];
-        bool releasing = pd->state == US_POD_RELEASING;
-        /* an AI victim that was running terminates for its grace period */
-        bool victim = (p->flags[i] & US_PF_VICTIM) && pd->state == US_POD_RUNNING &&
-                      w->termination_grace > 0;
-        if (releasing || victim) us_use_add(&u, &st->nodes[node], w->request, pd->shared_dev);
-    }
-    return u;
-}
-
 static int by_pod_name(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
     const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
@@ -151,8 +134,13 @@ typedef struct work {
     bool *wl_offer;        /* [nworkloads] active background work of the pool */
 } work;
 
-/* One pass over every pod for the background ones; the steps after it
- * read only those (a large cluster's pods are mostly not background). */
+/* One pass over every pod, in pod order: the background ones (the steps
+ * after it read only those: a large cluster's pods are mostly not
+ * background), and what is held now on each node beyond the AI view (held
+ * and idle start as the AI view plus every pod still terminating or about
+ * to: releasing pods, and AI victims that were running with a grace).  The
+ * pods of one node are added in pod order, as a walk of the node's pods
+ * would add them, so device slots come out the same. */
 static void collect_bg(work *w) {
     const us_plan *p = w->p;
     const us_state *st = p->st;
@@ -160,13 +148,24 @@ static void collect_bg(work *w) {
         const us_workload *wl = &st->workloads[k];
         w->wl_offer[k] = wl->background && wl->state == US_WL_ACTIVE && strcmp(wl->pool, p->pool) == 0;
     }
+    for (size_t k = 0; k < p->nnodes; k++) {
+        w->held[k] = p->ai[k];
+        w->end[k] = p->ai[k];  /* the AI end state: the plan's own view */
+    }
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        if (!st->workloads[pd->workload].background) continue;
-        if ((pd->state == US_POD_RUNNING && pd->node >= 0 && p->pos[pd->node] >= 0) ||
-            pd->state == US_POD_PENDING)
+        const us_workload *wl = &st->workloads[pd->workload];
+        int pos = pd->node >= 0 ? p->pos[pd->node] : -1;
+        /* an AI victim that was running terminates for its grace period */
+        if (pos >= 0 && (pd->state == US_POD_RELEASING ||
+                         ((p->flags[i] & US_PF_VICTIM) && pd->state == US_POD_RUNNING &&
+                          wl->termination_grace > 0)))
+            us_use_add(&w->held[pos], &st->nodes[pd->node], wl->request, pd->shared_dev);
+        if (!wl->background) continue;
+        if ((pd->state == US_POD_RUNNING && pos >= 0) || pd->state == US_POD_PENDING)
             w->bg[w->nbg++] = (int)i;
     }
+    memcpy(w->idle, w->held, p->nnodes * sizeof *w->idle);
 }
 
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
@@ -474,10 +473,6 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         !out->keep || !out->pending || !out->place) {
         us_err_nomem(err);
         goto done;
-    }
-    for (size_t k = 0; k < p->nnodes; k++) {
-        w.held[k] = w.idle[k] = us_reoffer_held(p, (int)k);
-        w.end[k] = p->ai[k];  /* the AI end state: the plan's own view */
     }
     collect_bg(&w);
     if (mark_touched(&w) < 0) {

@@ -21,8 +21,4 @@ typedef struct us_reoffer {
 int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err);
 void us_reoffer_free(us_reoffer *r);
 
-/* Physical use of a node position after this cycle's AI evictions: the AI
- * view plus every pod still terminating (or about to). */
-us_use us_reoffer_held(const us_plan *p, int pos);
-
 #endif

@@ -353,7 +353,8 @@ void us_state_compact_pods(us_state *st) {
             free(st->pods[i].name);
             continue;
         }
-        st->pods[j++] = st->pods[i];
+        if (j != i) st->pods[j] = st->pods[i];  /* nothing gone yet: no write */
+        j++;
     }
     if (j != st->npods) st->generation++;
     st->npods = j;

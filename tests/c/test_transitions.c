@@ -131,10 +131,8 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
         return;
     }
     us_life_expire(&c, now);
-    CHECK(us_commit_broken_gangs(&c, now, &log, &err) == 0);
-    CHECK(us_commit_promote(&c, &log, &err) == 0);
+    CHECK(us_commit_cycle_start(&c, now, &log, &err) == 0);
     CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log) == 0);
-    CHECK(us_plan_evict_background(&p) == 0);
     CHECK(us_fairshare_compute(&p, &err) == 0);
     CHECK(us_allocate(&p, &err) == 0);
     CHECK(us_reclaim(&p, &err) == 0);
@@ -425,9 +423,59 @@ TEST(controllers_never_take_a_live_pods_name) {
     us_scenario_free(&sc);
 }
 
+/* Completing workloads at once (one pass over the pods) leaves the state
+ * that completing them one by one leaves: running pods completed, the rest
+ * gone, the other workloads untouched. */
+TEST(completing_many_is_completing_each) {
+    const char *doc =
+        "{\"nodes\":[{\"name\":\"n1\",\"gpu\":8,\"cpu\":64,\"memory\":\"512Gi\"}],"
+        "\"queues\":[{\"name\":\"team\",\"resources\":{\"gpu\":{\"quota\":24}}}],"
+        "\"workloads\":["
+        "{\"name\":\"a\",\"queue\":\"team\",\"replicas\":3,\"requests\":{\"gpu\":1},"
+        "\"pods\":[{\"node\":\"n1\",\"state\":\"running\"}]},"
+        "{\"name\":\"b\",\"queue\":\"team\",\"replicas\":2,\"requests\":{\"gpu\":1},"
+        "\"pods\":[{\"node\":\"n1\",\"state\":\"running\"},{\"node\":\"n1\",\"state\":\"running\"}]},"
+        "{\"name\":\"c\",\"queue\":\"team\",\"replicas\":2,\"requests\":{\"gpu\":1},"
+        "\"pods\":[{\"node\":\"n1\",\"state\":\"running\"}]}]}";
+    us_scenario sc;
+    us_err err = {0};
+    if (us_scenario_load_string(&sc, doc, strlen(doc), NULL, &err) < 0) {
+        fprintf(stderr, "  %s\n", err.msg);
+        CHECK(0);
+        return;
+    }
+    bool any = false;
+    CHECK(us_life_submit_due(&sc.state, 0, &any) == 0 && any);
+    us_state each, many;
+    CHECK(us_state_clone(&each, &sc.state) == 0);
+    CHECK(us_state_clone(&many, &sc.state) == 0);
+    int wa = us_state_workload_index(&sc.state, "a"), wb = us_state_workload_index(&sc.state, "b");
+    CHECK(us_life_complete(&each, wa, 5) == 0 && us_life_complete(&each, wb, 5) == 0);
+    int ws[] = {wb, wa, wb};
+    CHECK(us_life_complete_many(&many, ws, 3, 5) == 0);
+    /* a: 1 running pod completed, 2 pending gone; b: 2 completed; c untouched */
+    CHECK(sc.state.npods == 7 && many.npods == 5 && each.npods == 5);
+    for (size_t i = 0; i < many.npods && i < each.npods; i++) {
+        CHECK_STR(many.pods[i].name, each.pods[i].name);
+        CHECK(many.pods[i].state == each.pods[i].state && many.pods[i].node == each.pods[i].node);
+        const char *w = many.workloads[many.pods[i].workload].name;
+        CHECK(many.pods[i].state == (strcmp(w, "c") == 0 ? (many.pods[i].node >= 0 ? US_POD_RUNNING
+                                                                                   : US_POD_PENDING)
+                                                         : US_POD_COMPLETED));
+    }
+    for (size_t w = 0; w < many.nworkloads; w++) CHECK(many.workloads[w].state == each.workloads[w].state);
+    CHECK(many.workloads[wa].state == US_WL_COMPLETED && many.workloads[wb].state == US_WL_COMPLETED);
+    CHECK(many.workloads[us_state_workload_index(&many, "c")].state == US_WL_ACTIVE);
+    CHECK(us_life_complete_many(&many, ws, 0, 6) == 0 && many.npods == 5);
+    us_state_free(&each);
+    us_state_free(&many);
+    us_scenario_free(&sc);
+}
+
 int main(void) {
     RUN(controllers_never_take_a_live_pods_name);
     RUN(reoffer_never_offers_room_an_evicted_pod_holds);
     RUN(random_clusters_in_motion_keep_the_rules);
+    RUN(completing_many_is_completing_each);
     return check_report();
 }
