@@ -12,6 +12,8 @@
 #   make bench-kube    `understory serve` at KAI's scale-test shape on a real
 #                control plane (docs/benchmarks.md; BENCH_KUBE_ARGS)
 #   make fuzz    build the libFuzzer targets in build/fuzz (docs/testing.md)
+#   make fuzz-plain   the same targets uninstrumented (-O2), each running the
+#                inputs named once, in build/release/fuzz-plain (docs/testing.md)
 #   make install PREFIX=/usr/local [DESTDIR=]   the command line, libunderstory
 #                (.a and .so), understory.h, understory.pc, the Lua module and
 #                the default policies; make uninstall removes exactly those
@@ -75,7 +77,7 @@ PREFIX     ?= /usr/local
 DESTDIR    ?=
 D          := $(DESTDIR)$(PREFIX)
 
-.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed bench-kube install uninstall fuzz fuzz-targets
+.PHONY: kube all libs run test test-release test-asan deps clean bench bench-embed bench-kube install uninstall fuzz fuzz-targets fuzz-plain
 all: understory $(LUAMOD) libs
 libs: $(PUB_A) $(PUB_SO)
 
@@ -243,6 +245,17 @@ $(BUILD)/fuzz_watch: $(FUZZ_SERVE_watch)
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(filter %.o,$^) $(LIB_A) $(LDFLAGS) $(LDLIBS)
+
+# The same targets without libFuzzer or sanitizers, on this flavour's
+# engine: each a main that runs the files or directories named once
+# (tests/fuzz/run_inputs.c), to measure a target's own cost (callgrind,
+# docs/testing.md) or replay a corpus quickly.
+fuzz-plain: $(FUZZ_TARGETS:%=$(BUILD)/fuzz-plain/fuzz_%)
+
+$(BUILD)/fuzz-plain/fuzz_watch: $(FUZZ_SERVE_watch)
+$(BUILD)/fuzz-plain/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/run_inputs.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< tests/fuzz/run_inputs.c $(filter %.o,$^) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 clean:
 	rm -rf build understory

@@ -16,6 +16,7 @@
 #include "understory.h"
 
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,6 +28,7 @@
 #include "cyclecache.h"
 #include "error.h"
 #include "events.h"
+#include "jsonw.h"
 #include "lifecycle.h"
 #include "plan.h"
 #include "policy.h"
@@ -294,9 +296,12 @@ US_API const char *us_engine_policy_id(const us_engine *e) {
 
 /* ---- JSON in ---------------------------------------------------------------------- */
 
-/* Is every string of o (keys and values) valid UTF-8? */
+/* Is every string of o (keys and values) valid UTF-8?  A key marked
+ * constant is a field name a builder wrote (see item), not input. */
 static bool utf8_clean(const cJSON *o) {
-    if (o->string && us_utf8_invalid(o->string, strlen(o->string)) >= 0) return false;
+    if (o->string && !(o->type & cJSON_StringIsConst) &&
+        us_utf8_invalid(o->string, strlen(o->string)) >= 0)
+        return false;
     if (cJSON_IsString(o) && us_utf8_invalid(o->valuestring, strlen(o->valuestring)) >= 0) return false;
     for (const cJSON *c = o->child; c; c = c->next)
         if (!utf8_clean(c)) return false;
@@ -365,68 +370,162 @@ static const cJSON *field(const cJSON *o, const char *key) {
 
 /* ---- C specs -> scenario objects -------------------------------------------------- */
 
-/* Builders record the first failure in *bad (an out-of-memory or a NULL
- * where a string must be); the caller reports it. */
+/* A C spec becomes an object of the scenario format, which the loader
+ * validates as it validates JSON: one set of checks, one set of messages.
+ * The object is read once, so it is built without an allocation per value:
+ * its items are carved from one block (on the stack unless the spec is
+ * large), keys are constants or the spec's own strings, string values point
+ * into the spec (cJSON_IsReference) and the cpu and memory quantities are
+ * written into the block.  Such a tree must never reach cJSON_Delete:
+ * build_free releases it whole.  Builders record the first failure (a NULL
+ * where a string must be, out of memory) in code and msg; the caller
+ * reports it. */
+#define BUILD_ALIGN 16
+
 typedef struct build {
-    int code;          /* 0, US_ENOMEM or US_EINVAL */
+    int code;                 /* 0, US_ENOMEM or US_EINVAL */
     char msg[256];
+    char *at, *end;           /* free room in the current block */
+    void *blocks;             /* heap blocks, each starting with a pointer to the one before */
+    _Alignas(BUILD_ALIGN) char stack[64 * sizeof(cJSON)];
 } build;
 
-static void add(build *b, cJSON *obj, const char *key, cJSON *item) {
-    if (b->code) {
-        cJSON_Delete(item);
-        return;
-    }
-    if (!item || !cJSON_AddItemToObject(obj, key, item)) {
-        cJSON_Delete(item);
-        b->code = US_ENOMEM;
+static void build_init(build *b) {
+    b->code = 0;
+    b->msg[0] = '\0';
+    b->at = b->stack;
+    b->end = b->stack + sizeof b->stack;
+    b->blocks = NULL;
+}
+
+static void build_free(build *b) {
+    while (b->blocks) {
+        void *prev = *(void **)b->blocks;
+        free(b->blocks);
+        b->blocks = prev;
     }
 }
 
-static void add_str(build *b, cJSON *obj, const char *key, const char *s) {
-    if (s) add(b, obj, key, cJSON_CreateString(s));
+/* size bytes from the current block, or a new one; NULL after a failure. */
+static void *room(build *b, size_t size) {
+    if (b->code) return NULL;
+    size = (size + BUILD_ALIGN - 1) / BUILD_ALIGN * BUILD_ALIGN;
+    if ((size_t)(b->end - b->at) < size) {
+        size_t want = size + BUILD_ALIGN > sizeof b->stack ? size + BUILD_ALIGN : sizeof b->stack;
+        char *blk = malloc(want);
+        if (!blk) {
+            b->code = US_ENOMEM;
+            return NULL;
+        }
+        *(void **)blk = b->blocks;
+        b->blocks = blk;
+        b->at = blk + BUILD_ALIGN;
+        b->end = blk + want;
+    }
+    void *p = b->at;
+    b->at += size;
+    return p;
+}
+
+/* A new item of type under parent (NULL: the root), as key when parent
+ * is an object; NULL after a failure.  A key is never freed (the tree is
+ * only read); one that is a field name of the format is marked constant,
+ * so that the UTF-8 check passes over it (utf8_clean), while a key the
+ * caller gave (a label's, a pool's) is checked like every value. */
+static cJSON *item_keyed(build *b, cJSON *parent, const char *key, bool field, int type) {
+    cJSON *it = room(b, sizeof *it);
+    if (!it) return NULL;
+    memset(it, 0, sizeof *it);
+    it->type = type;
+    if (!parent) return it;
+    if (key) {
+        it->string = (char *)key;
+        if (field) it->type |= cJSON_StringIsConst;
+    }
+    /* cJSON's list: the first child's prev is the last child */
+    if (!parent->child) {
+        parent->child = it;
+        it->prev = it;
+    } else {
+        cJSON *last = parent->child->prev;
+        last->next = it;
+        it->prev = last;
+        parent->child->prev = it;
+    }
+    return it;
+}
+
+static cJSON *item(build *b, cJSON *parent, const char *field, int type) {
+    return item_keyed(b, parent, field, true, type);
+}
+
+static void add_str_keyed(build *b, cJSON *obj, const char *key, bool field, const char *s) {
+    cJSON *it;
+    if (s && (it = item_keyed(b, obj, key, field, cJSON_String | cJSON_IsReference)))
+        it->valuestring = (char *)s;
+}
+
+static void add_str(build *b, cJSON *obj, const char *field, const char *s) {
+    add_str_keyed(b, obj, field, true, s);
+}
+
+/* As cJSON_CreateNumber sets it (valueint saturated; 0 for NaN, which
+ * cJSON leaves undefined). */
+static void add_num(build *b, cJSON *obj, const char *key, double d) {
+    cJSON *it = item(b, obj, key, cJSON_Number);
+    if (!it) return;
+    it->valuedouble = d;
+    it->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : d == d ? (int)d : 0;
+}
+
+static void add_bool(build *b, cJSON *obj, const char *key, bool v) {
+    item(b, obj, key, v ? cJSON_True : cJSON_False);
+}
+
+/* v in decimal, then suffix, in the block. */
+static const char *int_text(build *b, int64_t v, const char *suffix) {
+    char t[24], *out = room(b, 32);
+    size_t n = 0, k = 0;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    if (!out) return NULL;
+    do t[n++] = (char)('0' + u % 10);
+    while ((u /= 10) > 0);
+    if (v < 0) out[k++] = '-';
+    while (n) out[k++] = t[--n];
+    while (*suffix) out[k++] = *suffix++;
+    out[k] = '\0';
+    return out;
 }
 
 /* cpu and memory as exact quantity strings ("1500m", "1073741824"), so
  * that no integer is rounded through a double; -1 (unlimited) as a number. */
 static void add_cpu(build *b, cJSON *obj, const char *key, int64_t v) {
-    char s[32];
-    if (v == -1) {
-        add(b, obj, key, cJSON_CreateNumber(-1));
-        return;
-    }
-    snprintf(s, sizeof s, "%lldm", (long long)v);
-    add(b, obj, key, cJSON_CreateString(s));
+    if (v == -1) add_num(b, obj, key, -1);
+    else add_str(b, obj, key, int_text(b, v, "m"));
 }
 
 static void add_mem(build *b, cJSON *obj, const char *key, int64_t v) {
-    char s[32];
-    if (v == -1) {
-        add(b, obj, key, cJSON_CreateNumber(-1));
-        return;
-    }
-    snprintf(s, sizeof s, "%lld", (long long)v);
-    add(b, obj, key, cJSON_CreateString(s));
+    if (v == -1) add_num(b, obj, key, -1);
+    else add_str(b, obj, key, int_text(b, v, ""));
 }
 
 static void add_labels(build *b, cJSON *obj, const char *key, const us_label *l, size_t n,
                        const char *path) {
     cJSON *m;
-    if (!n) return;
+    if (!n || b->code) return;
     if (!l) {
         b->code = US_EINVAL;
         snprintf(b->msg, sizeof b->msg, "%s.%s: NULL array with a count of %zu", path, key, n);
         return;
     }
-    m = cJSON_CreateObject();
-    add(b, obj, key, m);
+    m = item(b, obj, key, cJSON_Object);
     for (size_t i = 0; i < n && !b->code; i++) {
         if (!l[i].key || !l[i].value) {
             b->code = US_EINVAL;
             snprintf(b->msg, sizeof b->msg, "%s.%s[%zu]: NULL key or value", path, key, i);
             return;
         }
-        add(b, m, l[i].key, cJSON_CreateString(l[i].value));
+        add_str_keyed(b, m, l[i].key, false, l[i].value);
     }
 }
 
@@ -436,89 +535,63 @@ static void add_labels(build *b, cJSON *obj, const char *key, const us_label *l,
 static void add_string_items(build *b, cJSON *obj, const char *key, const void *items, size_t n,
                              size_t size, const char *const *fields, const char *path) {
     cJSON *arr;
-    if (!n) return;
+    if (!n || b->code) return;
     if (!items) {
         b->code = US_EINVAL;
         snprintf(b->msg, sizeof b->msg, "%s.%s: NULL array with a count of %zu", path, key, n);
         return;
     }
-    add(b, obj, key, arr = cJSON_CreateArray());
+    arr = item(b, obj, key, cJSON_Array);
     for (size_t i = 0; i < n && !b->code; i++) {
         const char *const *f = (const char *const *)((const char *)items + i * size);
-        cJSON *o = cJSON_CreateObject();
-        if (!o || !cJSON_AddItemToArray(arr, o)) {
-            cJSON_Delete(o);
-            b->code = US_ENOMEM;
-            return;
-        }
-        for (size_t k = 0; fields[k]; k++)
-            if (f[k]) add(b, o, fields[k], cJSON_CreateString(f[k]));
+        cJSON *o = item(b, arr, NULL, cJSON_Object);
+        for (size_t k = 0; fields[k]; k++) add_str(b, o, fields[k], f[k]);
     }
 }
 
 static cJSON *node_object(const us_node_spec *s, build *b) {
-    cJSON *o = cJSON_CreateObject();
-    if (!o) {
-        b->code = US_ENOMEM;
-        return NULL;
-    }
+    static const char *const taint_fields[] = {"key", "value", "effect", NULL};
+    cJSON *o = item(b, NULL, NULL, cJSON_Object);
     add_str(b, o, "name", s->name);
     add_str(b, o, "pool", s->pool);
     add_cpu(b, o, "cpu", s->capacity.cpu);
     add_mem(b, o, "memory", s->capacity.memory);
-    add(b, o, "gpu", cJSON_CreateNumber(s->capacity.gpu));
+    add_num(b, o, "gpu", s->capacity.gpu);
     add_labels(b, o, "labels", s->labels, s->nlabels, "node");
-    add(b, o, "unschedulable", cJSON_CreateBool(s->unschedulable != 0));
-    static const char *const taint_fields[] = {"key", "value", "effect", NULL};
+    add_bool(b, o, "unschedulable", s->unschedulable != 0);
     add_string_items(b, o, "taints", s->taints, s->ntaints, sizeof *s->taints, taint_fields, "node");
     return o;
 }
 
 /* {gpu: {quota, limit, over_quota_weight}, cpu: {...}, memory: {...}} */
-static cJSON *resources_object(const us_resources *quota, const us_resources *limit,
-                               const us_weights *w, build *b) {
-    cJSON *o = cJSON_CreateObject(), *g = cJSON_CreateObject(), *c = cJSON_CreateObject(),
-          *m = cJSON_CreateObject();
-    if (!o) {
-        cJSON_Delete(g);
-        cJSON_Delete(c);
-        cJSON_Delete(m);
-        b->code = US_ENOMEM;
-        return NULL;
-    }
-    add(b, o, "gpu", g);
-    add(b, o, "cpu", c);
-    add(b, o, "memory", m);
-    if (b->code) return o;
-    add(b, g, "quota", cJSON_CreateNumber(quota->gpu));
-    add(b, g, "limit", cJSON_CreateNumber(limit->gpu));
-    add(b, g, "over_quota_weight", cJSON_CreateNumber(w->gpu));
+static void add_resources(build *b, cJSON *obj, const char *key, bool field,
+                          const us_resources *quota, const us_resources *limit, const us_weights *w) {
+    cJSON *o = item_keyed(b, obj, key, field, cJSON_Object), *g = item(b, o, "gpu", cJSON_Object),
+          *c = item(b, o, "cpu", cJSON_Object), *m = item(b, o, "memory", cJSON_Object);
+    add_num(b, g, "quota", quota->gpu);
+    add_num(b, g, "limit", limit->gpu);
+    add_num(b, g, "over_quota_weight", w->gpu);
     add_cpu(b, c, "quota", quota->cpu);
     add_cpu(b, c, "limit", limit->cpu);
-    add(b, c, "over_quota_weight", cJSON_CreateNumber(w->cpu));
+    add_num(b, c, "over_quota_weight", w->cpu);
     add_mem(b, m, "quota", quota->memory);
     add_mem(b, m, "limit", limit->memory);
-    add(b, m, "over_quota_weight", cJSON_CreateNumber(w->memory));
-    return o;
+    add_num(b, m, "over_quota_weight", w->memory);
 }
 
 static cJSON *queue_object(const us_queue_spec *s, build *b) {
-    cJSON *o = cJSON_CreateObject(), *pools;
-    if (!o) {
-        b->code = US_ENOMEM;
-        return NULL;
-    }
+    cJSON *o = item(b, NULL, NULL, cJSON_Object), *pools;
     add_str(b, o, "name", s->name);
     add_str(b, o, "parent", s->parent);
-    add(b, o, "priority", cJSON_CreateNumber(s->priority));
-    add(b, o, "resources", resources_object(&s->quota, &s->limit, &s->over_quota_weight, b));
-    if (!s->npools) return o;
+    add_num(b, o, "priority", s->priority);
+    add_resources(b, o, "resources", true, &s->quota, &s->limit, &s->over_quota_weight);
+    if (!s->npools || b->code) return o;
     if (!s->pools) {
         b->code = US_EINVAL;
         snprintf(b->msg, sizeof b->msg, "queue.pools: NULL array with a count of %zu", s->npools);
         return o;
     }
-    add(b, o, "pools", pools = cJSON_CreateObject());
+    pools = item(b, o, "pools", cJSON_Object);
     for (size_t i = 0; i < s->npools && !b->code; i++) {
         const us_queue_pool_spec *p = &s->pools[i];
         if (!p->pool) {
@@ -526,7 +599,7 @@ static cJSON *queue_object(const us_queue_spec *s, build *b) {
             snprintf(b->msg, sizeof b->msg, "queue.pools[%zu]: NULL pool name", i);
             break;
         }
-        add(b, pools, p->pool, resources_object(&p->quota, &p->limit, &p->over_quota_weight, b));
+        add_resources(b, pools, p->pool, false, &p->quota, &p->limit, &p->over_quota_weight);
     }
     return o;
 }
@@ -536,15 +609,13 @@ static const char *const preempt_names[] = {NULL, "preemptible", "non-preemptibl
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
 
 static cJSON *workload_object(const us_workload_spec *s, build *b) {
-    cJSON *o = cJSON_CreateObject(), *r;
-    if (!o) {
-        b->code = US_ENOMEM;
-        return NULL;
-    }
+    static const char *const tol_fields[] = {"key", "operator", "value", "effect", NULL};
+    cJSON *o = item(b, NULL, NULL, cJSON_Object), *r;
     add_str(b, o, "name", s->name);
     add_str(b, o, "queue", s->queue);
-    if (s->external) add(b, o, "external", cJSON_CreateBool(true));
-    add(b, o, "priority", cJSON_CreateNumber(s->priority));
+    if (s->external) add_bool(b, o, "external", true);
+    add_num(b, o, "priority", s->priority);
+    if (b->code) return o;
     if ((unsigned)s->preemptibility > US_PREEMPTION_SEMI_PREEMPTIBLE) {
         b->code = US_EINVAL;
         snprintf(b->msg, sizeof b->msg, "workload.preemptibility: %d is not a us_preemption",
@@ -560,33 +631,27 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     if (s->preemptibility != US_PREEMPTION_DEFAULT)
         add_str(b, o, "preemptibility", preempt_names[s->preemptibility]);
     add_str(b, o, "controller", ctrl_names[s->controller]);
-    add(b, o, "replicas", cJSON_CreateNumber(s->replicas));
-    if (s->min_member != 0) add(b, o, "min_member", cJSON_CreateNumber(s->min_member));
+    add_num(b, o, "replicas", s->replicas);
+    if (s->min_member != 0) add_num(b, o, "min_member", s->min_member);
     add_str(b, o, "pool", s->pool);
     add_labels(b, o, "node_selector", s->node_selector, s->nnode_selector, "workload");
     add_labels(b, o, "labels", s->labels, s->nlabels, "workload");
-    static const char *const tol_fields[] = {"key", "operator", "value", "effect", NULL};
     add_string_items(b, o, "tolerations", s->tolerations, s->ntolerations, sizeof *s->tolerations,
                      tol_fields, "workload");
-    add(b, o, "termination_grace", cJSON_CreateNumber(s->termination_grace));
-    add(b, o, "requests", r = cJSON_CreateObject());
-    if (b->code) return o;
-    add(b, r, "gpu", cJSON_CreateNumber(s->requests.gpu));
+    add_num(b, o, "termination_grace", s->termination_grace);
+    r = item(b, o, "requests", cJSON_Object);
+    add_num(b, r, "gpu", s->requests.gpu);
     add_cpu(b, r, "cpu", s->requests.cpu);
     add_mem(b, r, "memory", s->requests.memory);
     return o;
 }
 
-/* Report a builder failure (and free what was built). */
-static int built(build *b, cJSON *o, const char *what, us_error *err) {
-    int rc;
-    if (!b->code) {
-        if ((rc = utf8_tree(o, what, err)) != US_OK) cJSON_Delete(o);
-        return rc;
-    }
-    cJSON_Delete(o);
+/* Report a builder failure, or a string of the object that is not valid
+ * UTF-8; US_OK when the object is ready for the loader. */
+static int built(const build *b, const cJSON *o, const char *what, us_error *err) {
     if (b->code == US_ENOMEM) return nomem(err);
-    return fail(err, b->code, "%s", b->msg);
+    if (b->code) return fail(err, b->code, "%s", b->msg);
+    return utf8_tree(o, what, err);
 }
 
 /* ---- lookups ------------------------------------------------------------------------ */
@@ -937,15 +1002,15 @@ out:
 }
 
 US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_error *err) {
-    build b = {0};
+    build b;
     cJSON *o;
     int rc;
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "node: NULL spec");
+    build_init(&b);
     o = node_object(spec, &b);
-    if ((rc = built(&b, o, "node", err)) != US_OK) return rc;
-    rc = upsert_node(e, o, err);
-    cJSON_Delete(o);
+    if ((rc = built(&b, o, "node", err)) == US_OK) rc = upsert_node(e, o, err);
+    build_free(&b);
     return rc;
 }
 
@@ -1026,15 +1091,15 @@ out:
 }
 
 US_API int us_engine_upsert_queue(us_engine *e, const us_queue_spec *spec, us_error *err) {
-    build b = {0};
+    build b;
     cJSON *o;
     int rc;
     GUARD_CHANGE(e, err);
     if (!spec) return fail(err, US_EINVAL, "queue: NULL spec");
+    build_init(&b);
     o = queue_object(spec, &b);
-    if ((rc = built(&b, o, "queue", err)) != US_OK) return rc;
-    rc = upsert_queue(e, o, err);
-    cJSON_Delete(o);
+    if ((rc = built(&b, o, "queue", err)) == US_OK) rc = upsert_queue(e, o, err);
+    build_free(&b);
     return rc;
 }
 
@@ -1156,15 +1221,15 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
 
 US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec, double now,
                                      us_error *err) {
-    build b = {0};
+    build b;
     cJSON *o;
     int rc;
     GUARD_ONLY(e, err); /* no settle: submissions batch up */
     if (!spec) return fail(err, US_EINVAL, "workload: NULL spec");
+    build_init(&b);
     o = workload_object(spec, &b);
-    if ((rc = built(&b, o, "workload", err)) != US_OK) return rc;
-    rc = upsert_workload(e, o, now, err);
-    cJSON_Delete(o);
+    if ((rc = built(&b, o, "workload", err)) == US_OK) rc = upsert_workload(e, o, now, err);
+    build_free(&b);
     return rc;
 }
 
@@ -1801,7 +1866,7 @@ US_API int us_engine_state_json(const us_engine *e, char **out, size_t *len, us_
     if (!e || !out) return fail(err, US_EINVAL, "%s: NULL", !e ? "engine" : "out");
     settle(e);
     if (us_statejson_write(&e->st, e->now, "engine state", &doc) < 0) return nomem(err);
-    char *text = cJSON_Print(doc);
+    char *text = us_jw_print(doc); /* cJSON_Print's text, us_free frees it */
     cJSON_Delete(doc);
     if (!text) return nomem(err);
     *out = text;

@@ -12,6 +12,7 @@
 #include "jsonw.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,22 @@ static void text_close(us_jw *w) {
  * %1.17g choice and the "null" for NaN and infinities). */
 static void text_number(us_jw *w, const cJSON *it) {
     char b[64];
+    double d = it->valuedouble;
+    /* a whole number below 1e15 is its digits, as "%1.15g" prints it
+     * ("-0" for -0): cJSON's printf and sscanf back per number were most of
+     * the cost of printing a state document */
+    if (d > -BIG_INT && d < BIG_INT && d == (double)(int64_t)d) {
+        int64_t v = (int64_t)d;
+        uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+        char t[24];
+        size_t n = 0, k = 0;
+        if (v < 0 || (v == 0 && signbit(d))) b[k++] = '-';
+        do t[n++] = (char)('0' + u % 10);
+        while ((u /= 10) > 0);
+        while (n) b[k++] = t[--n];
+        put(w, b, k);
+        return;
+    }
     if (!cJSON_PrintPreallocated((cJSON *)it, b, (int)sizeof b, 0)) {
         fail(w, US_ENOMEM);
         return;
@@ -313,4 +330,23 @@ int us_jw_finish(us_jw *w, cJSON **tree, us_err *err) {
     else cJSON_Delete(w->root);
     w->root = NULL;
     return 0;
+}
+
+/* ---- a whole tree ------------------------------------------------------------ */
+
+char *us_jw_print(const cJSON *tree) {
+    char *text = NULL;
+    size_t len = 0;
+    us_jw w;
+    us_err err = {0};
+    FILE *f;
+    if (!tree || !(f = open_memstream(&text, &len))) return NULL;
+    us_jw_text(&w, f);
+    text_item(&w, NULL, tree);
+    int rc = us_jw_finish(&w, NULL, &err);
+    if (fclose(f) != 0 || rc < 0) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

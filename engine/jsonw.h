@@ -69,4 +69,10 @@ int us_jw_finish(us_jw *w, cJSON **tree, us_err *err);
 /* The cJSON integer value us_jw_int puts in a tree; NULL when out of memory. */
 cJSON *us_jw_int_item(int64_t v);
 
+/* tree as cJSON_Print prints it (its numbers without a printf each), in a
+ * string the caller frees with free() (cJSON's default allocator, as for
+ * cJSON_Print's); NULL when out of memory or nested deeper than
+ * US_JW_DEPTH.  The tree is only read. */
+char *us_jw_print(const cJSON *tree);
+
 #endif

@@ -44,6 +44,10 @@ int us_utf8_seq_len(const char *s, size_t n) { return seq_len((const unsigned ch
 long us_utf8_invalid(const char *s, size_t n) {
     const unsigned char *u = (const unsigned char *)s;
     for (size_t i = 0; i < n;) {
+        if (u[i] < 0x80) { /* most names are ASCII: no call per byte */
+            i++;
+            continue;
+        }
         int k = seq_len(u + i, n - i);
         if (k <= 0) return (long)i;
         i += (size_t)k;
