@@ -68,6 +68,8 @@ struct serve {
     uv_signal_t sigint, sigterm;
     uv_timer_t cycle;
     double epoch, interval;
+    double arrival_gap;  /* --arrival-cycle-gap; 0: cycles on the interval only */
+    double last_cycle;   /* monotonic time the last cycle started */
     bool dry_run;
     int synced; /* informers whose first list is complete */
     int status;
@@ -83,7 +85,7 @@ static void usage(FILE *f) {
           "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
           "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
           "                        [--policies DIR]\n"
-          "                        [--full-cycles]\n"
+          "                        [--full-cycles] [--arrival-cycle-gap SECONDS]\n"
           "\n"
           "Connect to a Kubernetes API server, keep its nodes, KAI queues, pods,\n"
           "PodGroups, namespaces and priority classes in an engine's view, and once\n"
@@ -101,6 +103,11 @@ static void usage(FILE *f) {
           "  --dry-run          compute and log the decisions, write nothing\n"
           "  --cycle-interval SECONDS\n"
           "                     time between cycles (default 1)\n"
+          "  --arrival-cycle-gap SECONDS\n"
+          "                     a new pod waiting to be bound brings the next cycle\n"
+          "                     forward, to SECONDS after the last one began, as\n"
+          "                     kube-scheduler schedules as pods come (default 0: off,\n"
+          "                     a cycle every --cycle-interval only)\n"
           "  --scheduler-name NAME\n"
           "                     the spec.schedulerName of the pods to schedule (default\n"
           "                     understory); other pods hold their room as external\n"
@@ -242,9 +249,29 @@ static void on_synced(void *ud) {
     fflush(stdout);
 }
 
+static double mono(void);
+static void on_cycle(uv_timer_t *t);
+
+/* --arrival-cycle-gap: a pod that arrives unbound brings the next cycle
+ * forward to the gap after the last (at once when that has passed); the
+ * interval goes on from there.  Pods arriving together share the cycle:
+ * a cycle already due sooner is left alone. */
+static void cycle_soon(serve *s) {
+    if (s->arrival_gap <= 0 || s->stopping || s->synced < NINFORMERS) return;
+    double wait = s->last_cycle + s->arrival_gap - mono();
+    uint64_t ms = wait > 0 ? (uint64_t)(wait * 1000) : 0;
+    if (uv_timer_get_due_in(&s->cycle) <= ms) return;
+    uint64_t every = (uint64_t)(s->interval * 1000);
+    uv_timer_start(&s->cycle, on_cycle, ms, every ? every : 1);
+}
+
 static void on_kind(void *ud, sv_event ev, const cJSON *obj) {
     kind_feed *f = ud;
     sv_workloads_event(f->s->workloads, f->kind, ev, obj);
+    if (f->kind == SV_PODS && ev == SV_ADDED) {
+        const char *node = str(at(obj, "spec", "nodeName"));
+        if (!node || !*node) cycle_soon(f->s);
+    }
 }
 
 static void on_kind_synced(void *ud) {
@@ -287,6 +314,7 @@ static void on_cycle(uv_timer_t *t) {
      * assume could only be the leader's intent, never the cluster's */
     if (s->leader && !sv_leader_leading(s->leader)) return;
     double now = wall(), t0 = mono();
+    s->last_cycle = t0;
     double at = sync_now(s, now);
     double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
@@ -488,6 +516,13 @@ int sv_main(int argc, char **argv) {
                 return 2;
             }
             i++;
+        } else if (!strcmp(argv[i], "--arrival-cycle-gap") && i + 1 < argc) {
+            if (strcmp(argv[i + 1], "0") != 0 && !parse_interval(argv[i + 1], &s.arrival_gap)) {
+                fprintf(stderr, "understory serve: --arrival-cycle-gap: \"%s\" is not a number of seconds "
+                        "(0: off, else above 0, at most 86400)\n", argv[i + 1]);
+                return 2;
+            }
+            i++;
         } else if (!strcmp(argv[i], "--cycle-interval") && i + 1 < argc) {
             if (!parse_interval(argv[++i], &s.interval)) {
                 fprintf(stderr, "understory serve: --cycle-interval: \"%s\" is not a number of seconds "
@@ -499,6 +534,7 @@ int sv_main(int argc, char **argv) {
                     argv[i][0] == '-' && (!strcmp(argv[i], "--kubeconfig") || !strcmp(argv[i], "--context") ||
                                           !strcmp(argv[i], "--admin-address") || !strcmp(argv[i], "--scheduler-name") ||
                                           !strcmp(argv[i], "--cycle-interval") || !strncmp(argv[i], "--lease-", 8) ||
+                                          !strcmp(argv[i], "--arrival-cycle-gap") ||
                                           !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period") ||
                                           !strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst") ||
                                           !strcmp(argv[i], "--policies"))

@@ -8,7 +8,10 @@
  * WaitingForIdleResources for a background pod); Evict events and policy
  * reload events (PolicyReloaded, PolicyReloadRefused) as events.k8s.io/v1
  * Events.  A write that would change nothing (the cached
- * object already says it) is not made.  Owns the requests in flight;
+ * object already says it) is not made, nor one whose twin is still in
+ * flight.  A pending pod's condition waits until the pod is still pending
+ * a cycle after the one that first left it pending (kube-scheduler writes
+ * it only after a failed attempt).  Owns the requests in flight;
  * never decides anything: the engine did.
  *
  * Every write is idempotent on retry (serve/http.c tries a request again
@@ -33,6 +36,10 @@
 
 typedef enum wkind { W_BIND, W_PATCH, W_DELETE, W_EVENT } wkind;
 
+typedef struct waited {
+    char *name, *why; /* why: NULL when the engine gave none */
+} waited;
+
 typedef struct req {
     struct req *next, *prev;
     struct sv_writes *x;
@@ -54,6 +61,21 @@ struct sv_writes {
     void *gate_ud;
     req *inflight;
     unsigned long count;
+    /* the pods pending after the last cycle (copies, sorted by name) and
+     * the engine's last reason for each: a pod gets its PodScheduled=False
+     * condition only when it is still pending a cycle later, as
+     * kube-scheduler writes it only after a failed attempt, not for every
+     * pod that has merely not been tried yet; and the reason the engine
+     * gave when the pod was first left pending (it gives one only when the
+     * cause changes) is the one written */
+    struct waited *waited;
+    size_t nwaited;
+    /* during sv_writes_apply: the log lines ("what") of the status PATCHes
+     * still in flight (copies, sorted): the same PATCH is not queued
+     * again behind itself while the client's rate limit holds it back and
+     * the cache cannot show it yet */
+    char **busy;
+    size_t nbusy;
 };
 
 sv_writes *sv_writes_new(sv_http *h, us_engine *e, sv_workloads *w, bool dry_run) {
@@ -82,6 +104,14 @@ static void unlink_req(req *r) {
     if (r->next) r->next->prev = r->prev;
 }
 
+static void free_waited(waited *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].why);
+    }
+    free(v);
+}
+
 void sv_writes_free(sv_writes *x) {
     if (!x) return;
     while (x->inflight) {
@@ -89,6 +119,7 @@ void sv_writes_free(sv_writes *x) {
         x->inflight = r->next;
         req_free(r);
     }
+    free_waited(x->waited, x->nwaited);
     free(x->identity);
     free(x);
 }
@@ -272,6 +303,13 @@ static cJSON *status_patch(const char *type, const char *status, const char *rea
     return p;
 }
 
+static int cmp_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* A status PATCH logged as what is in flight already (see busy). */
+static bool in_flight(const sv_writes *x, const char *what) {
+    return x->nbusy && bsearch(&what, x->busy, x->nbusy, sizeof *x->busy, cmp_name);
+}
+
 static void pipeline(sv_writes *x, const us_decision_info *d) {
     char ns[256], name[256], path[800], what[800];
     if (!d->action || !sv_workloads_is_pending(x->wl, d->pod) || !split(d->pod, ns, sizeof ns, name, sizeof name))
@@ -281,6 +319,7 @@ static void pipeline(sv_writes *x, const us_decision_info *d) {
     if (cur && !strcmp(cur, d->node)) return;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
     snprintf(what, sizeof what, "nominate %s -> %s", d->pod, d->node);
+    if (in_flight(x, what)) return;
     cJSON *p = status_patch(NULL, NULL, NULL, NULL, d->node);
     if (p) write_json(x, "PATCH", path, p, what, NULL, NULL, NULL);
 }
@@ -485,12 +524,92 @@ static void unschedulable(sv_writes *x, const us_pod_info *p, const char *why) {
     if (same && (!why || (str(at(c, "message", NULL)) && !strcmp(str(at(c, "message", NULL)), msg)))) return;
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
     snprintf(what, sizeof what, "pending %s: %s (%s)", p->name, reason, msg);
+    if (in_flight(x, what)) return;
     cJSON *b = status_patch("PodScheduled", "False", reason, msg, NULL);
     if (b) write_json(x, "PATCH", path, b, what, NULL, NULL, NULL);
 }
 
+/* A cycle's reason for a workload: the message of its first event that is
+ * not an Evict (the engine's NotScheduled and the like). */
+typedef struct why_of {
+    const char *workload, *message;
+    size_t order;
+} why_of;
+
+static int cmp_why(const void *a, const void *b) {
+    const why_of *p = a, *q = b;
+    int c = strcmp(p->workload, q->workload);
+    return c ? c : (p->order > q->order) - (p->order < q->order);
+}
+
+static int cmp_waited(const void *a, const void *b) {
+    return strcmp(((const waited *)a)->name, ((const waited *)b)->name);
+}
+
+static waited *find_waited(waited *v, size_t n, const char *name) {
+    waited key = {(char *)name, NULL};
+    return n ? bsearch(&key, v, n, sizeof *v, cmp_waited) : NULL;
+}
+
+/* The pods pending now, as the waited set of the next cycle: sorted
+ * copies of their names into *out (NULL when none), no reasons yet;
+ * false when out of memory. */
+static bool pending_names(sv_writes *x, waited **out, size_t *n) {
+    size_t cap = 0;
+    waited *v = NULL;
+    *n = 0;
+    *out = NULL;
+    for (size_t i = 0; i < us_engine_pod_count(x->engine); i++) {
+        us_pod_info p;
+        if (us_engine_pod(x->engine, i, &p) != US_OK || p.phase != US_PHASE_PENDING || p.external) continue;
+        if (*n == cap) {
+            size_t nc = cap ? 2 * cap : 64;
+            waited *nv = realloc(v, nc * sizeof *nv);
+            if (!nv) goto oom;
+            v = nv;
+            cap = nc;
+        }
+        if (!(v[*n].name = strdup(p.name))) goto oom;
+        v[(*n)++].why = NULL;
+    }
+    if (*n) qsort(v, *n, sizeof *v, cmp_waited);
+    *out = v;
+    return true;
+oom:
+    free_waited(v, *n);
+    *n = 0;
+    return false;
+}
+
+static void free_names(char **v, size_t n) {
+    for (size_t i = 0; i < n; i++) free(v[i]);
+    free(v);
+}
+
+/* x->busy from the requests in flight; left empty when out of memory (a
+ * PATCH may then be queued twice, as before). */
+static void busy_index(sv_writes *x) {
+    size_t n = 0;
+    for (const req *r = x->inflight; r; r = r->next) n += r->kind == W_PATCH && !r->then_path;
+    x->busy = n ? malloc(n * sizeof *x->busy) : NULL;
+    x->nbusy = 0;
+    if (!x->busy) return;
+    for (const req *r = x->inflight; r; r = r->next) {
+        if (r->kind != W_PATCH || r->then_path) continue;
+        if (!(x->busy[x->nbusy] = strdup(r->what))) {
+            free_names(x->busy, x->nbusy);
+            x->busy = NULL;
+            x->nbusy = 0;
+            return;
+        }
+        x->nbusy++;
+    }
+    qsort(x->busy, x->nbusy, sizeof *x->busy, cmp_name);
+}
+
 void sv_writes_apply(sv_writes *x, double t) {
     (void)t;
+    busy_index(x);
     for (size_t i = 0; i < us_engine_decision_count(x->engine); i++) {
         us_decision_info d;
         if (us_engine_decision(x->engine, i, &d) != US_OK) continue;
@@ -498,22 +617,64 @@ void sv_writes_apply(sv_writes *x, double t) {
         else if (d.op == US_DECISION_PIPELINE) pipeline(x, &d);
         else evict(x, &d);
     }
-    for (size_t i = 0; i < us_engine_event_count(x->engine); i++) {
+    size_t nev = us_engine_event_count(x->engine), nwhy = 0;
+    why_of *whys = nev ? malloc(nev * sizeof *whys) : NULL;
+    for (size_t i = 0; i < nev; i++) {
         us_event_info ev;
-        if (us_engine_event(x->engine, i, &ev) == US_OK) event(x, &ev);
+        if (us_engine_event(x->engine, i, &ev) != US_OK) continue;
+        event(x, &ev);
+        if (whys && strcmp(ev.reason, "Evict") != 0) /* the index of the reasons, by workload */
+            whys[nwhy++] = (why_of){ev.object, ev.message, i};
     }
-    /* pods left pending: the engine's reason is its NotScheduled event's message */
+    if (nwhy) qsort(whys, nwhy, sizeof *whys, cmp_why);
+    /* pods left pending that were pending a cycle ago too: the engine's
+     * reason is its NotScheduled event's message (the workload's first
+     * event other than Evict).  Out of memory for the index or the set:
+     * the condition is written for every pending pod, as before, rather
+     * than lost. */
+    size_t nnow;
+    waited *now;
+    bool known = pending_names(x, &now, &nnow);
+    if (!known) fprintf(stderr, "understory serve: pending pods: out of memory (their conditions written regardless)\n");
     for (size_t i = 0; i < us_engine_pod_count(x->engine); i++) {
         us_pod_info p;
         if (us_engine_pod(x->engine, i, &p) != US_OK || p.phase != US_PHASE_PENDING || p.external) continue;
         const char *why = NULL;
-        for (size_t j = 0; j < us_engine_event_count(x->engine) && !why; j++) {
-            us_event_info ev;
-            if (us_engine_event(x->engine, j, &ev) == US_OK && !strcmp(ev.object, p.workload) &&
-                strcmp(ev.reason, "Evict") != 0)
-                why = ev.message;
+        if (whys) {
+            size_t lo = 0, hi = nwhy;
+            while (lo < hi) { /* the first event of p's workload */
+                size_t mid = lo + (hi - lo) / 2;
+                if (strcmp(whys[mid].workload, p.workload) < 0) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < nwhy && !strcmp(whys[lo].workload, p.workload)) why = whys[lo].message;
+        } else {
+            for (size_t j = 0; j < nev && !why; j++) {
+                us_event_info ev;
+                if (us_engine_event(x->engine, j, &ev) == US_OK && !strcmp(ev.object, p.workload) &&
+                    strcmp(ev.reason, "Evict") != 0)
+                    why = ev.message;
+            }
         }
-        unschedulable(x, &p, why);
+        if (!known) {
+            unschedulable(x, &p, why);
+            continue;
+        }
+        const waited *before = find_waited(x->waited, x->nwaited, p.name);
+        if (!why && before) why = before->why;
+        waited *w = find_waited(now, nnow, p.name);
+        if (w && why && !(w->why = strdup(why)))
+            fprintf(stderr, "understory serve: pending %s: out of memory (its reason forgotten)\n", p.name);
+        if (before) unschedulable(x, &p, why);
+    }
+    free(whys);
+    free_names(x->busy, x->nbusy);
+    x->busy = NULL;
+    x->nbusy = 0;
+    if (known) {
+        free_waited(x->waited, x->nwaited);
+        x->waited = now;
+        x->nwaited = nnow;
     }
     fflush(stdout);
 }

@@ -30,7 +30,9 @@ void sv_writes_gate(sv_writes *x, bool (*may_write)(void *ud), void *ud);
 
 /* After us_engine_run_cycle at wall time t: the cycle's decisions (bind,
  * pipeline, evict), its Evict events, and the PodScheduled condition of
- * the pods left pending, each logged on stdout as one line. */
+ * the pods left pending that were pending after the previous call too,
+ * each logged on stdout as one line.  Not thread-safe: the loop's thread
+ * only, as every sv_writes call. */
 void sv_writes_apply(sv_writes *x, double t);
 
 /* Requests written so far (answered or not), for logs and tests. */

@@ -8,6 +8,9 @@ the daemon's /metrics and what bench.sh read of the daemon's process.
   bound/s        AI pods / (last bound - first bound)
   create->bind   per AI pod: its bind's time - its create's time
                  (median, p99, max)
+  ceiling        --ceiling-audit: the same binds/s of the trivial
+                 binder's run (kube-create --bind, no scheduler), and
+                 understory's binds/s as a ratio of it
 
 Times are the audit events' stageTimestamp (ResponseComplete: the write
 is done).  --check: exit 1 unless every AI pod has exactly one successful
@@ -32,24 +35,13 @@ def pct(xs, p):
     return xs[i]
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--audit", required=True)
-    ap.add_argument("--metrics", required=True)
-    ap.add_argument("--namespace", default="bench")
-    ap.add_argument("--pods", type=int, required=True)
-    ap.add_argument("--cpu-seconds", type=float, required=True)
-    ap.add_argument("--peak-kib", type=int, required=True)
-    ap.add_argument("--rss-kib", type=int, required=True)
-    ap.add_argument("--serve-out")
-    ap.add_argument("--shape", default="")
-    ap.add_argument("--check", action="store_true")
-    a = ap.parse_args()
-
+def read_audit(path, namespace):
+    """Each pod of namespace: its create's time, its binds' times; and the
+    daemon's writes by (verb, resource, code)."""
     import json
     created, bound = {}, collections.defaultdict(list)
     daemon_writes = collections.Counter()
-    with open(a.audit) as f:
+    with open(path) as f:
         for line in f:
             try:
                 e = json.loads(line)
@@ -63,7 +55,7 @@ def main():
             if user == "system:serviceaccount:understory-system:understory":
                 what = ref.get("resource", "?") + ("/" + ref["subresource"] if ref.get("subresource") else "")
                 daemon_writes[(e.get("verb"), what, code)] += 1
-            if ref.get("namespace") != a.namespace or ref.get("resource") != "pods" or e.get("verb") != "create":
+            if ref.get("namespace") != namespace or ref.get("resource") != "pods" or e.get("verb") != "create":
                 continue
             if code not in (200, 201):
                 continue
@@ -72,12 +64,48 @@ def main():
                 created.setdefault(name, ts(e["stageTimestamp"]))
             elif ref.get("subresource") == "binding":
                 bound[name].append(ts(e["stageTimestamp"]))
+    return created, bound, daemon_writes
 
+
+def ceiling(out, audit, namespace, rate):
+    """The trivial binder's run (kube-create --bind): its binds/s, and
+    understory's rate as a share of it."""
+    created, bound, _ = read_audit(audit, namespace)
+    ai = [n for n in created if n in bound]
+    if not ai:
+        out.write("ceiling (trivial binder): nothing bound\n")
+        return
+    c0 = min(created.values())
+    b1 = max(bound[n][0] for n in ai)
+    lat = [bound[n][0] - created[n] for n in ai]
+    top = len(ai) / max(b1 - c0, 1e-9)
+    out.write("ceiling (trivial binder, no scheduler): %d bound, %.0f binds/s (%.2f s), create->bind median %.2f s, p99 %.2f s\n"
+              % (len(ai), top, b1 - c0, pct(lat, 50), pct(lat, 99)))
+    out.write("understory / ceiling: %.2f\n" % (rate / top))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--audit", required=True)
+    ap.add_argument("--metrics", required=True)
+    ap.add_argument("--namespace", default="bench")
+    ap.add_argument("--pods", type=int, required=True)
+    ap.add_argument("--cpu-seconds", type=float, required=True)
+    ap.add_argument("--peak-kib", type=int, required=True)
+    ap.add_argument("--rss-kib", type=int, required=True)
+    ap.add_argument("--serve-out")
+    ap.add_argument("--shape", default="")
+    ap.add_argument("--check", action="store_true")
+    ap.add_argument("--ceiling-audit", help="the audit log of the trivial binder's run (bench.sh's ceiling)")
+    a = ap.parse_args()
+
+    created, bound, daemon_writes = read_audit(a.audit, a.namespace)
     twice = sorted(n for n, b in bound.items() if len(b) > 1)
     ai = sorted(n for n in created if n in bound)
     lat = [bound[n][0] - created[n] for n in ai]
     c0, c1 = min(created.values()), max(created.values())
     b0, b1 = min(bound[n][0] for n in ai), max(bound[n][0] for n in ai)
+    rate = len(ai) / max(b1 - c0, 1e-9)
 
     verbs = collections.Counter()
     cycles = {}
@@ -92,7 +120,7 @@ def main():
     out = sys.stdout
     out.write("shape: %s\n" % a.shape)
     out.write("AI pods created: %d, bound: %d (bound twice: %d)\n" % (len(created), len(ai), len(twice)))
-    out.write("binds/s, first AI pod created to last bound: %.0f (%.2f s)\n" % (len(ai) / max(b1 - c0, 1e-9), b1 - c0))
+    out.write("binds/s, first AI pod created to last bound: %.0f (%.2f s)\n" % (rate, b1 - c0))
     out.write("created/s, first created to last created: %.0f (%.2f s)\n" % (len(created) / max(c1 - c0, 1e-9), c1 - c0))
     out.write("bound/s, first bound to last bound: %.0f (%.2f s)\n" % (len(ai) / max(b1 - b0, 1e-9), b1 - b0))
     out.write("create->bind: median %.2f s, p99 %.2f s, max %.2f s\n" % (pct(lat, 50), pct(lat, 99), max(lat or [0])))
@@ -108,6 +136,8 @@ def main():
         c = cycles[ph]
         if c.get("count"):
             out.write("  %-12s %6d %8.2f\n" % (ph, c["count"], 1000 * c.get("sum", 0) / c["count"]))
+    if a.ceiling_audit:
+        ceiling(out, a.ceiling_audit, a.namespace, rate)
     if a.check and (len(ai) != a.pods or len(created) != a.pods or twice):
         sys.stderr.write("bench-report: %d of %d AI pods created, %d bound, bound twice: %s\n"
                          % (len(created), a.pods, len(ai), ", ".join(twice[:5])))

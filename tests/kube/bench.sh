@@ -14,15 +14,21 @@
 # the time from each AI pod's creation to its bind (median, p99, max),
 # API requests by verb (the daemon's /metrics), the daemon's CPU seconds
 # and peak memory, and its cycle durations.
+#   First, on a control plane of its own started the same way, the ceiling:
+# the same nodes, PodGroups and AI pods (no burn-in: nothing to evict),
+# each pod bound by kube-create --bind the moment its create is answered,
+# onto the next free GPU, no scheduler at all: the best binds/s this API
+# server does here.  The report gives understory's binds/s as a ratio of it.
 #   tests/kube/bench.sh [--nodes N] [--pods N] [--burn N] [--queues N]
 #                       [--concurrency N] [--cycle-interval S]
 #                       [--check]     (every AI pod bound: exit 1 if not)
+#                       [--no-ceiling] (skip the trivial binder's run)
 #                       [-- SERVE-ARGS...]  (more flags for the daemon)
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 understory=${UNDERSTORY:-$root/build/release/understory}
 creator=${KUBE_CREATE:-$(dirname "$understory")/bench/kube-create}
-nodes=500 pods=4000 burn=500 queues=4 concurrency=64 interval=1 check=0
+nodes=500 pods=4000 burn=500 queues=4 concurrency=64 interval=1 check=0 ceiling=1
 serve_args=()
 while (($#)); do
 	case $1 in
@@ -33,6 +39,7 @@ while (($#)); do
 	--concurrency) concurrency=$2; shift 2 ;;
 	--cycle-interval) interval=$2; shift 2 ;;
 	--check) check=1; shift ;;
+	--no-ceiling) ceiling=0; shift ;;
 	--) shift; serve_args=("$@"); break ;;
 	*) echo "bench.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
@@ -44,6 +51,7 @@ cleanup() {
 		kill -KILL "$serve_pid" 2>/dev/null || true
 		wait "$serve_pid" 2>/dev/null || true
 	fi
+	"$cluster" down "$work/ceil" 2>/dev/null
 	"$cluster" down "$work/c" 2>/dev/null
 	[[ -n ${KEEP_WORK:-} ]] && echo "kept $work" >&2 || rm -rf "$work"
 }
@@ -57,29 +65,54 @@ fail() {
 }
 say() { echo "bench: $*" >&2; }
 
-"$cluster" up "$work/c"
-k() { "$kubectl" --kubeconfig "$work/c/kubeconfig" "$@"; }
-k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
-k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
-k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
-
+# the control plane k and create_all talk to: $work/c, or $work/ceil for the ceiling
+cp=$work/c
+k() { "$kubectl" --kubeconfig "$cp/kubeconfig" "$@"; }
 # gen WHAT ARGS...: the objects, one JSON object a line
 gen() { python3 "$here/bench-objects.py" "$@"; }
-# create_all FILE: every object of FILE created, CONCURRENCY requests in
-# flight at once over HTTP/2 (kube-create: kubectl creates one object after
-# another under a limit of 5 requests a second)
+# create_all FILE [ARGS...]: every object of FILE created, CONCURRENCY
+# requests in flight at once over HTTP/2 (kube-create: kubectl creates one
+# object after another under a limit of 5 requests a second)
 create_all() {
-	"$creator" --server "https://127.0.0.1:$(cat "$work/c/api-port")" --cacert "$work/c/certs/ca.crt" \
-		--cert "$work/c/certs/admin.crt" --key "$work/c/certs/admin.key" --concurrency "$concurrency" \
-		<"$1" 2>>"$work/create.err" || fail "creating the objects of $(basename "$1") failed"
+	local f=$1
+	shift
+	"$creator" --server "https://127.0.0.1:$(cat "$cp/api-port")" --cacert "$cp/certs/ca.crt" \
+		--cert "$cp/certs/admin.crt" --key "$cp/certs/admin.key" --concurrency "$concurrency" "$@" \
+		<"$f" 2>>"$work/create.err" || fail "creating the objects of $(basename "$f") failed"
 }
+# setup_cluster: the control plane $cp up, with the CRDs, RBAC and the nodes Ready
+setup_cluster() {
+	"$cluster" up "$cp"
+	k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
+	k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
+	k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+	create_all "$work/setup.jsonl"
+	until_ok 300 "KWOK made the $nodes nodes Ready" ready_nodes
+}
+ready_nodes() { [[ $(k get nodes --no-headers 2>/dev/null | grep -c ' Ready ') -eq $nodes ]]; }
 
 [[ -x $creator ]] || fail "no $creator (make $(dirname "$understory")/bench/kube-create)"
 say "$nodes nodes, $queues queues, burn-in $burn, $pods AI pods; kube-create x$concurrency"
 gen setup --nodes "$nodes" --queues "$queues" --pods "$pods" >"$work/setup.jsonl"
-create_all "$work/setup.jsonl"
-ready_nodes() { [[ $(k get nodes --no-headers 2>/dev/null | grep -c ' Ready ') -eq $nodes ]]; }
-until_ok 300 "KWOK made the $nodes nodes Ready" ready_nodes
+gen podgroups --pods "$pods" --queues "$queues" >"$work/podgroups.jsonl"
+gen pods --pods "$pods" >"$work/pods.jsonl"
+
+ceiling_args=()
+if ((ceiling)); then
+	cp=$work/ceil
+	setup_cluster
+	create_all "$work/podgroups.jsonl"
+	# one slot a GPU, node by node, as many as there are pods
+	for ((n = 0; n < nodes; n++)); do for g in 1 2 3 4 5 6 7 8; do printf 'bench-n%04d\n' "$n"; done; done |
+		head -n "$pods" >"$work/slots"
+	say "ceiling: $pods AI pods created and bound by kube-create --bind, no scheduler"
+	create_all "$work/pods.jsonl" --bind "$work/slots"
+	"$cluster" down "$cp"
+	ceiling_args=(--ceiling-audit "$cp/audit.log")
+	cp=$work/c
+fi
+
+setup_cluster
 
 cat >"$work/understory.kubeconfig" <<-YAML
 	apiVersion: v1
@@ -119,9 +152,7 @@ if ((burn > 0)); then
 	say "burn-in bound: $burn pods"
 fi
 
-gen podgroups --pods "$pods" --queues "$queues" >"$work/podgroups.jsonl"
 create_all "$work/podgroups.jsonl"
-gen pods --pods "$pods" >"$work/pods.jsonl"
 say "creating $pods AI pods"
 start=$(date +%s.%N)
 create_all "$work/pods.jsonl"
@@ -145,6 +176,6 @@ dup=$(grep -E '^bind .*: done' "$work/serve.out" | awk '{print $2}' | sort | uni
 
 python3 "$here/bench-report.py" --audit "$work/c/audit.log" --metrics "$work/metrics.txt" \
 	--namespace bench --pods "$pods" --cpu-seconds "$(awk -v u="$utime" -v s="$stime" -v t="$ticks" 'BEGIN {print (u + s) / t}')" \
-	--peak-kib "$hwm" --rss-kib "$rss" --serve-out "$work/serve.out" \
+	--peak-kib "$hwm" --rss-kib "$rss" --serve-out "$work/serve.out" "${ceiling_args[@]}" \
 	--shape "$nodes nodes x 8 GPUs, $queues queues, burn-in $burn, $pods AI pods in $pods PodGroups, kube-create x$concurrency, cycle interval $interval s${serve_args:+, serve ${serve_args[*]}}" \
 	$( ((check)) && echo --check)
