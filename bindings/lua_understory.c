@@ -32,6 +32,9 @@
  *   full_cycles   true: every cycle recomputes everything instead of reusing
  *                 what the last one left (decides the same; for tests and
  *                 measuring)
+ *   reported_pods understory.engine only; true: pods exist once reported,
+ *                 and the engine places none its controllers made that no
+ *                 report has claimed (us_engine_options.reported_pods)
  *
  * Returns the output document of docs/scenario.md as a Lua table: objects become
  * tables, arrays 1-based sequences, and JSON null is left out (a pod with no
@@ -289,7 +292,7 @@ static bool push_json(lua_State *L, const cJSON *v, int depth) {
 
 static const char *const opt_names[] = {"policies", "plain_ties", "long_grace", "instructions",
                                         "memory", "check_invariants", "time_limit", "cycle_budget",
-                                        "full_cycles", NULL};
+                                        "full_cycles", "reported_pods", NULL};
 
 /* Reads opts (stack index idx) into o; returns the policies directory or
  * NULL.  The directory string stays on the stack, so it outlives the call. */
@@ -306,7 +309,7 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
         if (!known)
             luaL_error(L, "opts.%s: unknown option (known: policies, plain_ties, long_grace, "
                           "instructions, memory, check_invariants, time_limit, cycle_budget, "
-                          "full_cycles)",
+                          "full_cycles, reported_pods)",
                        k ? k : luaL_typename(L, -1));
     }
 
@@ -328,6 +331,13 @@ static const char *read_opts(lua_State *L, int idx, us_sim_opts *o) {
     if (!lua_isnil(L, -1)) {
         if (!lua_isboolean(L, -1)) luaL_error(L, "opts.full_cycles: expected a boolean");
         o->cycle.full_cycles = lua_toboolean(L, -1);
+    }
+    lua_pop(L, 1);
+
+    lua_getfield(L, idx, "reported_pods");
+    if (!lua_isnil(L, -1)) {
+        if (!lua_isboolean(L, -1)) luaL_error(L, "opts.reported_pods: expected a boolean");
+        o->cycle.reported_pods = lua_toboolean(L, -1);
     }
     lua_pop(L, 1);
 
@@ -425,6 +435,9 @@ static int l_simulate(lua_State *L) {
                      "file path, JSON string or table");
     us_sim_opts_default(&o);
     const char *dir = read_opts(L, 2, &o);
+    /* the simulator's controllers name and create every pod themselves */
+    if (o.cycle.reported_pods)
+        luaL_error(L, "opts.reported_pods: only for understory.engine (a simulation reports no pods)");
 
     job *j = lua_newuserdatauv(L, sizeof *j, 0);
     memset(j, 0, sizeof *j);
@@ -553,6 +566,7 @@ static int l_engine(lua_State *L) {
     o.time_limit_ms = so.limits.time_ms;
     o.cycle_budget = so.cycle.cycle_budget;
     o.full_cycles = so.cycle.full_cycles;
+    o.reported_pods = so.cycle.reported_pods;
     lengine *le = lua_newuserdatauv(L, sizeof *le, 1);
     le->e = NULL;
     luaL_setmetatable(L, ENGINE_MT);

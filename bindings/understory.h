@@ -185,6 +185,17 @@ typedef struct us_engine_options {
      * removed or completed between cycles, both decide the same, byte for
      * byte (docs/embedding.md).  For tests and for measuring. */
     int full_cycles;
+    /* Non-zero: pods exist once the caller reports them, for a cluster
+     * that names its own pods (Kubernetes: `understory serve` sets it).
+     * The pending pods the engine's controllers make (a workload's pods at
+     * submission, a replacement after an eviction or a loss) keep their
+     * workload's place, but none is placed until us_engine_upsert_pod
+     * reports a pod that takes its place: a bind of a pod that does not
+     * exist could not be carried out, and the engine would count room the
+     * cluster does not use.  A gang waits for min_member reported pods
+     * (pending reason "not-created").  0 (default): the engine owns the
+     * names and places its own pods. */
+    int reported_pods;
 } us_engine_options;
 
 /* Fill o with the defaults.  Thread-safe. */
@@ -568,7 +579,8 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
 /* Why workload i's pods stayed pending at the last cycle: the
  * pending-reason annotation of its pending status event
  * (docs/scenario.md: "resources", "quota", "queue-limit", "node-selector",
- * "untolerated-taint", ...), "idle-resources" for background pods waiting
+ * "untolerated-taint", ..., and "not-created" under reported_pods: AI work
+ * short of reported pods), "idle-resources" for background pods waiting
  * for idle room, "blocked" for a workload that breaks a scheduling rule;
  * NULL when none of its pods was pending then (or i is out of range).
  * Static string. */

@@ -222,6 +222,7 @@ US_API int us_engine_create(const us_engine_options *o, us_engine **out, us_erro
     e->copts.background_aware_ties = !o->plain_ties;
     e->copts.long_grace = o->long_grace;
     if (o->check_invariants) e->copts.check_invariants = true;
+    e->copts.reported_pods = o->reported_pods != 0;
     e->limits.instructions = o->instructions;
     e->limits.memory = o->memory;
     e->limits.time_ms = o->time_limit_ms;
@@ -779,6 +780,24 @@ static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *r
         if (p->gone || strcmp(p->name, name) != 0) continue;
         if (pod_live(p)) *live = i;
         else if (p->state == US_POD_RELEASING && (*releasing < 0 || p->node == on)) *releasing = i;
+    }
+    return 0;
+}
+
+/* Under reported_pods a name is one pod of the cluster: reported pending,
+ * or on node `on`, it terminates nowhere else (a bind that failed after the
+ * engine evicted the pod it had bound, say).  Such incarnations are gone.
+ * -1 when out of memory. */
+static int forget_terminating_elsewhere(us_engine *e, const char *name, int on) {
+    us_state *st = &e->st;
+    if (!e->copts.reported_pods) return 0;
+    if (index_names(e) < 0) return -1;
+    for (size_t k = hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
+        us_pod *p = &st->pods[e->names[k]];
+        if (!p->gone && p->state == US_POD_RELEASING && p->node != on && strcmp(p->name, name) == 0) {
+            p->gone = true;
+            e->untidy = true;
+        }
     }
     return 0;
 }
@@ -1402,7 +1421,9 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return fail(err, US_EINVAL, "pod.terminating: a terminating pod is on a node: pod.node is required");
     if (!r->terminating && n >= 0 && pin >= 0 && pin != n)
         return fail(err, US_EINVAL, "pod.node: pod \"%s\" is pinned to \"%s\", not \"%s\"", name, r->pin, node);
-    if (find_pod_on(e, name, n, &live, &rel) < 0) return nomem(err);
+    if ((!r->terminating && forget_terminating_elsewhere(e, name, n) < 0) ||
+        find_pod_on(e, name, n, &live, &rel) < 0)
+        return nomem(err);
     /* an evicted pod runs on until it has terminated, as decided; seen
      * still there, it holds its room until the caller says it is gone,
      * whatever its grace period said (a deletion can take longer) */

@@ -118,7 +118,8 @@ static int promote(us_state *st, pre *x, us_cycle_log *log, us_err *err) {
 
 /* Stop the gangs that broke; *broke tells whether one did (the state
  * changed). */
-static int broken_gangs(us_state *st, const int *holding, double now, us_cycle_log *log, bool *broke) {
+static int broken_gangs(us_state *st, const int *holding, double now, const us_cycle_opts *o,
+                        us_cycle_log *log, bool *broke) {
     size_t nw = st->nworkloads;
     int rc = 0;
     *broke = false;
@@ -136,7 +137,7 @@ static int broken_gangs(us_state *st, const int *holding, double now, us_cycle_l
                 continue;
             if (us_log_decision(log, US_OP_EVICT, US_ACT_STALE_GANG, pd->name,
                                 st->nodes[pd->node].name, NULL, 0, wl->name) < 0 ||
-                us_life_evict(st, (int)i, now) == -1)
+                us_life_evict(st, (int)i, now, o && o->reported_pods) == -1)
                 rc = -1;
             count++;
         }
@@ -158,11 +159,12 @@ static int broken_gangs(us_state *st, const int *holding, double now, us_cycle_l
     return rc;
 }
 
-int us_commit_cycle_start(us_state *st, double now, us_cycle_log *log, us_err *err) {
+int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
+                          us_err *err) {
     pre x;
     bool broke;
     if (pre_take(st, &x, true, true) < 0) return us_err_nomem(err);
-    int rc = broken_gangs(st, x.holding, now, log, &broke);
+    int rc = broken_gangs(st, x.holding, now, o, log, &broke);
     if (rc == 0 && broke) {  /* rare: read the changed state again */
         pre_free(&x);
         rc = pre_take(st, &x, true, false);
@@ -344,7 +346,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
             if (act == US_ACT_RECLAIM) counts->reclaims++;
             else counts->preemptions++;
         }
-        if (us_life_evict(st, (int)i, p->now) == -1) goto nomem;
+        if (us_life_evict(st, (int)i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
     /* 2. background pods whose room the AI plan took */
     for (size_t k = 0; k < bg->nrunning; k++) {
@@ -357,7 +359,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
             note_group(&groups, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
             goto nomem;
         if (counts) counts->background_evictions++;
-        if (us_life_evict(st, i, p->now) == -1) goto nomem;
+        if (us_life_evict(st, i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
     if (emit_groups(st, p->log, groups.g, groups.n) < 0) goto nomem;
 

@@ -19,6 +19,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
  *   per gang, and the gang goes back to pending whole;
  * - then pipelined pods whose resources are now free bind.
  * Call after us_life_expire.  0, or -1 when memory runs out. */
-int us_commit_cycle_start(us_state *st, double now, us_cycle_log *log, us_err *err);
+int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
+                          us_err *err);
 
 #endif

@@ -37,6 +37,7 @@ void us_cycle_opts_default(us_cycle_opts *o) {
     o->cycle_budget = US_CYCLE_BUDGET;
     o->cache = NULL;
     o->full_cycles = false;
+    o->reported_pods = false;
 #ifdef US_CHECK_INVARIANTS
     o->check_invariants = true;
 #else
@@ -168,9 +169,10 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
  * one pass over the pods: pods running, holding room (running or
  * pipelined), pending; and for a daemonset, whether every pending pod is
  * blocked (pinned[w]: 1 + a blocked pod's pin, -1 when some pending pod is
- * not blocked, as each pod has its own node). */
+ * not blocked, as each pod has its own node); of the pending, those not
+ * reported yet (us_cycle_opts.reported_pods). */
 typedef struct wl_counts {
-    int *running, *holding, *pending, *pinned;
+    int *running, *holding, *pending, *pinned, *unreported;
 } wl_counts;
 
 static void wl_counts_free(wl_counts *c) {
@@ -178,15 +180,17 @@ static void wl_counts_free(wl_counts *c) {
     free(c->holding);
     free(c->pending);
     free(c->pinned);
+    free(c->unreported);
 }
 
-static int wl_counts_take(const us_state *st, wl_counts *c) {
+static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c) {
     size_t nw = st->nworkloads ? st->nworkloads : 1;
     c->running = calloc(nw, sizeof *c->running);
     c->holding = calloc(nw, sizeof *c->holding);
     c->pending = calloc(nw, sizeof *c->pending);
     c->pinned = calloc(nw, sizeof *c->pinned);
-    if (!c->running || !c->holding || !c->pending || !c->pinned) return -1;
+    c->unreported = calloc(nw, sizeof *c->unreported);
+    if (!c->running || !c->holding || !c->pending || !c->pinned || !c->unreported) return -1;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
         int w = pd->workload;
@@ -194,6 +198,7 @@ static int wl_counts_take(const us_state *st, wl_counts *c) {
         if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) c->holding[w]++;
         if (pd->state != US_POD_PENDING) continue;
         c->pending[w]++;
+        if (!us_cycle_may_place(o, pd)) c->unreported[w]++;
         if (pd->pin < 0 || c->pinned[w] < 0) continue;
         char ignored[8];
         c->pinned[w] = us_blocker_find(st, &st->workloads[w], pd->pin, 1, ignored, sizeof ignored) !=
@@ -205,7 +210,8 @@ static int wl_counts_take(const us_state *st, wl_counts *c) {
 /* Report pending pods once per change of status.  For background work,
  * pending is the normal steady state, so it is a Normal event. */
 static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) {
-    const int *pending = c->pending, *pinned = c->pinned, *holding = c->holding;
+    const int *pending = c->pending, *pinned = c->pinned, *holding = c->holding,
+              *unreported = c->unreported;
     int rc = 0;
     for (size_t i = 0; i < st->nworkloads && rc == 0; i++) {
         us_workload *w = &st->workloads[i];
@@ -224,7 +230,17 @@ static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) 
         int need = holding[i] == 0 ? w->min_member : 1;
         if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, need, why, sizeof why);
         else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, 1, why, sizeof why);
-        if (b != US_BLOCK_NONE) {
+        /* AI work short of pods to place: it waits for its controller to
+         * create them (the caller reports each), not for room */
+        bool short_of_pods = !w->background && b == US_BLOCK_NONE && unreported[i] > 0 &&
+                             pending[i] - unreported[i] < need;
+        if (short_of_pods) {
+            reason = "WaitingForPods";
+            code = "not-created";
+            snprintf(msg, sizeof msg, "%d pod(s) pending: %d of them not created yet (%s %d at once; "
+                     "only pods the cluster has are placed)", pending[i], unreported[i],
+                     need > 1 ? "the gang starts with" : "it places", need);
+        } else if (b != US_BLOCK_NONE) {
             reason = w->background ? "NotScheduled" : "Unschedulable";
             code = us_blocker_names[b];
             snprintf(msg, sizeof msg, "%d pod(s) pending: %s", pending[i], why);
@@ -253,6 +269,7 @@ static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) 
                          pending[i], w->min_member > 1 ? "the gang" : "the pod");
         }
         w->pending_reason = w->background && b == US_BLOCK_NONE ? "idle-resources" : code;
+        bool normal = (w->background && b == US_BLOCK_NONE) || short_of_pods;
         if (w->last_status && strcmp(w->last_status, msg) == 0) continue;
         char *copy = strdup(msg);
         if (!copy) {
@@ -262,8 +279,8 @@ static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) 
         free(w->last_status);
         w->last_status = copy;
         const char *ann[] = {"pending-reason", code, NULL};
-        rc = us_log_event(log, w->background && b == US_BLOCK_NONE ? "Normal" : "Warning", reason,
-                          w->name, w->background && b == US_BLOCK_NONE ? NULL : ann, "%s", msg);
+        rc = us_log_event(log, normal ? "Normal" : "Warning", reason, w->name,
+                          w->background && b == US_BLOCK_NONE ? NULL : ann, "%s", msg);
     }
     return rc;
 }
@@ -315,7 +332,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_err_nomem(err);
         goto out;
     }
-    if (us_commit_cycle_start(st, now, log, err) < 0) goto out;
+    if (us_commit_cycle_start(st, now, o, log, err) < 0) goto out;
     if (collect_pools(st, &pools, &npools) < 0) {
         us_err_nomem(err);
         goto out;
@@ -330,7 +347,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     {
         /* gang start times do not change what pending_reports reads */
         wl_counts c = {0};
-        rc = wl_counts_take(st, &c);
+        rc = wl_counts_take(st, o, &c);
         if (rc == 0) gang_clock(st, &c, now);
         if (rc == 0) rc = pending_reports(st, &c, log);
         wl_counts_free(&c);

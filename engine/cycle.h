@@ -64,7 +64,28 @@ typedef struct us_cycle_opts {
      * them no cache, so every cycle is a full one (--full-cycles); false
      * (default) gives them one of its own unless cache is set. */
     bool full_cycles;
+    /* Pods exist once the caller reports them (a cluster that names its
+     * own pods: Kubernetes).  A pending pod the engine's controller made
+     * and no report has claimed yet (us_pod.named false: a workload's pods
+     * at submission, a replacement after an eviction or a loss) keeps its
+     * workload's place but is never placed, as no bind of it could be
+     * carried out; a gang waits for min_member reported pods.  false
+     * (default): the engine owns the names, and places its own pods. */
+    bool reported_pods;
 } us_cycle_opts;
+
+/* May a cycle place pending pod pd?  Not a pod the caller has yet to
+ * report, under reported_pods. */
+static inline bool us_cycle_may_place(const us_cycle_opts *o, const us_pod *pd) {
+    return !(o && o->reported_pods && !pd->named);
+}
+
+/* Does evicting a running pod of wl leave it terminating, holding its room?
+ * With a grace period; and always under reported_pods, where a deleted pod
+ * is there until the caller sees it gone (us_life_evict). */
+static inline bool us_cycle_evict_terminates(const us_cycle_opts *o, const us_workload *wl) {
+    return wl->termination_grace > 0 || (o && o->reported_pods);
+}
 
 #define US_CYCLE_BUDGET 5.0
 

@@ -301,13 +301,13 @@ int us_life_remove_node(us_state *st, int n, double now) {
 
 void us_life_cordon(us_state *st, int n, bool cordoned) { st->nodes[n].unschedulable = cordoned; }
 
-int us_life_evict(us_state *st, int pod, double now) {
+int us_life_evict(us_state *st, int pod, double now, bool reported) {
     us_pod *p = &st->pods[pod];
     int w = p->workload, pin = p->pin;
     bool was_running = p->state == US_POD_RUNNING;
     char *name = p->name;
     double grace = st->workloads[w].termination_grace;
-    if (was_running && grace > 0) {
+    if (was_running && (grace > 0 || reported)) {
         p->state = US_POD_RELEASING;
         p->release_at = now + grace;
         if (st->workloads[w].state != US_WL_ACTIVE) return -2;
@@ -322,7 +322,9 @@ int us_life_evict(us_state *st, int pod, double now) {
     p->state = US_POD_PENDING;
     p->node = -1;
     p->shared_dev = -1;
-    p->named = false; /* a new incarnation: its name is a placeholder */
+    /* a new incarnation, its name a placeholder; but a reported pod that
+     * was never bound is still that pod, pending */
+    if (!reported) p->named = false;
     p->seq = st->next_seq++;
     return pod;
 }

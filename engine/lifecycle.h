@@ -39,9 +39,14 @@ void us_life_cordon(us_state *st, int n, bool cordoned);
 
 /* Evict a pod: it terminates (releasing for its grace period, or gone at
  * once with grace 0) and, if its workload is active, the controller
- * recreates it pending under the same name.  Returns the new pod's index,
- * or -2 when none was created, or -1 when memory runs out. */
-int us_life_evict(us_state *st, int pod, double now);
+ * recreates it pending under the same name.  reported: the pods are the
+ * caller's (us_cycle_opts.reported_pods): a running pod releases even with
+ * grace 0, until the next cycle (a deleted pod is there until its
+ * deletion is seen; the caller holds it by reporting it terminating), and
+ * a pipelined pod, which the cluster never bound, stays the same pod,
+ * pending.  Returns the new pod's index, or -2 when none was created, or
+ * -1 when memory runs out. */
+int us_life_evict(us_state *st, int pod, double now, bool reported);
 
 /* Releasing pods whose grace has ended leave (call before a cycle). */
 void us_life_expire(us_state *st, double now);

@@ -151,7 +151,8 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         p->pslot[i] = -1;
         p->evictor[i] = -1;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
-        if (!pod->gone && pod->state == US_POD_PENDING) p->wl_first[pod->workload + 1]++;
+        if (!pod->gone && pod->state == US_POD_PENDING && us_cycle_may_place(o, pod))
+            p->wl_first[pod->workload + 1]++;
         if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
             p->node_first[p->pos[pod->node] + 1]++;
     }
@@ -167,7 +168,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         }
         for (size_t i = 0; i < st->npods; i++) {
             const us_pod *pod = &st->pods[i];
-            if (!pod->gone && pod->state == US_POD_PENDING)
+            if (!pod->gone && pod->state == US_POD_PENDING && us_cycle_may_place(o, pod))
                 p->wl_pending[p->wl_first[pod->workload] + wfill[pod->workload]++] = (int)i;
             if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
                 int n = p->pos[pod->node];
@@ -240,7 +241,7 @@ static const us_workload *wl_of(const us_plan *p, int pod) {
 
 /* Does evicting the pod leave it terminating (running, with a grace)? */
 static bool terminates(const us_plan *p, int pod) {
-    return p->st->pods[pod].state == US_POD_RUNNING && wl_of(p, pod)->termination_grace > 0;
+    return p->st->pods[pod].state == US_POD_RUNNING && us_cycle_evict_terminates(p->opts, wl_of(p, pod));
 }
 
 /* Put a pod's resources into, or out of, the AI view and its queue. */

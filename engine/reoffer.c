@@ -159,10 +159,11 @@ static void collect_bg(work *w) {
         /* an AI victim that was running terminates for its grace period */
         if (pos >= 0 && (pd->state == US_POD_RELEASING ||
                          ((p->flags[i] & US_PF_VICTIM) && pd->state == US_POD_RUNNING &&
-                          wl->termination_grace > 0)))
+                          us_cycle_evict_terminates(p->opts, wl))))
             us_use_add(&w->held[pos], &st->nodes[pd->node], wl->request, pd->shared_dev);
         if (!wl->background) continue;
-        if ((pd->state == US_POD_RUNNING && pos >= 0) || pd->state == US_POD_PENDING)
+        if ((pd->state == US_POD_RUNNING && pos >= 0) ||
+            (pd->state == US_POD_PENDING && us_cycle_may_place(p->opts, pd)))
             w->bg[w->nbg++] = (int)i;
     }
     memcpy(w->idle, w->held, p->nnodes * sizeof *w->idle);

@@ -565,6 +565,7 @@ int sv_main(int argc, char **argv) {
     us_engine_options eo;
     us_engine_options_init(&eo);
     eo.full_cycles = full_cycles;
+    eo.reported_pods = 1; /* the cluster names pods: only those it has are placed */
     if (us_engine_create(&eo, &s.engine, &uerr) != US_OK) {
         fprintf(stderr, "understory serve: %s\n", uerr.message);
         sv_config_free(&cfg);

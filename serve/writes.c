@@ -339,6 +339,21 @@ static void evict(sv_writes *x, const us_decision_info *d) {
     /* not a real pod, or already being deleted */
     if (!pod || !uid || at(pod, "metadata", "deletionTimestamp") || !split(d->pod, ns, sizeof ns, name, sizeof name))
         return;
+    /* a pipelined pod was never bound: the engine took back its room and
+     * the pod stays pending, the same pod (reported_pods), its nomination
+     * withdrawn; deleting it would only make its controller recreate it */
+    if (!on) {
+        if (!str(at(pod, "status", "nominatedNodeName"))) return;
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
+        snprintf(what, sizeof what, "withdraw nomination %s from %s", d->pod, d->node);
+        if (in_flight(x, what)) return;
+        cJSON *p = cJSON_CreateObject(), *s;
+        if (p && (s = cJSON_AddObjectToObject(p, "status")) && cJSON_AddNullToObject(s, "nominatedNodeName"))
+            write_json(x, "PATCH", path, p, what, NULL, NULL, NULL);
+        else
+            cJSON_Delete(p);
+        return;
+    }
     snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
     snprintf(what, sizeof what, "evict %s from %s (%s)", d->pod, d->node, d->action ? d->action : "evict");
     snprintf(msg, sizeof msg, "Evicted by understory's %s action for %s", d->action ? d->action : "evict",

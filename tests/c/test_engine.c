@@ -100,7 +100,7 @@ TEST(daemonset_pods_one_per_node_and_recreated_pinned) {
     /* running on n1, then evicted: releasing plus a new pending pod, same name and pin */
     st->pods[0].state = US_POD_RUNNING;
     st->pods[0].node = st->pods[0].pin;
-    int fresh = us_life_evict(st, 0, 10);
+    int fresh = us_life_evict(st, 0, 10, false);
     CHECK(fresh == 2);
     CHECK(st->pods[0].state == US_POD_RELEASING);
     CHECK(st->pods[0].release_at == 15);

@@ -131,7 +131,7 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
         return;
     }
     us_life_expire(&c, now);
-    CHECK(us_commit_cycle_start(&c, now, &log, &err) == 0);
+    CHECK(us_commit_cycle_start(&c, now, NULL, &log, &err) == 0);
     CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log) == 0);
     CHECK(us_fairshare_compute(&p, &err) == 0);
     CHECK(us_allocate(&p, &err) == 0);

@@ -127,6 +127,34 @@ describe("understory.engine", function()
     assert.are.same({}, e:workloads())
   end)
 
+  it("with reported_pods, places only the pods the cluster reported", function()
+    local e <close> = small_cluster { policies = "policies", reported_pods = true }
+    e:upsert_workload({ name = "train", queue = "team", replicas = 2, min_member = 2,
+                        requests = { gpu = 4 } }, 0)
+    e:upsert_workload(H.bg("burn", { controller = "deployment", replicas = 2, requests = { gpu = 1 } }), 0)
+    -- one pod of the gang and one burn-in pod exist so far
+    e:upsert_pod { name = "train-a1", workload = "train" }
+    e:upsert_pod { name = "burn-x1", workload = "burn" }
+    local r = e:run_cycle(0)
+    -- the burn-in pod binds; no pod the cluster does not have is placed,
+    -- and the gang waits for its second pod
+    assert.are.equal(1, #r.decisions)
+    assert.are.same({ "bind", "burn-x1" }, { r.decisions[1].op, r.decisions[1].pod })
+    local train
+    for _, w in ipairs(e:workloads()) do if w.name == "train" then train = w end end
+    assert.are.equal("not-created", train.pending_reason)
+    -- the second pod appears: the gang binds whole
+    e:upsert_pod { name = "train-b2", workload = "train" }
+    r = e:run_cycle(1)
+    local bound = {}
+    for _, d in ipairs(r.decisions) do if d.op == "bind" then bound[#bound + 1] = d.pod end end
+    table.sort(bound)
+    assert.are.same({ "train-a1", "train-b2" }, bound)
+    -- the simulator names its own pods: the option is the engine's only
+    assert.has_error(function() understory.simulate("examples/seed-story.json", { reported_pods = true }) end,
+                     "opts.reported_pods: only for understory.engine (a simulation reports no pods)")
+  end)
+
   it("calls on_event once per event, after the cycle", function()
     local e <close> = small_cluster()
     local seen = {}

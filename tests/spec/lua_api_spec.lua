@@ -87,6 +87,7 @@ local option = {
   time_limit_ms = { "time_limit", 200 },
   cycle_budget = { "cycle_budget", 2.5 },
   full_cycles = { "full_cycles", true },
+  reported_pods = { "reported_pods", true },
 }
 
 local function public_functions()
@@ -115,7 +116,8 @@ describe("the Lua module against bindings/understory.h", function()
     for _, f in ipairs(fns) do found[f] = true end
     assert.is_true(found.us_engine_state_json and found.us_version and found.us_free)
     assert.are.same({ "policies", "plain_ties", "long_grace", "instructions", "memory",
-                      "check_invariants", "time_limit_ms", "cycle_budget", "full_cycles" },
+                      "check_invariants", "time_limit_ms", "cycle_budget", "full_cycles",
+                      "reported_pods" },
                     option_fields())
   end)
 
