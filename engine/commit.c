@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "lifecycle.h"
+#include "sort.h"
 
 /* What the start of a cycle reads of every pod, in one pass: the physical
  * use of every node (running and terminating pods); the pipelined pods, in
@@ -64,10 +65,18 @@ fail:
     return -1;
 }
 
-/* Physical use of every node of the state: running and terminating pods. */
-static us_use *physical_use(const us_state *st) {
+/* Physical use of every node of the state: running and terminating pods;
+ * and, per node, whether a pipelined pod waits there (*queued, the
+ * caller's to free). */
+static us_use *physical_use(const us_state *st, bool **queued) {
     pre x;
-    if (pre_take(st, &x, false, false) < 0) return NULL;
+    if (!(*queued = calloc(st->nnodes ? st->nnodes : 1, sizeof **queued))) return NULL;
+    if (pre_take(st, &x, true, false) < 0) {
+        free(*queued);
+        *queued = NULL;
+        return NULL;
+    }
+    for (size_t k = 0; k < x.npipelined; k++) (*queued)[st->pods[x.pipelined[k]].node] = true;
     us_use *u = x.phys;
     x.phys = NULL;
     pre_free(&x);
@@ -99,20 +108,41 @@ static int waiting_list(const us_plan *p, int pos, const char ***out, size_t *n)
     return 0;
 }
 
-/* Bind pipelined pods whose resources are now free. */
+/* Pipelined pods in the order they were pipelined (release_at holds when),
+ * ties in pod order. */
+static int by_pipelined_at(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    int i = *(const int *)a, j = *(const int *)b;
+    double x = st->pods[i].release_at, y = st->pods[j].release_at;
+    if (x != y) return x < y ? -1 : 1;
+    return (i > j) - (i < j);
+}
+
+/* Bind pipelined pods whose resources are now free, first come first
+ * served on each node: once one does not fit, those pipelined after it
+ * there wait too, or a stream of smaller pods could keep taking the room
+ * that freed for it. */
 static int promote(us_state *st, pre *x, us_cycle_log *log, us_err *err) {
     us_use *phys = x->phys;
     int rc = 0;
+    bool *blocked = calloc(st->nnodes ? st->nnodes : 1, sizeof *blocked);
+    if (!blocked) return us_err_nomem(err);
+    us_sort(x->pipelined, x->npipelined, sizeof *x->pipelined, by_pipelined_at, st);
     for (size_t k = 0; k < x->npipelined && rc == 0; k++) {
         us_pod *pd = &st->pods[x->pipelined[k]];
         us_res req = st->workloads[pd->workload].request;
-        if (!us_use_fits(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev)) continue;
+        if (blocked[pd->node]) continue;
+        if (!us_use_fits(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev)) {
+            blocked[pd->node] = true;
+            continue;
+        }
         pd->shared_dev = us_use_add(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev);
         pd->state = US_POD_RUNNING;
         if (us_log_decision(log, US_OP_BIND, US_ACT_NONE, pd->name, st->nodes[pd->node].name,
                             NULL, 0, NULL) < 0)
             rc = us_err_nomem(err);
     }
+    free(blocked);
     return rc;
 }
 
@@ -324,6 +354,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
     us_state *st = p->st;
     evict_groups groups = {0};
     us_use *phys = NULL;
+    bool *queued = NULL;
     const char **waits = NULL;
     int rc = -1;
     int *evictor = malloc((bg->nrunning + 1) * sizeof *evictor);
@@ -363,8 +394,12 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
     }
     if (emit_groups(st, p->log, groups.g, groups.n) < 0) goto nomem;
 
-    /* 3. AI placements: bind on idle room, else pipeline behind terminating pods */
-    if (!(phys = physical_use(st))) goto nomem;
+    /* 3. AI placements: bind on idle room, else pipeline behind terminating
+     * pods.  Behind a pod pipelined on the node already too, even where
+     * room is idle: that room freed for the pod waiting (it binds at the
+     * next cycle's start), and one placed later must not take it first and
+     * make it wait for the deletions its own placement started. */
+    if (!(phys = physical_use(st, &queued))) goto nomem;
     for (size_t k = 0; k < p->nplaced; k++) {
         int i = p->placed[k], node = p->pnode[i];
         us_pod *pd = &st->pods[i];
@@ -373,7 +408,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         pd->shared_dev = p->pslot[i];
         us_action act = (us_action)p->pact[i];
         if (p->opts->profile) p->opts->profile->placed++;
-        if (us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
+        if (!queued[node] && us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
             us_use_add(&phys[node], &st->nodes[node], req, pd->shared_dev);
             pd->state = US_POD_RUNNING;
             if (us_log_decision(p->log, US_OP_BIND, act, pd->name, st->nodes[node].name, NULL, 0,
@@ -382,6 +417,8 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         } else {
             size_t nw = 0;
             pd->state = US_POD_PIPELINED;
+            pd->release_at = p->now; /* when: the order it binds in (promote) */
+            queued[node] = true;
             if (waiting_list(p, p->pos[node], &waits, &nw) < 0 ||
                 us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, st->nodes[node].name,
                                 waits, nw, NULL) < 0)
@@ -422,6 +459,7 @@ out:
     free(groups.g);
     free(groups.slot);
     free(phys);
+    free(queued);
     free(waits);
     free(evictor);
     return rc;

@@ -221,7 +221,8 @@ typedef struct us_pod {
     int pin;               /* daemonset pods: the node they belong to; else -1 */
     us_pod_state state;
     int shared_dev;        /* fractional-GPU pods: device slot on node; else -1 */
-    double release_at;     /* releasing pods: when their resources are free */
+    double release_at;     /* releasing pods: when their resources are free;
+                              pipelined pods: when they were pipelined */
     uint64_t seq;          /* creation order, for stable ordering */
     bool gone;             /* left the cluster; dropped by us_state_compact_pods */
     bool named;            /* its name is a real pod's, given by the caller

@@ -19,11 +19,11 @@
  *               exists), none the cluster runs that the engine misses;
  *   reports     every report of a real pod is taken;
  *   room        no node holds more than its capacity on the cluster;
- *   progress    no pod stays pipelined for good (a pod pipelined earlier
- *               can wait longer than one deletion: a later one may bind
- *               first into room that freed, and it then waits for the
- *               deletions that later placement started), and room free
- *               at the end leaves no pod pending that it fits.
+ *   progress    no pod stays pipelined longer than the slowest deletion
+ *               it waits for (first come first served on a node: a pod
+ *               placed later never binds first into the room that freed
+ *               for it), and room free at the end leaves no pod pending
+ *               that it fits.
  *
  * Deterministic by seed (xorshift); seeds 1..N with N = 60, or
  * UNDERSTORY_MODEL_SEEDS; one seed alone with UNDERSTORY_MODEL_SEED.  A
@@ -245,6 +245,7 @@ static void apply(model *m, double t) {
         } else if (d.op == US_DECISION_PIPELINE) {
             seen_ops.pipelines++;
         } else if (d.op == US_DECISION_EVICT) {
+            if (p && p->st == M_PENDING) p->pipelined_since = -1; /* its nomination withdrawn */
             if (!p || p->st != M_BOUND || p->node != n) continue; /* nothing there to delete */
             p->st = M_TERMINATING;
             if (m->wls[p->wl].bg) seen_ops.bg_evictions++;
@@ -274,7 +275,7 @@ static void compare(model *m) {
                 failf(m, "the engine pipelined %s onto %s, a pod the cluster has not pending", x.name,
                       x.node);
             else if (p->pipelined_since < 0) p->pipelined_since = m->step;
-            else if (m->step - p->pipelined_since > QUIET / 2)
+            else if (m->step - p->pipelined_since > (int)MAX_DELETE + 5)
                 failf(m, "pod %s pipelined onto %s since step %d: the room never frees", x.name, x.node,
                       p->pipelined_since);
             continue;
