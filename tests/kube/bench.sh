@@ -114,23 +114,7 @@ fi
 
 setup_cluster
 
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 2h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
+sa_kubeconfig 2h
 say "serve --cycle-interval $interval ${serve_args[*]}"
 "$understory" serve --kubeconfig "$work/understory.kubeconfig" --admin-address 127.0.0.1:0 \
 	--cycle-interval "$interval" "${serve_args[@]}" >"$work/serve.out" 2>"$work/serve.err" &

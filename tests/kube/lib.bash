@@ -66,8 +66,9 @@ kube_up() {
 	k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
 }
 
-# sa_kubeconfig: $work/understory.kubeconfig, the daemon's credentials: a
-# token of the ServiceAccount understory-system/understory (an hour).
+# sa_kubeconfig [DURATION]: $work/understory.kubeconfig, the daemon's
+# credentials: a token of the ServiceAccount understory-system/understory
+# (valid DURATION, default 1h).
 sa_kubeconfig() {
 	cat >"$work/understory.kubeconfig" <<-YAML
 		apiVersion: v1
@@ -80,7 +81,7 @@ sa_kubeconfig() {
 		users:
 		- name: understory
 		  user:
-		    token: $(k -n understory-system create token understory --duration 1h)
+		    token: $(k -n understory-system create token understory --duration "${1:-1h}")
 		contexts:
 		- name: understory
 		  context: {cluster: test, user: understory}

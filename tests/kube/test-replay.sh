@@ -77,23 +77,7 @@ k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
 
-cat >"$work/understory.kubeconfig" <<-YAML
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: test
-	  cluster:
-	    server: https://127.0.0.1:$(cat "$work/c/api-port")
-	    certificate-authority: $work/c/certs/ca.crt
-	users:
-	- name: understory
-	  user:
-	    token: $(k -n understory-system create token understory --duration 2h)
-	contexts:
-	- name: understory
-	  context: {cluster: test, user: understory}
-	current-context: understory
-YAML
+sa_kubeconfig 2h
 sa=system:serviceaccount:understory-system:understory
 
 # made N: N pods exist, and every pod of ours has its controller (a pod
