@@ -636,9 +636,12 @@ static void print_row(const char *label, const result *r) {
 }
 
 /* ---- paths that must stay linear ----------------------------------------
- * Valid input that a quadratic path would never finish: a workload scaled
- * from n replicas to 1, a scenario with a queue chain n/10 deep, and a
- * chain of n/250 queues upserted one at a time through the API. */
+ * Valid input that a quadratic path would never finish: n/250 nodes
+ * upserted one at a time through the API next to DaemonSets, n/100
+ * workloads completing in the same simulated step (each timed at that size
+ * and twice it), a workload scaled from n replicas to 1, a scenario with a
+ * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
+ * time through the API. */
 
 static us_engine *scale_engine(void) {
     us_engine *e = NULL;
@@ -724,11 +727,104 @@ static double bench_chain_upserts(int n) {
     return t;
 }
 
+/* n nodes upserted one at a time into an engine that runs three
+ * DaemonSets (each new node gets their pods), then each node read back
+ * (us_engine_node: what it holds). */
+static double bench_node_upserts(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    char name[32];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    for (int d = 0; d < 3; d++) {
+        us_workload_spec w;
+        us_workload_spec_init(&w);
+        snprintf(name, sizeof name, "ds%d", d);
+        w.name = name;
+        w.queue = "q";
+        w.controller = US_CONTROLLER_DAEMONSET;
+        w.requests = (us_resources){0, 100, 1 << 20};
+        if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    }
+    (void)us_engine_pod_count(e); /* the DaemonSets are submitted */
+    t = now();
+    for (int i = 0; i < n; i++) {
+        us_node_spec nd = {0};
+        snprintf(name, sizeof name, "node-%d", i);
+        nd.name = name;
+        nd.capacity = (us_resources){8, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+    }
+    for (size_t i = 0; i < us_engine_node_count(e); i++) {
+        us_node_info info;
+        if (us_engine_node(e, i, &info) != US_OK) goto out;
+        ok += info.used.cpu == 0;
+    }
+    t = now() - t;
+    ok = ok == n && us_engine_pod_count(e) == 3 * (size_t)n;
+out:
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
+/* A simulation in which n one-pod workloads of a given duration start in
+ * the first cycle and all complete in the second. */
+static double bench_sim_timeouts(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    us_sim_opts o;
+    us_err err = {0};
+    double t;
+    int nodes = (n + 7) / 8;
+    put(&b, "{\"name\": \"timeouts\", \"cycle_interval\": 10, \"horizon\": 10, \"nodes\": [");
+    for (int i = 0; i < nodes; i++)
+        put(&b, "%s{\"name\": \"n%d\", \"cpu\": 128, \"memory\": \"1Ti\", \"gpu\": 8}", i ? ", " : "", i);
+    put(&b, "], \"queues\": [{\"name\": \"q\"}], \"workloads\": [");
+    for (int i = 0; i < n; i++)
+        put(&b, "%s{\"name\": \"w%d\", \"queue\": \"q\", \"duration\": 10, "
+               "\"requests\": {\"gpu\": 1, \"cpu\": 1, \"memory\": \"1Gi\"}}", i ? ", " : "", i);
+    put(&b, "]}");
+    int rc = us_scenario_load_string(&sc, b.s, b.n, NULL, &err);
+    free(b.s);
+    if (rc < 0) return -1;
+    us_sim_opts_default(&o);
+    o.cycle.cycle_budget = 0;
+    t = now();
+    rc = us_sim_run(&sc, NULL, &o, &res, &err);
+    t = now() - t;
+    if (rc < 0) {
+        us_scenario_free(&sc);
+        return -1;
+    }
+    /* the second cycle completes every workload */
+    if (res.ncycles != 2 || res.cycles[1].nchanges != (size_t)n) t = -1;
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
     printf("\npaths that must stay linear (%d)\n", n);
     char what[96];
+    /* at m and at 2m: the second time twice the first is linear */
+    for (int k = 0; k < 2; k++) {
+        int m = k == 0 ? n / 250 : n / 100;
+        double t1 = k == 0 ? bench_node_upserts(m) : bench_sim_timeouts(m);
+        double t2 = k == 0 ? bench_node_upserts(2 * m) : bench_sim_timeouts(2 * m);
+        if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
+        else snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
+        printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
+               t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
+        failed |= t1 < 0 || t2 < 0;
+    }
     for (int k = 0; k < 3; k++) {
         if (k == 0) {
             t = bench_scale_down(n);
