@@ -38,6 +38,16 @@
 #include "state.h"
 #include "utf8.h"
 
+/* Names of an array of objects (workloads, nodes) -> their indices, open
+ * addressing.  Objects are appended (indexed incrementally) or renumbered
+ * by tidy or rollback (marked stale: rebuilt).  A name may be held by
+ * several entries (a removed node and its successor): lookups check. */
+typedef struct name_index {
+    int *slot;                    /* [cap]: an index into the array, or -1 */
+    size_t cap, n;                /* indexed: the array's first n */
+    bool stale;
+} name_index;
+
 struct us_engine {
     us_state st;
     us_policy *pol;               /* NULL: the built-in C policies */
@@ -67,10 +77,8 @@ struct us_engine {
     bool unsubmitted;             /* new workloads await their pods (see settle) */
     bool underived;               /* background rules await a check (see settle) */
 
-    /* workload name -> workload indices, open addressing (see find_workload) */
-    int *wnames;                  /* [wcap]: a workload index, or -1 */
-    size_t wcap, wnames_n;        /* indexed: workloads[0..wnames_n) */
-    bool wnames_stale;            /* tidy renumbered the workloads */
+    name_index wnames;            /* workload name -> indices (see find_workload) */
+    name_index nnames;            /* node name -> indices (see find_node) */
 
     /* pod name -> pod indices, open addressing (see find_pod) */
     int *names;                   /* [ncap]: a pod index, or -1 */
@@ -190,7 +198,8 @@ US_API void us_engine_destroy(us_engine *e) {
     free_cycle(e);
     us_cycle_log_free(&e->pending);
     free(e->names);
-    free(e->wnames);
+    free(e->wnames.slot);
+    free(e->nnames.slot);
     free(e->figs);
     us_policy_free(e->pol);
     us_cycle_cache_free(e->copts.cache);
@@ -657,55 +666,77 @@ static int built(const build *b, const cJSON *o, const char *what, us_error *err
 
 /* ---- lookups ------------------------------------------------------------------------ */
 
-/* A node that is in the cluster (not removed), by name; -1 when none. */
-static int find_node(const us_state *st, const char *name) {
-    for (size_t i = 0; i < st->nnodes; i++)
-        if (!st->nodes[i].removed && strcmp(st->nodes[i].name, name) == 0) return (int)i;
-    return -1;
-}
-
 static uint64_t hash(const char *s) {
     uint64_t h = 1469598103934665603u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
     return h;
 }
 
-/* Keep the workload name index current: workloads are appended (indexed
- * incrementally) or renumbered by tidy (rebuilt).  0, or -1 when out of
- * memory. */
-static int index_workloads(us_engine *e) {
-    const us_state *st = &e->st;
-    if (e->wnames_stale || e->wnames_n > st->nworkloads || 2 * st->nworkloads + 2 > e->wcap) {
+/* Object i of an array of objects of size elem, each starting with its
+ * name (us_node, us_workload). */
+static const void *object_at(const void *arr, size_t elem, size_t i) {
+    return (const char *)arr + i * elem;
+}
+
+static const char *name_of(const void *obj) { return *(char *const *)obj; }
+
+/* Keep x current for an array of count objects: the ones appended since
+ * are added; a stale or shrunk index, or one half full, is rebuilt.  0, or
+ * -1 when out of memory. */
+static int name_index_sync(name_index *x, const void *arr, size_t elem, size_t count) {
+    if (x->stale || x->n > count || 2 * count + 2 > x->cap) {
         size_t cap = 16;
-        while (cap < 4 * st->nworkloads + 4) cap *= 2; /* room to grow before the next rebuild */
+        while (cap < 4 * count + 4) cap *= 2; /* room to grow before the next rebuild */
         int *n = malloc(cap * sizeof *n);
         if (!n) return -1;
-        free(e->wnames);
-        e->wnames = n;
-        e->wcap = cap;
-        e->wnames_n = 0;
-        e->wnames_stale = false;
-        memset(e->wnames, 0xff, cap * sizeof *e->wnames); /* all -1 */
+        free(x->slot);
+        x->slot = n;
+        x->cap = cap;
+        x->n = 0;
+        x->stale = false;
+        memset(x->slot, 0xff, cap * sizeof *x->slot); /* all -1 */
     }
-    for (; e->wnames_n < st->nworkloads; e->wnames_n++) {
-        size_t k = hash(st->workloads[e->wnames_n].name) & (e->wcap - 1);
-        while (e->wnames[k] >= 0) k = (k + 1) & (e->wcap - 1);
-        e->wnames[k] = (int)e->wnames_n;
+    for (; x->n < count; x->n++) {
+        size_t k = hash(name_of(object_at(arr, elem, x->n))) & (x->cap - 1);
+        while (x->slot[k] >= 0) k = (k + 1) & (x->cap - 1);
+        x->slot[k] = (int)x->n;
     }
     return 0;
 }
 
-/* A live workload by name: active, or waiting for its pods (see settle);
- * -1 when none (or out of memory).  Finished ones linger while their pods
- * terminate, under the same name. */
-static int find_workload(us_engine *e, const char *name) {
-    if (index_workloads(e) < 0) return -1;
-    for (size_t k = hash(name) & (e->wcap - 1); e->wnames[k] >= 0; k = (k + 1) & (e->wcap - 1)) {
-        const us_workload *w = &e->st.workloads[e->wnames[k]];
-        if ((w->state == US_WL_ACTIVE || w->state == US_WL_WAITING) && strcmp(w->name, name) == 0)
-            return e->wnames[k];
+/* The object of count named name that wanted accepts; -1 when none, -2
+ * when out of memory. */
+static int name_index_find(name_index *x, const void *arr, size_t elem, size_t count, const char *name,
+                           bool (*wanted)(const void *obj)) {
+    if (name_index_sync(x, arr, elem, count) < 0) return -2;
+    for (size_t k = hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
+        const void *o = object_at(arr, elem, (size_t)x->slot[k]);
+        if (wanted(o) && strcmp(name_of(o), name) == 0) return x->slot[k];
     }
     return -1;
+}
+
+static bool node_present(const void *o) { return !((const us_node *)o)->removed; }
+
+static bool workload_live(const void *o) {
+    const us_workload *w = o;
+    return w->state == US_WL_ACTIVE || w->state == US_WL_WAITING;
+}
+
+/* A node that is in the cluster (not removed), by name; -1 when none, -2
+ * when out of memory. */
+static int find_node(us_engine *e, const char *name) {
+    const us_state *st = &e->st;
+    return name_index_find(&e->nnames, st->nodes, sizeof *st->nodes, st->nnodes, name, node_present);
+}
+
+/* A live workload by name: active, or waiting for its pods (see settle);
+ * -1 when none, -2 when out of memory.  Finished ones linger while their pods
+ * terminate, under the same name. */
+static int find_workload(us_engine *e, const char *name) {
+    const us_state *st = &e->st;
+    return name_index_find(&e->wnames, st->workloads, sizeof *st->workloads, st->nworkloads, name,
+                           workload_live);
 }
 
 static bool pod_live(const us_pod *p) {
@@ -839,7 +870,7 @@ static void tidy(us_engine *e) {
             wmap[w] = -1;
         }
     }
-    if (k != st->nworkloads) e->wnames_stale = true; /* renumbered */
+    if (k != st->nworkloads) e->wnames.stale = true; /* renumbered */
     st->nworkloads = k;
     k = 0;
     for (size_t n = 0; n < st->nnodes; n++) {
@@ -852,6 +883,7 @@ static void tidy(us_engine *e) {
             nmap[n] = -1;
         }
     }
+    if (k != st->nnodes) e->nnames.stale = true;
     st->nnodes = k;
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
@@ -875,7 +907,10 @@ static mark mark_state(const us_state *st) {
     return (mark){st->npods, st->nnodes, st->nworkloads, st->next_seq};
 }
 
-static void rollback(us_state *st, mark m) {
+static void rollback(us_engine *e, mark m) {
+    us_state *st = &e->st;
+    e->nnames.stale = e->nnames.stale || st->nnodes != m.nnodes;
+    e->wnames.stale = e->wnames.stale || st->nworkloads != m.nworkloads;
     for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
@@ -974,12 +1009,16 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
     const char *res;
     int idx;
     if (us_scenario_parse_node(o, "node", &n, &ie) < 0) return fail_from(err, &ie);
-    idx = find_node(st, n.name);
+    idx = find_node(e, n.name);
+    if (idx == -2) {
+        us_node_free(&n);
+        return nomem(err);
+    }
     if (idx < 0) {
         mark m = mark_state(st);
         if ((idx = us_state_add_node(st, &n)) < 0) return nomem(err); /* n freed */
         if (us_life_add_node(st, idx, e->now) < 0) {
-            rollback(st, m);
+            rollback(e, m);
             return nomem(err);
         }
         return ok(err);
@@ -1047,7 +1086,7 @@ US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) 
     int n;
     GUARD_CHANGE(e, err);
     if (!name) return fail(err, US_EINVAL, "node: NULL name");
-    if ((n = find_node(&e->st, name)) < 0)
+    if ((n = find_node(e, name)) < 0)
         return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
     if (us_life_remove_node(&e->st, n, e->now) < 0) return nomem(err);
     tidy(e);
@@ -1209,6 +1248,10 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
                         sim_only[i][0], sim_only[i][1]);
     if (us_scenario_parse_workload(o, st, "workload", &w, &ie) < 0) return fail_from(err, &ie);
     idx = find_workload(e, w.name);
+    if (idx == -2) {
+        us_workload_free(&w);
+        return nomem(err);
+    }
     if (idx < 0) {
         w.submit_at = now; /* waiting: its pods come at the next settle */
         if (us_state_add_workload(st, &w) < 0) return nomem(err); /* w freed */
@@ -1395,7 +1438,7 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     st->pods[p].release_at = INFINITY;
     st->pods[p].named = true;
     if (!node_holds(st, n, &st->nodes[n], p, true, &res)) {
-        rollback(st, m);
+        rollback(e, m);
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
                     "running or terminating there", r->node, res, r->name);
@@ -1413,9 +1456,9 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (strlen(name) > 253)
         return fail(err, US_EINVAL, "pod.name: is %zu characters long, more than the 253 a "
                     "Kubernetes name may have", strlen(name));
-    if (node && (n = find_node(st, node)) < 0)
+    if (node && (n = find_node(e, node)) < 0)
         return fail(err, US_ENOENT, "pod.node: \"%s\" is not a node in the cluster", node);
-    if (r->pin && (pin = find_node(st, r->pin)) < 0)
+    if (r->pin && (pin = find_node(e, r->pin)) < 0)
         return fail(err, US_ENOENT, "pod.pin: \"%s\" is not a node in the cluster", r->pin);
     if (r->terminating && n < 0)
         return fail(err, US_EINVAL, "pod.terminating: a terminating pod is on a node: pod.node is required");
