@@ -837,6 +837,13 @@ static int find_pod(us_engine *e, const char *name, int *live, int *releasing) {
     return find_pod_on(e, name, -1, live, releasing);
 }
 
+/* us_life_held_fn through the pod name index: does a live pod hold name? */
+static int pod_name_held(void *ctx, const char *name) {
+    int live, releasing;
+    if (find_pod(ctx, name, &live, &releasing) < 0) return -1;
+    return live >= 0;
+}
+
 /* ---- tidying ---------------------------------------------------------------------------
  * The engine's state never removes objects from its arrays (indices stay
  * valid for a whole simulated run).  A control plane runs for months, so
@@ -1017,7 +1024,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
     if (idx < 0) {
         mark m = mark_state(st);
         if ((idx = us_state_add_node(st, &n)) < 0) return nomem(err); /* n freed */
-        if (us_life_add_node(st, idx, e->now) < 0) {
+        if (us_life_add_new_node(st, idx, e->now, pod_name_held, e) < 0) {
             rollback(e, m);
             return nomem(err);
         }

@@ -46,11 +46,14 @@ static char *pod_name(char *buf, const char *workload, const char *suffix) {
  * caller named may be called "train-0" in another workload, and a
  * DaemonSet "a" on node "b-0" would name its pod as workload "a-b" names
  * its first replica.  Built on first use, from the live pods then (a pass
- * that creates no pod pays nothing); the pods created after are added. */
+ * that creates no pod pays nothing); the pods created after are added.
+ * Or the caller's own index answers (held), which follows the pods. */
 typedef struct taken {
     const char **slot;   /* open addressing, power-of-two cap; the pods' own strings */
     size_t cap, n;
     bool built;
+    us_life_held_fn held; /* NULL: the set above */
+    void *ctx;
 } taken;
 
 static uint64_t name_hash(const char *s) {
@@ -67,7 +70,7 @@ static const char **taken_slot(const taken *t, const char *name) {
 
 static int taken_add(taken *t, const char *name) {
     if (2 * (t->n + 1) > t->cap) {
-        taken g = {NULL, t->cap ? 2 * t->cap : 64, 0, true};
+        taken g = {NULL, t->cap ? 2 * t->cap : 64, 0, true, NULL, NULL};
         if (!(g.slot = calloc(g.cap, sizeof *g.slot))) return -1;
         for (size_t i = 0; i < t->cap; i++)
             if (t->slot[i]) *taken_slot(&g, t->slot[i]) = t->slot[i];
@@ -85,6 +88,7 @@ static int taken_add(taken *t, const char *name) {
 
 /* Does a live pod hold name?  -1 when out of memory. */
 static int taken_has(const us_state *st, taken *t, const char *name) {
+    if (t->held) return t->held(t->ctx, name);
     if (!t->built) {
         t->built = true;
         for (size_t i = 0; i < st->npods; i++)
@@ -101,7 +105,7 @@ static int create_pod(us_state *st, taken *t, int w, const char *name, int pin) 
     int has = taken_has(st, t, name);
     if (has != 0) return has < 0 ? -1 : 0;
     int p = us_state_add_pod(st, w, name, pin);
-    if (p < 0 || taken_add(t, st->pods[p].name) < 0) return -1;
+    if (p < 0 || (!t->held && taken_add(t, st->pods[p].name) < 0)) return -1;
     return 1;
 }
 
@@ -257,19 +261,34 @@ int us_life_complete_many(us_state *st, const int *ws, size_t n, double now) {
     return 0;
 }
 
-int us_life_add_node(us_state *st, int n, double now) {
-    (void)now;
-    taken t = {0};
+/* Node n's pods of the DaemonSets that run on it; fresh: n is new, it
+ * has none yet. */
+static int add_node_pods(us_state *st, taken *t, int n, bool fresh) {
     int rc = 0;
     st->nodes[n].removed = false;
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state == US_WL_ACTIVE && wl->controller == US_CTRL_DAEMONSET &&
             node_runs_daemon(st, wl, n, false))
-            rc = add_daemon_pod(st, &t, (int)w, n);
+            rc = fresh ? create_daemon_pod(st, t, (int)w, n) : add_daemon_pod(st, t, (int)w, n);
     }
+    return rc;
+}
+
+int us_life_add_node(us_state *st, int n, double now) {
+    (void)now;
+    taken t = {0};
+    int rc = add_node_pods(st, &t, n, false);
     taken_free(&t);
     return rc;
+}
+
+int us_life_add_new_node(us_state *st, int n, double now, us_life_held_fn held, void *ctx) {
+    (void)now;
+    taken t = {0};
+    t.held = held;
+    t.ctx = ctx;
+    return add_node_pods(st, &t, n, true);
 }
 
 int us_life_remove_node(us_state *st, int n, double now) {

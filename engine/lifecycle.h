@@ -29,6 +29,13 @@ int us_life_complete(us_state *st, int w, double now);
 int us_life_complete_many(us_state *st, const int *ws, size_t n, double now);
 
 int us_life_add_node(us_state *st, int n, double now);
+/* Whether a live pod holds name: 1 when one does, 0 when none, -1 when out
+ * of memory. */
+typedef int (*us_life_held_fn)(void *ctx, const char *name);
+/* us_life_add_node for node n just appended, which no pod refers to yet,
+ * with the caller's own index of live pod names: the cost is the
+ * DaemonSets', not a pass over every pod. */
+int us_life_add_new_node(us_state *st, int n, double now, us_life_held_fn held, void *ctx);
 /* The node leaves: its daemonset pods go with it; other pods on it are
  * lost and recreated pending.  A gang left below min_member is not touched
  * here: the next cycle stops the rest of it, with a decision per pod
