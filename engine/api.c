@@ -77,6 +77,10 @@ struct us_engine {
     bool unsubmitted;             /* new workloads await their pods (see settle) */
     bool underived;               /* background rules await a check (see settle) */
 
+    /* what the pods on each node hold (us_engine_node), built on the first
+     * read after a change; NULL until then */
+    us_res *node_used;            /* [st.nnodes] */
+
     name_index wnames;            /* workload name -> indices (see find_workload) */
     name_index nnames;            /* node name -> indices (see find_node) */
 
@@ -135,6 +139,7 @@ static int fail_from(us_error *err, const us_err *in) {
 static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); }
 
 static void settle(const us_engine *ce);
+static void forget_reads(us_engine *e);
 
 /* Refuse calls without a handle and calls that change the engine from
  * inside its event callback. */
@@ -143,6 +148,7 @@ static void settle(const us_engine *ce);
         if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
         if ((e)->busy)                                                                        \
             return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
+        forget_reads(e);                                                                      \
     } while (0)
 
 /* The same, then tidy what earlier calls left for later. */
@@ -200,6 +206,7 @@ US_API void us_engine_destroy(us_engine *e) {
     free(e->names);
     free(e->wnames.slot);
     free(e->nnames.slot);
+    free(e->node_used);
     free(e->figs);
     us_policy_free(e->pol);
     us_cycle_cache_free(e->copts.cache);
@@ -962,6 +969,7 @@ static void settle_pods(us_engine *e) {
 static void settle(const us_engine *ce) {
     us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
     if (!e) return;
+    if (e->unsubmitted || e->underived || e->untidy) forget_reads(e);
     settle_pods(e);
     if (e->untidy) {
         tidy(e);
@@ -1820,16 +1828,42 @@ US_API size_t us_engine_node_count(const us_engine *e) {
     return e ? e->st.nnodes : 0;
 }
 
+/* What a pod holds on its node now (running or terminating), or -1. */
+static int holding_node(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_RUNNING || p->state == US_POD_RELEASING) ? p->node : -1;
+}
+
+/* The reads' caches no longer hold: the state is about to change. */
+static void forget_reads(us_engine *e) {
+    free(e->node_used);
+    e->node_used = NULL;
+}
+
+/* What every node holds, in one pass over the pods: reading each node after
+ * a change costs one pass, not one per node.  NULL when out of memory. */
+static const us_res *nodes_used(us_engine *e) {
+    const us_state *st = &e->st;
+    if (e->node_used || !(e->node_used = calloc(st->nnodes ? st->nnodes : 1, sizeof *e->node_used)))
+        return e->node_used;
+    for (size_t k = 0; k < st->npods; k++) {
+        int n = holding_node(&st->pods[k]);
+        if (n >= 0) e->node_used[n] = us_res_add(e->node_used[n], st->workloads[st->pods[k].workload].request);
+    }
+    return e->node_used;
+}
+
 US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
     settle(e);
     if (!e || !out || i >= e->st.nnodes) return US_ENOENT;
     const us_node *n = &e->st.nodes[i];
+    const us_res *all = nodes_used((us_engine *)e); /* a cache: see settle */
     us_res used = {{0}};
-    for (size_t k = 0; k < e->st.npods; k++) {
-        const us_pod *p = &e->st.pods[k];
-        if (!p->gone && p->node == (int)i &&
-            (p->state == US_POD_RUNNING || p->state == US_POD_RELEASING))
-            used = us_res_add(used, e->st.workloads[p->workload].request);
+    if (all) {
+        used = all[i];
+    } else {
+        for (size_t k = 0; k < e->st.npods; k++)
+            if (holding_node(&e->st.pods[k]) == (int)i)
+                used = us_res_add(used, e->st.workloads[e->st.pods[k].workload].request);
     }
     out->name = n->name;
     out->pool = n->pool;
