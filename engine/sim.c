@@ -213,6 +213,54 @@ out:
     return rc;
 }
 
+/* Complete the workloads whose duration ran out by t, with a change each
+ * naming its live pods, in workload order: one pass over the pods for them
+ * all (us_life_complete_many), so that many ending at once stays linear. */
+static int complete_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
+    size_t nw = st->nworkloads, ndue = 0, first = c->nchanges;
+    /* slot[w]: 1 + w's place among the due workloads, 0 when not due */
+    int *slot = calloc(nw + 1, sizeof *slot), *due = malloc((nw + 1) * sizeof *due);
+    us_change *ch;
+    int rc = -1;
+    if (!slot || !due) goto out;
+    for (size_t w = 0; w < nw; w++) {
+        const us_workload *wl = &st->workloads[w];
+        if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
+            wl->started_at + wl->duration <= t) {
+            due[ndue] = (int)w;
+            slot[w] = (int)++ndue;
+            if (!(ch = change(c, US_CH_COMPLETE, wl->name))) goto out;
+            ch->by_duration = true;
+        }
+    }
+    if (!ndue) {
+        rc = 0;
+        goto out;
+    }
+    *changed = true;
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i]) && slot[st->pods[i].workload])
+            c->changes[first + slot[st->pods[i].workload] - 1].npods++;
+    for (size_t k = first; k < c->nchanges; k++) {
+        ch = &c->changes[k];
+        size_t n = ch->npods;
+        ch->npods = 0; /* counts what the list holds, from here on */
+        if (n && !(ch->pods = calloc(n, sizeof *ch->pods))) goto out;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (!live(p) || !slot[p->workload]) continue;
+        ch = &c->changes[first + slot[p->workload] - 1];
+        if (!(ch->pods[ch->npods] = strdup(p->name))) goto out;
+        ch->npods++;
+    }
+    rc = us_life_complete_many(st, due, ndue, t);
+out:
+    free(slot);
+    free(due);
+    return rc;
+}
+
 /* Apply what is due at time t; *changed tells whether anything was.
  * Reloads come last, so that their dry run sees the state the cycle at t
  * will start from (submissions and node changes of the same time
@@ -263,18 +311,7 @@ static int apply_due(sim *s, double t, us_sim_cycle *c, bool *changed) {
         }
     }
     if (rc == 0) rc = submit_due(st, t, c, changed);
-    for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
-        us_workload *wl = &st->workloads[w];
-        if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0 &&
-            wl->started_at + wl->duration <= t) {
-            int wi = (int)w;
-            us_change *ch = change(c, US_CH_COMPLETE, wl->name);
-            if (!ch || add_pods(ch, st, live_of_workload, &wi) < 0) return -1;
-            ch->by_duration = true;
-            rc = us_life_complete(st, wi, t);
-            *changed = true;
-        }
-    }
+    if (rc == 0) rc = complete_due(st, t, c, changed);
     for (size_t i = first; i < s->next_tl && rc == 0; i++)
         if (s->sc->timeline[i].action == US_TL_RELOAD_POLICIES)
             rc = reload(s, &s->sc->timeline[i], t, &c->log);
