@@ -76,6 +76,7 @@ struct us_engine {
     bool untidy;                  /* pods marked gone await tidy (see settle) */
     bool unsubmitted;             /* new workloads await their pods (see settle) */
     bool underived;               /* background rules await a check (see settle) */
+    size_t new_from;              /* workloads from this index on are the new ones */
 
     /* what the pods on each node hold (us_engine_node), built on the first
      * read after a change; NULL until then */
@@ -884,7 +885,10 @@ static void tidy(us_engine *e) {
             wmap[w] = -1;
         }
     }
-    if (k != st->nworkloads) e->wnames.stale = true; /* renumbered */
+    if (k != st->nworkloads) {
+        e->wnames.stale = true; /* renumbered */
+        e->new_from = 0;        /* work left pending (out of memory): any may be new */
+    }
     st->nworkloads = k;
     k = 0;
     for (size_t n = 0; n < st->nnodes; n++) {
@@ -950,6 +954,21 @@ static int rederive(us_state *st) {
     return 0;
 }
 
+/* rederive for the workloads from first on only, new ones: queues have
+ * not changed since (a queue change re-derives everything at once). */
+static int check_new_rules(us_state *st, size_t first) {
+    size_t n = st->nworkloads > first ? st->nworkloads - first : 0;
+    const char **before = malloc((n ? n : 1) * sizeof *before);
+    if (!before) return -1;
+    for (size_t i = 0; i < n; i++) before[i] = st->workloads[first + i].blocked;
+    us_state_check_rules_from(st, first);
+    for (size_t i = 0; i < n; i++)
+        if (st->workloads[first + i].blocked && st->workloads[first + i].blocked != before[i])
+            st->workloads[first + i].warned = false;
+    free(before);
+    return 0;
+}
+
 /* Work a control plane's bulk calls would repeat is left for later and done
  * once: a pod reported gone is only marked, and a new workload's pods are
  * created (and the background rules checked) for all new workloads in one
@@ -962,8 +981,9 @@ static int rederive(us_state *st) {
  * pending and is retried. */
 static void settle_pods(us_engine *e) {
     bool any = false;
-    if (e->unsubmitted && us_life_submit_due(&e->st, e->now, &any) == 0) e->unsubmitted = false;
-    if (e->underived && rederive(&e->st) == 0) e->underived = false;
+    if (e->unsubmitted && us_life_submit_new(&e->st, e->new_from, e->now, pod_name_held, e, &any) == 0)
+        e->unsubmitted = false;
+    if (e->underived && check_new_rules(&e->st, e->new_from) == 0) e->underived = false;
 }
 
 static void settle(const us_engine *ce) {
@@ -1270,6 +1290,7 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     if (idx < 0) {
         w.submit_at = now; /* waiting: its pods come at the next settle */
         if (us_state_add_workload(st, &w) < 0) return nomem(err); /* w freed */
+        if (!e->unsubmitted && !e->underived) e->new_from = st->nworkloads - 1;
         e->unsubmitted = e->underived = true;
         e->now = now;
         return ok(err);

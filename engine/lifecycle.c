@@ -209,6 +209,20 @@ out:
     return rc;
 }
 
+int us_life_submit_new(us_state *st, size_t first, double now, us_life_held_fn held, void *ctx,
+                       bool *any) {
+    taken t = {0};
+    t.held = held;
+    t.ctx = ctx;
+    for (size_t w = first; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (wl->state != US_WL_WAITING || wl->submit_at > now) continue;
+        *any = true;
+        if (submit_one(st, &t, (int)w, NULL, 0) < 0) return -1;
+    }
+    return 0;
+}
+
 /* A pod stops holding its node: it terminates for its grace period. */
 static void terminate(us_state *st, us_pod *p, double now) {
     double grace = st->workloads[p->workload].termination_grace;

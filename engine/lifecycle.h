@@ -36,6 +36,12 @@ typedef int (*us_life_held_fn)(void *ctx, const char *name);
  * with the caller's own index of live pod names: the cost is the
  * DaemonSets', not a pass over every pod. */
 int us_life_add_new_node(us_state *st, int n, double now, us_life_held_fn held, void *ctx);
+/* us_life_submit_due for the workloads from index first on, which have no
+ * pods yet (a caller that appends workloads and submits them in batches),
+ * with the caller's index of live pod names: the cost is the new
+ * workloads' pods, not a pass over every pod and workload. */
+int us_life_submit_new(us_state *st, size_t first, double now, us_life_held_fn held, void *ctx,
+                       bool *any);
 /* The node leaves: its daemonset pods go with it; other pods on it are
  * lost and recreated pending.  A gang left below min_member is not touched
  * here: the next cycle stops the rest of it, with a decision per pod

@@ -316,8 +316,10 @@ static bool queue_entitled(const us_queue *q, const char *pool) {
     return false;
 }
 
-void us_state_check_rules(us_state *st) {
-    for (size_t i = 0; i < st->nworkloads; i++) {
+void us_state_check_rules(us_state *st) { us_state_check_rules_from(st, 0); }
+
+void us_state_check_rules_from(us_state *st, size_t first) {
+    for (size_t i = first; i < st->nworkloads; i++) {
         us_workload *w = &st->workloads[i];
         const char *label = us_labels_get(&w->labels, US_BACKGROUND_LABEL);
         w->blocked = NULL;

@@ -292,6 +292,9 @@ us_qres us_queue_res(const us_queue *q, const char *pool, int r);
 /* Mark workloads that break a background rule as blocked (with a reason).
  * Called after loading; idempotent. */
 void us_state_check_rules(us_state *st);
+/* The same for the workloads from index first on (new ones: the queues
+ * and the workloads before them have not changed since the last check). */
+void us_state_check_rules_from(us_state *st, size_t first);
 
 /* Whole devices and fractional share of a request. */
 static inline int us_req_whole_gpus(us_res req) { return (int)(req.v[US_GPU] / US_GPU_UNIT); }
