@@ -638,6 +638,7 @@ static void print_row(const char *label, const result *r) {
 /* ---- paths that must stay linear ----------------------------------------
  * Valid input that a quadratic path would never finish: n/250 nodes
  * upserted one at a time through the API next to DaemonSets, n/100
+ * workloads upserted one at a time with a read after each, n/100
  * workloads completing in the same simulated step (each timed at that size
  * and twice it), a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
@@ -772,6 +773,37 @@ out:
     return ok ? t : -1;
 }
 
+/* n one-pod workloads upserted one at a time through the API, each
+ * followed by a read (the pod count), so that each is settled apart. */
+static double bench_workload_upserts(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    char name[32];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    t = now();
+    for (int i = 0; i < n; i++) {
+        us_workload_spec w;
+        us_workload_spec_init(&w);
+        snprintf(name, sizeof name, "w%d", i);
+        w.name = name;
+        w.queue = "q";
+        w.requests = (us_resources){0, 100, 1 << 20};
+        if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK || us_engine_pod_count(e) != (size_t)i + 1)
+            goto out;
+    }
+    t = now() - t;
+    ok = 1;
+out:
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
 /* A simulation in which n one-pod workloads of a given duration start in
  * the first cycle and all complete in the second. */
 static double bench_sim_timeouts(int n) {
@@ -815,11 +847,12 @@ static int run_scale_cases(int n) {
     printf("\npaths that must stay linear (%d)\n", n);
     char what[96];
     /* at m and at 2m: the second time twice the first is linear */
-    for (int k = 0; k < 2; k++) {
+    static double (*const cases[])(int) = {bench_node_upserts, bench_workload_upserts, bench_sim_timeouts};
+    for (int k = 0; k < 3; k++) {
         int m = k == 0 ? n / 250 : n / 100;
-        double t1 = k == 0 ? bench_node_upserts(m) : bench_sim_timeouts(m);
-        double t2 = k == 0 ? bench_node_upserts(2 * m) : bench_sim_timeouts(2 * m);
+        double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
+        else if (k == 1) snprintf(what, sizeof what, "%d workloads upserted one by one, each read", m);
         else snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
