@@ -1,0 +1,416 @@
+/*
+ * test_orders.c — the indexes and batches that keep the API's calls and
+ * the simulator's steps linear (issue 13) never change what they compute:
+ *
+ *   noise       a cluster built through the API one call at a time, and the
+ *               same cluster built with, between those calls, nodes and
+ *               workloads that come and go (tidy renumbers both arrays),
+ *               resends, pods reported on them, and reads (which settle
+ *               and fill caches): the same state, byte for byte, before
+ *               and after each of three cycles, the same decisions; the
+ *               state loads back as a scenario that writes identically;
+ *               every read of a node says what the pods on it hold;
+ *   durations   workloads whose durations run out in the same step complete
+ *               in workload order, each change naming its pods.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "check.h"
+#include "scenario.h"
+#include "sim.h"
+#include "statejson.h"
+#include "understory.h"
+
+/* ---- the cluster --------------------------------------------------------- */
+
+enum { OP_QUEUE, OP_NODE, OP_WORKLOAD, OP_POD };
+
+typedef struct op {
+    int kind;
+    const char *json;
+} op;
+
+#define BG_QUEUE                                                                            \
+    "{\"name\": \"infra-bg\", \"resources\": {\"gpu\": {\"quota\": 0, \"over_quota_weight\": 0}," \
+    " \"cpu\": {\"quota\": 0, \"over_quota_weight\": 0}, \"memory\": {\"quota\": 0, \"over_quota_weight\": 0}}}"
+#define NODE(n, z) "{\"name\": \"" n "\", \"cpu\": 64, \"memory\": \"512Gi\", \"gpu\": 8, \"labels\": {\"zone\": \"" z "\"}}"
+
+/* In call order; a workload comes before the nodes its DaemonSet reaches
+ * and after others, so that both ways a node meets a DaemonSet occur. */
+static const op cluster[] = {
+    {OP_QUEUE, "{\"name\": \"research\"}"},
+    {OP_QUEUE, "{\"name\": \"team-a\", \"parent\": \"research\", \"resources\": {\"gpu\": {\"quota\": 16}}}"},
+    {OP_QUEUE, "{\"name\": \"team-b\", \"parent\": \"research\", \"resources\": {\"gpu\": {\"quota\": 8}}}"},
+    {OP_QUEUE, BG_QUEUE},
+    {OP_WORKLOAD, "{\"name\": \"node-check\", \"queue\": \"infra-bg\", \"controller\": \"daemonset\", "
+                  "\"labels\": {\"kai.scheduler/background\": \"true\"}, \"node_selector\": {\"zone\": \"a\"}, "
+                  "\"requests\": {\"cpu\": \"100m\"}}"},
+    {OP_NODE, NODE("n0", "a")},
+    {OP_NODE, NODE("n1", "b")},
+    {OP_NODE, NODE("n2", "a")},
+    {OP_NODE, NODE("n3", "a")},
+    {OP_WORKLOAD, "{\"name\": \"burn\", \"queue\": \"infra-bg\", \"controller\": \"deployment\", \"replicas\": 12, "
+                  "\"labels\": {\"kai.scheduler/background\": \"true\"}, \"requests\": {\"gpu\": 1}}"},
+    {OP_NODE, NODE("n4", "b")},
+    {OP_NODE, NODE("n5", "a")},
+    {OP_WORKLOAD, "{\"name\": \"agent\", \"queue\": \"infra-bg\", \"controller\": \"daemonset\", "
+                  "\"labels\": {\"kai.scheduler/background\": \"true\"}, \"requests\": {\"cpu\": \"50m\"}}"},
+    {OP_NODE, NODE("n6", "b")},
+    {OP_NODE, NODE("n7", "a")},
+    {OP_POD, "{\"name\": \"burn-x1\", \"workload\": \"burn\", \"node\": \"n1\"}"},
+    {OP_POD, "{\"name\": \"burn-x5\", \"workload\": \"burn\", \"node\": \"n5\"}"},
+    {OP_POD, "{\"name\": \"node-check-n2\", \"node\": \"n2\"}"},
+    {OP_POD, "{\"name\": \"agent-n6\", \"node\": \"n6\"}"},
+    {OP_WORKLOAD, "{\"name\": \"train\", \"queue\": \"team-a\", \"controller\": \"job\", \"replicas\": 2, "
+                  "\"min_member\": 2, \"requests\": {\"gpu\": 8}}"},
+    {OP_WORKLOAD, "{\"name\": \"eval\", \"queue\": \"team-b\", \"replicas\": 3, \"requests\": {\"gpu\": 2}}"},
+};
+#define NOPS (sizeof cluster / sizeof *cluster)
+
+/* What one pod of a workload requests, in milli-GPUs and millicores. */
+static void request_of(const char *workload, int64_t *gpu, int64_t *cpu) {
+    static const struct {
+        const char *name;
+        int64_t gpu, cpu;
+    } t[] = {{"node-check", 0, 100}, {"burn", 1000, 0}, {"agent", 0, 50},
+             {"train", 8000, 0},     {"eval", 2000, 0}};
+    *gpu = *cpu = 0;
+    if (workload[0] == 'y') *cpu = 100; /* the noise's workloads */
+    for (size_t i = 0; i < sizeof t / sizeof *t; i++)
+        if (strcmp(t[i].name, workload) == 0) {
+            *gpu = t[i].gpu;
+            *cpu = t[i].cpu;
+        }
+}
+
+static int apply(us_engine *e, const op *o, us_error *err) {
+    switch (o->kind) {
+    case OP_QUEUE: return us_engine_upsert_queue_json(e, o->json, err);
+    case OP_NODE: return us_engine_upsert_node_json(e, o->json, err);
+    case OP_WORKLOAD: return us_engine_upsert_workload_json(e, o->json, us_engine_time(e), err);
+    default: return us_engine_upsert_pod_json(e, o->json, err);
+    }
+}
+
+/* ---- noise ------------------------------------------------------------------ */
+
+typedef struct noise {
+    uint64_t rng;
+    int made;             /* names given so far */
+    char nodes[8][16];    /* decoy nodes in the cluster */
+    int nnodes;
+    char workloads[8][16];
+    int nworkloads;
+    size_t applied;       /* real calls made so far (resends pick among them) */
+    bool ok;
+} noise;
+
+static unsigned roll(noise *z, unsigned n) {
+    z->rng = z->rng * 6364136223846793005u + 1442695040888963407u;
+    return (unsigned)(z->rng >> 33) % n;
+}
+
+static void must(noise *z, int rc, const us_error *err, const char *what) {
+    if (rc == US_OK) return;
+    fprintf(stderr, "  noise: %s: %s\n", what, err->message);
+    z->ok = false;
+}
+
+/* Every node read says what the running and terminating pods on it hold. */
+static bool reads_agree(us_engine *e) {
+    size_t nn = us_engine_node_count(e), np = us_engine_pod_count(e);
+    bool ok = true;
+    for (size_t i = 0; i < nn; i++) {
+        us_node_info ni;
+        int64_t gpu = 0, cpu = 0;
+        if (us_engine_node(e, i, &ni) != US_OK) return false;
+        for (size_t k = 0; k < np; k++) {
+            us_pod_info pi;
+            int64_t g, c;
+            us_engine_pod(e, k, &pi);
+            if (!pi.node || strcmp(pi.node, ni.name) != 0 ||
+                (pi.phase != US_PHASE_RUNNING && pi.phase != US_PHASE_RELEASING))
+                continue;
+            request_of(pi.workload, &g, &c);
+            gpu += g;
+            cpu += c;
+        }
+        if ((int64_t)(ni.used.gpu * 1000 + 0.5) != gpu || ni.used.cpu != cpu) {
+            fprintf(stderr, "  node %s: read holds gpu %g cpu %lld, its pods %lld %lld\n", ni.name,
+                    ni.used.gpu, (long long)ni.used.cpu, (long long)gpu, (long long)cpu);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* One call that leaves the real cluster as it was, or will once every
+ * decoy is gone: a decoy node or workload comes or goes, a decoy pod runs
+ * on a decoy node, a real object is sent again unchanged, or a read. */
+static void one_noise(us_engine *e, noise *z) {
+    us_error err;
+    char json[256], name[16];
+    switch (roll(z, 7)) {
+    case 0: /* a decoy node; DaemonSets give it pods */
+        if (z->nnodes == 8) break;
+        snprintf(name, sizeof name, "x%d", z->made++);
+        snprintf(json, sizeof json, NODE("%s", "a"), name);
+        must(z, us_engine_upsert_node_json(e, json, &err), &err, json);
+        strcpy(z->nodes[z->nnodes++], name);
+        break;
+    case 1: /* a decoy node goes (tidy renumbers the nodes after it) */
+        if (!z->nnodes) break;
+        {
+            unsigned k = roll(z, (unsigned)z->nnodes);
+            must(z, us_engine_remove_node(e, z->nodes[k], &err), &err, "remove decoy node");
+            memmove(z->nodes[k], z->nodes[k + 1], (size_t)(z->nnodes - (int)k - 1) * sizeof z->nodes[0]);
+            z->nnodes--;
+        }
+        break;
+    case 2: /* a decoy workload, in a queue with room to spare */
+        if (z->nworkloads == 8 || z->applied < 4) break; /* team-b exists */
+        snprintf(name, sizeof name, "y%d", z->made++);
+        snprintf(json, sizeof json, "{\"name\": \"%s\", \"queue\": \"team-b\", \"replicas\": 2, "
+                 "\"termination_grace\": 0, \"requests\": {\"cpu\": \"100m\"}}", name);
+        must(z, us_engine_upsert_workload_json(e, json, us_engine_time(e), &err), &err, json);
+        strcpy(z->workloads[z->nworkloads++], name);
+        break;
+    case 3: /* a decoy workload goes (tidy renumbers the workloads after it) */
+        if (!z->nworkloads) break;
+        {
+            unsigned k = roll(z, (unsigned)z->nworkloads);
+            must(z, us_engine_remove_workload(e, z->workloads[k], us_engine_time(e), &err), &err, "remove decoy workload");
+            memmove(z->workloads[k], z->workloads[k + 1],
+                    (size_t)(z->nworkloads - (int)k - 1) * sizeof z->workloads[0]);
+            z->nworkloads--;
+        }
+        break;
+    case 4: /* a decoy workload's pod runs on a decoy node */
+        if (!z->nworkloads || !z->nnodes) break;
+        {
+            const char *w = z->workloads[roll(z, (unsigned)z->nworkloads)];
+            snprintf(json, sizeof json, "{\"name\": \"%s-r%d\", \"workload\": \"%s\", \"node\": \"%s\"}", w,
+                     z->made++, w, z->nodes[roll(z, (unsigned)z->nnodes)]);
+            /* refused when the workload has no pending pod left: fine */
+            (void)us_engine_upsert_pod_json(e, json, &err);
+        }
+        break;
+    case 5: /* a real object sent again, unchanged */
+        if (!z->applied) break;
+        {
+            const op *o = &cluster[roll(z, (unsigned)z->applied)];
+            if (o->kind != OP_POD) must(z, apply(e, o, &err), &err, o->json);
+        }
+        break;
+    default: /* reads: settle, fill the caches */
+        if (!reads_agree(e)) z->ok = false;
+        break;
+    }
+}
+
+static void noise_burst(us_engine *e, noise *z) {
+    for (unsigned k = roll(z, 4); k > 0; k--) one_noise(e, z);
+}
+
+/* Every decoy gone, in an order of the noise's choosing. */
+static void noise_clear(us_engine *e, noise *z) {
+    us_error err;
+    while (z->nnodes || z->nworkloads) {
+        if (z->nworkloads && (!z->nnodes || roll(z, 2))) {
+            must(z, us_engine_remove_workload(e, z->workloads[--z->nworkloads], us_engine_time(e), &err), &err, "clear workload");
+        } else {
+            must(z, us_engine_remove_node(e, z->nodes[--z->nnodes], &err), &err, "clear node");
+        }
+        /* more noise between removals (decoys it adds are removed too),
+         * and reads: the caches follow */
+        if (roll(z, 2)) one_noise(e, z);
+        if (roll(z, 2) && !reads_agree(e)) z->ok = false;
+    }
+}
+
+/* ---- comparing ------------------------------------------------------------- */
+
+static char *state_of(us_engine *e) {
+    char *s = NULL;
+    us_error err;
+    if (us_engine_state_json(e, &s, NULL, &err) != US_OK) return NULL;
+    return s;
+}
+
+/* The state written, loaded back as a scenario, writes the same. */
+static bool loads_back(const char *text) {
+    us_scenario sc;
+    us_err err = {0};
+    cJSON *doc = NULL;
+    char *out = NULL;
+    bool same;
+    memset(&sc, 0, sizeof sc);
+    if (us_scenario_load_string(&sc, text, strlen(text), NULL, &err) < 0) {
+        fprintf(stderr, "  the state does not load back: %s\n", err.msg);
+        return false;
+    }
+    if (us_statejson_write(&sc.state, 0, "engine state", &doc) == 0) out = cJSON_Print(doc);
+    same = out && strcmp(out, text) == 0;
+    if (!same) fprintf(stderr, "  the state loaded back writes differently:\n--- first\n%s\n--- second\n%s\n", text, out ? out : "(null)");
+    cJSON_Delete(doc);
+    free(out);
+    us_scenario_free(&sc);
+    return same;
+}
+
+/* The last cycle's decisions, one line each. */
+static char *decisions_of(us_engine *e) {
+    size_t n = us_engine_decision_count(e), len = 0, cap = 256;
+    char *s = malloc(cap);
+    s[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        us_decision_info d;
+        char line[512];
+        us_engine_decision(e, i, &d);
+        int k = snprintf(line, sizeof line, "%s %s %s %s %s\n", d.op_name, d.action ? d.action : "-", d.pod,
+                         d.workload ? d.workload : "-", d.node ? d.node : "-");
+        while (len + (size_t)k + 1 > cap) s = realloc(s, cap *= 2);
+        memcpy(s + len, line, (size_t)k + 1);
+        len += (size_t)k;
+    }
+    return s;
+}
+
+static bool same_text(const char *what, const char *a, const char *b) {
+    if (a && b && strcmp(a, b) == 0) return true;
+    fprintf(stderr, "  %s differ:\n--- plain\n%s\n--- with noise\n%s\n", what, a ? a : "(null)", b ? b : "(null)");
+    return false;
+}
+
+/* The pods the last cycle bound, reported running where it put them (as
+ * a control plane does once the binding lands). */
+static bool report_bound(us_engine *e) {
+    us_error err;
+    size_t n = us_engine_decision_count(e);
+    for (size_t i = 0; i < n; i++) {
+        us_decision_info d;
+        us_engine_decision(e, i, &d);
+        if (d.op != US_DECISION_BIND) continue;
+        us_pod_spec p = {d.pod, d.workload, d.node, NULL, 0};
+        if (us_engine_upsert_pod(e, &p, &err) != US_OK) {
+            fprintf(stderr, "  report %s on %s: %s\n", d.pod, d.node, err.message);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool run_both(us_engine *plain, us_engine *noisy, noise *z, uint64_t seed) {
+    us_error err;
+    bool ok = true;
+    for (size_t i = 0; i < NOPS && ok; i++) {
+        noise_burst(noisy, z);
+        if (apply(plain, &cluster[i], &err) != US_OK || apply(noisy, &cluster[i], &err) != US_OK) {
+            fprintf(stderr, "  seed %llu: %s: %s\n", (unsigned long long)seed, cluster[i].json, err.message);
+            return false;
+        }
+        z->applied = i + 1;
+        noise_burst(noisy, z);
+    }
+    for (int c = 0; c < 3 && ok && z->ok; c++) {
+        noise_clear(noisy, z);
+        char *a = state_of(plain), *b = state_of(noisy);
+        ok = same_text("states before the cycle", a, b) && loads_back(a);
+        free(a);
+        free(b);
+        if (!ok) break;
+        if (us_engine_run_cycle(plain, 10.0 * c, &err) != US_OK || us_engine_run_cycle(noisy, 10.0 * c, &err) != US_OK) {
+            fprintf(stderr, "  cycle: %s\n", err.message);
+            return false;
+        }
+        a = decisions_of(plain);
+        b = decisions_of(noisy);
+        ok = same_text("decisions", a, b);
+        if (ok && c == 0 && !a[0]) {
+            fprintf(stderr, "  the first cycle decided nothing\n");
+            ok = false;
+        }
+        free(a);
+        free(b);
+        if (!ok) break;
+        noise_burst(noisy, z);
+        ok = report_bound(plain) && report_bound(noisy);
+        noise_burst(noisy, z);
+        ok = ok && reads_agree(plain);
+    }
+    noise_clear(noisy, z);
+    if (ok && z->ok) {
+        char *a = state_of(plain), *b = state_of(noisy);
+        ok = same_text("final states", a, b) && reads_agree(noisy);
+        free(a);
+        free(b);
+    }
+    return ok && z->ok;
+}
+
+TEST(same_cluster_with_noise_between_calls) {
+    int failed = 0;
+    for (uint64_t seed = 1; seed <= 40 && failed < 3; seed++) {
+        us_engine *plain = NULL, *noisy = NULL;
+        us_error err;
+        noise z;
+        memset(&z, 0, sizeof z);
+        z.rng = seed;
+        z.ok = true;
+        CHECK(us_engine_create(NULL, &plain, &err) == US_OK && us_engine_create(NULL, &noisy, &err) == US_OK);
+        if (plain && noisy && !run_both(plain, noisy, &z, seed)) {
+            fprintf(stderr, "  seed %llu: the noisy engine differs\n", (unsigned long long)seed);
+            failed++;
+        }
+        us_engine_destroy(plain);
+        us_engine_destroy(noisy);
+    }
+    CHECK(failed == 0);
+}
+
+/* ---- durations ------------------------------------------------------------- */
+
+TEST(durations_ending_together_complete_in_workload_order) {
+    static const char doc[] =
+        "{\"name\": \"durations\", \"cycle_interval\": 10, \"horizon\": 20,"
+        " \"nodes\": [{\"name\": \"n0\", \"cpu\": 64, \"memory\": \"512Gi\", \"gpu\": 8}],"
+        " \"queues\": [{\"name\": \"q\"}],"
+        " \"workloads\": ["
+        "  {\"name\": \"w-a\", \"queue\": \"q\", \"replicas\": 2, \"duration\": 10, \"requests\": {\"gpu\": 1}},"
+        "  {\"name\": \"w-b\", \"queue\": \"q\", \"duration\": 20, \"requests\": {\"gpu\": 1}},"
+        "  {\"name\": \"w-c\", \"queue\": \"q\", \"replicas\": 3, \"duration\": 10, \"requests\": {\"gpu\": 1}},"
+        "  {\"name\": \"w-d\", \"queue\": \"q\", \"requests\": {\"gpu\": 1}}]}";
+    us_scenario sc;
+    us_sim_result res;
+    us_err err = {0};
+    CHECK(us_scenario_load_string(&sc, doc, sizeof doc - 1, NULL, &err) == 0);
+    CHECK(us_sim_run(&sc, NULL, NULL, &res, &err) == 0);
+    CHECK(res.ncycles == 3);
+    if (res.ncycles == 3) {
+        const us_sim_cycle *c = &res.cycles[1];
+        static const char *const want[][4] = {{"w-a", "w-a-0", "w-a-1", NULL}, {"w-c", "w-c-0", "w-c-1", "w-c-2"}};
+        CHECK(c->nchanges == 2);
+        for (size_t k = 0; k < 2 && k < c->nchanges; k++) {
+            const us_change *ch = &c->changes[k];
+            CHECK(ch->action == US_CH_COMPLETE && ch->by_duration);
+            CHECK_STR(ch->object, want[k][0]);
+            CHECK(ch->npods == (want[k][3] ? 3u : 2u));
+            for (size_t i = 0; i < ch->npods && i < 3; i++) CHECK_STR(ch->pods[i], want[k][i + 1]);
+        }
+        c = &res.cycles[2];
+        CHECK(c->nchanges == 1 && c->nchanges && strcmp(c->changes[0].object, "w-b") == 0);
+        us_sim_result_free(&res);
+    }
+    us_scenario_free(&sc);
+}
+
+int main(void) {
+    RUN(same_cluster_with_noise_between_calls);
+    RUN(durations_ending_together_complete_in_workload_order);
+    return check_report();
+}
