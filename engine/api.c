@@ -48,6 +48,23 @@ typedef struct name_index {
     bool stale;
 } name_index;
 
+/* Pods by a node field (node or pin), each list in pod order. */
+typedef struct pod_list {
+    int *head;                    /* [nnodes]: the first pod, or -1 */
+    int *next;                    /* [npods]: the next pod of the same node, or -1 */
+} pod_list;
+
+/* Where a pod report looks (see pods_index): the pods on each node, the
+ * pods pinned to each, and each workload's pending pods not yet named,
+ * newest first, from a cursor past the ones named since. */
+typedef struct pod_index {
+    bool valid;
+    pod_list on, pinned;
+    int *cand;                    /* pods, grouped by workload */
+    size_t *cfirst;               /* [nworkloads + 1]: workload w's are cand[cfirst[w]..cfirst[w + 1]) */
+    size_t *ccur;                 /* [nworkloads]: none before cand[ccur[w]] is a candidate any more */
+} pod_index;
+
 struct us_engine {
     us_state st;
     us_policy *pol;               /* NULL: the built-in C policies */
@@ -81,6 +98,10 @@ struct us_engine {
     /* what the pods on each node hold (us_engine_node), built on the first
      * read after a change; NULL until then */
     us_res *node_used;            /* [st.nnodes] */
+    /* where pod reports look, built by the first report after another
+     * change and kept while reports follow one another (see pods_index) */
+    pod_index pods;
+    unsigned reports_in_row;      /* pod reports since the last other change */
 
     name_index wnames;            /* workload name -> indices (see find_workload) */
     name_index nnames;            /* node name -> indices (see find_node) */
@@ -141,6 +162,8 @@ static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); 
 
 static void settle(const us_engine *ce);
 static void forget_reads(us_engine *e);
+static void forget_used(us_engine *e);
+static void pods_forget(us_engine *e);
 
 /* Refuse calls without a handle and calls that change the engine from
  * inside its event callback. */
@@ -150,6 +173,17 @@ static void forget_reads(us_engine *e);
         if ((e)->busy)                                                                        \
             return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
         forget_reads(e);                                                                      \
+    } while (0)
+
+/* The same for pod reports, which keep the pod index (see pods_index). */
+#define GUARD_POD(e, err)                                                                     \
+    do {                                                                                      \
+        if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
+        if ((e)->busy)                                                                        \
+            return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
+        forget_used(e);                                                                       \
+        settle(e);                                                                            \
+        (e)->reports_in_row++;                                                                \
     } while (0)
 
 /* The same, then tidy what earlier calls left for later. */
@@ -207,7 +241,7 @@ US_API void us_engine_destroy(us_engine *e) {
     free(e->names);
     free(e->wnames.slot);
     free(e->nnames.slot);
-    free(e->node_used);
+    forget_reads(e);
     free(e->figs);
     us_policy_free(e->pol);
     us_cycle_cache_free(e->copts.cache);
@@ -863,6 +897,7 @@ static void tidy(us_engine *e) {
     us_state *st = &e->st;
     int *wmap = NULL, *nmap = NULL;
     size_t k;
+    forget_reads(e); /* indices change */
     us_state_compact_pods(st);
     wmap = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *wmap);
     nmap = calloc(st->nnodes ? st->nnodes : 1, sizeof *nmap);
@@ -927,6 +962,7 @@ static mark mark_state(const us_state *st) {
 
 static void rollback(us_engine *e, mark m) {
     us_state *st = &e->st;
+    forget_reads(e);
     e->nnames.stale = e->nnames.stale || st->nnodes != m.nnodes;
     e->wnames.stale = e->wnames.stale || st->nworkloads != m.nworkloads;
     for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
@@ -997,6 +1033,128 @@ static void settle(const us_engine *ce) {
     }
 }
 
+/* ---- the pod index ------------------------------------------------------------------
+ * A control plane starting up reports every pod it finds, one call each;
+ * each report looked for a pending place to adopt, the room on the node
+ * and a device slot with passes over every pod.  The index answers those
+ * from the pods of one node or workload.  It is built by the first report
+ * after any other change (forget_reads drops it at every other call that
+ * changes the engine, in tidy and in rollback), and a report that changes
+ * where a pod is or is pinned moves it in the lists; a report that does
+ * more (a pod lost, a terminating pod added) drops it.  A pending place
+ * stops being a candidate only by being named or placed while the index
+ * lives, so a cursor can pass over the ones taken.  It is built from the
+ * second report in a row on: reports between other changes (a node, then
+ * its pod) scan as before, at most what the index would cost to build. */
+
+static void pods_forget(us_engine *e) {
+    pod_index *x = &e->pods;
+    free(x->on.head);
+    free(x->on.next);
+    free(x->pinned.head);
+    free(x->pinned.next);
+    free(x->cand);
+    free(x->cfirst);
+    free(x->ccur);
+    memset(x, 0, sizeof *x);
+}
+
+/* A pending pod of w no caller has named: a place a reported pod may take. */
+static bool candidate(const us_pod *p, int w) {
+    return !p->gone && p->workload == w && p->state == US_POD_PENDING && !p->named;
+}
+
+typedef struct cand_key {
+    uint64_t seq;
+    int workload, pod;
+} cand_key;
+
+/* By workload, newest first. */
+static int by_workload_newest(const void *a, const void *b) {
+    const cand_key *x = a, *y = b;
+    if (x->workload != y->workload) return x->workload < y->workload ? -1 : 1;
+    return x->seq > y->seq ? -1 : x->seq < y->seq;
+}
+
+static int pod_node(const us_pod *p) { return p->node; }
+static int pod_pin(const us_pod *p) { return p->pin; }
+
+/* l over the pods, by the node field key gives (pods without are in no
+ * list).  0, or -1 when out of memory. */
+static int list_build(pod_list *l, const us_state *st, int (*key)(const us_pod *)) {
+    size_t nn = st->nnodes ? st->nnodes : 1;
+    if (!(l->head = malloc(nn * sizeof *l->head)) ||
+        !(l->next = malloc((st->npods ? st->npods : 1) * sizeof *l->next)))
+        return -1;
+    memset(l->head, 0xff, nn * sizeof *l->head); /* all -1 */
+    for (size_t i = st->npods; i-- > 0;) { /* from the end: each list in pod order */
+        int n = key(&st->pods[i]);
+        l->next[i] = n >= 0 ? l->head[n] : -1;
+        if (n >= 0) l->head[n] = (int)i;
+    }
+    return 0;
+}
+
+/* Pod p's node field went from `from` to `to` (-1: none). */
+static void list_move(pod_list *l, int p, int from, int to) {
+    int *at;
+    if (from == to) return;
+    if (from >= 0) {
+        for (at = &l->head[from]; *at >= 0 && *at != p; at = &l->next[*at]) {}
+        if (*at == p) *at = l->next[p];
+    }
+    if (to >= 0) {
+        for (at = &l->head[to]; *at >= 0 && *at < p; at = &l->next[*at]) {}
+        l->next[p] = *at;
+        *at = p;
+    }
+}
+
+/* The index, built when it is not; NULL for the first report after
+ * another change, or when out of memory (then the report scans the pods). */
+static pod_index *pods_index(us_engine *e) {
+    const us_state *st = &e->st;
+    pod_index *x = &e->pods;
+    cand_key *keys = NULL;
+    size_t nc = 0, nw = st->nworkloads;
+    if (x->valid) return x;
+    if (e->reports_in_row < 2) return NULL;
+    pods_forget(e);
+    if (list_build(&x->on, st, pod_node) < 0 || list_build(&x->pinned, st, pod_pin) < 0 ||
+        !(keys = malloc((st->npods ? st->npods : 1) * sizeof *keys)) ||
+        !(x->cand = malloc((st->npods ? st->npods : 1) * sizeof *x->cand)) ||
+        !(x->cfirst = calloc(nw + 1, sizeof *x->cfirst)) || !(x->ccur = malloc((nw ? nw : 1) * sizeof *x->ccur))) {
+        free(keys);
+        pods_forget(e);
+        return NULL;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (candidate(p, p->workload)) keys[nc++] = (cand_key){p->seq, p->workload, (int)i};
+    }
+    qsort(keys, nc, sizeof *keys, by_workload_newest);
+    for (size_t k = 0; k < nc; k++) {
+        x->cand[k] = keys[k].pod;
+        x->cfirst[keys[k].workload + 1]++;
+    }
+    for (size_t w = 0; w < nw; w++) {
+        x->cfirst[w + 1] += x->cfirst[w];
+        x->ccur[w] = x->cfirst[w];
+    }
+    free(keys);
+    x->valid = true;
+    return x;
+}
+
+/* The pod after i (-1: the first) on node n: through the index x, or a
+ * scan without one. */
+static int next_on(const us_state *st, const pod_index *x, int n, int i) {
+    if (x) return i < 0 ? x->on.head[n] : x->on.next[i];
+    for (size_t k = (size_t)(i + 1); k < st->npods; k++)
+        if (st->pods[k].node == n) return (int)k;
+    return -1;
+}
+
 /* ---- room on a node ---------------------------------------------------------------- */
 
 /* Take req on u when it fits; else name the resource that runs short. */
@@ -1015,14 +1173,14 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
  * (or -1) moved onto it?  Checked twice: running and terminating pods (what
  * the node physically holds), and running and pipelined pods (what the
  * engine has planned for it).  On false, *res names the resource short. */
-static bool node_holds(const us_state *st, int n, const us_node *cap, int extra, bool extra_releasing,
-                       const char **res) {
+static bool node_holds(const us_state *st, const pod_index *x, int n, const us_node *cap, int extra,
+                       bool extra_releasing, const char **res) {
     for (int pass = 0; pass < 2; pass++) {
         us_pod_state other = pass == 0 ? US_POD_RELEASING : US_POD_PIPELINED;
         us_use u = {0};
-        for (size_t i = 0; i < st->npods; i++) {
+        for (int i = next_on(st, x, n, -1); i >= 0; i = next_on(st, x, n, i)) {
             const us_pod *p = &st->pods[i];
-            if ((int)i == extra || p->gone || p->node != n ||
+            if (i == extra || p->gone || p->node != n ||
                 (p->state != US_POD_RUNNING && p->state != other))
                 continue;
             if (!take(&u, cap, st->workloads[p->workload].request, p->shared_dev, res)) return false;
@@ -1066,7 +1224,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
                   "node and add it again)", cur->name, cur->pool);
         goto out;
     }
-    if (!node_holds(st, idx, &n, -1, false, &res)) {
+    if (!node_holds(st, NULL, idx, &n, -1, false, &res)) {
         rc = fail(err, US_EINVAL,
                   "node.%s: the pods on \"%s\" hold more than that; report them gone or let them "
                   "finish first", res, cur->name);
@@ -1389,16 +1547,33 @@ typedef struct pod_report {
  * it, or pinned to it; -1: anywhere) may take the place of: a DaemonSet's
  * pod pinned to n, else the newest pending pod not pinned elsewhere.  -1
  * when none, with the reason in err. */
-static int adoptable(const us_state *st, int w, int n, const char *pod, us_error *err) {
+static int adoptable(const us_state *st, pod_index *x, int w, int n, const char *pod, us_error *err) {
     const us_workload *wl = &st->workloads[w];
+    bool daemon_here = wl->controller == US_CTRL_DAEMONSET && n >= 0;
     int best = -1;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        /* a pod a caller named already is that pod, not a free place */
-        if (p->gone || p->workload != w || p->state != US_POD_PENDING || p->named) continue;
-        if (n >= 0 && p->pin >= 0 && p->pin != n) continue;
-        if (wl->controller == US_CTRL_DAEMONSET && n >= 0 && p->pin != n) continue;
-        if (best < 0 || p->seq > st->pods[best].seq) best = (int)i;
+    if (x && daemon_here) {
+        /* its pod pinned to n */
+        for (int i = x->pinned.head[n]; i >= 0; i = x->pinned.next[i])
+            if (candidate(&st->pods[i], w) && (best < 0 || st->pods[i].seq > st->pods[best].seq)) best = i;
+    } else if (x) {
+        /* the newest candidate not pinned elsewhere */
+        for (size_t k = x->ccur[w]; k < x->cfirst[w + 1] && best < 0; k++) {
+            const us_pod *p = &st->pods[x->cand[k]];
+            if (!candidate(p, w)) {
+                if (k == x->ccur[w]) x->ccur[w]++; /* taken for good */
+                continue;
+            }
+            if (!(n >= 0 && p->pin >= 0 && p->pin != n)) best = x->cand[k];
+        }
+    } else {
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *p = &st->pods[i];
+            /* a pod a caller named already is that pod, not a free place */
+            if (!candidate(p, w)) continue;
+            if (n >= 0 && p->pin >= 0 && p->pin != n) continue;
+            if (daemon_here && p->pin != n) continue;
+            if (best < 0 || p->seq > st->pods[best].seq) best = (int)i;
+        }
     }
     if (best < 0) {
         if (wl->controller == US_CTRL_DAEMONSET && n >= 0)
@@ -1416,11 +1591,11 @@ static int adoptable(const us_state *st, int w, int n, const char *pod, us_error
 
 /* The device slot pod p takes on node n next to the pods running or
  * terminating there now. */
-static int slot_on(const us_state *st, int n, int p) {
+static int slot_on(const us_state *st, const pod_index *x, int n, int p) {
     us_use u = {0};
-    for (size_t i = 0; i < st->npods; i++) {
+    for (int i = next_on(st, x, n, -1); i >= 0; i = next_on(st, x, n, i)) {
         const us_pod *q = &st->pods[i];
-        if ((int)i != p && !q->gone && q->node == n &&
+        if (i != p && !q->gone && q->node == n &&
             (q->state == US_POD_RUNNING || q->state == US_POD_RELEASING))
             us_use_add(&u, &st->nodes[n], st->workloads[q->workload].request, q->shared_dev);
     }
@@ -1436,6 +1611,7 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     us_state *st = &e->st;
     const char *res;
     int w;
+    pods_forget(e); /* pods are added: the index would not follow */
     if (live >= 0) {
         w = st->pods[live].workload;
         if (r->workload && strcmp(r->workload, st->workloads[w].name) != 0)
@@ -1473,13 +1649,13 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     st->pods[p].state = US_POD_RELEASING;
     st->pods[p].release_at = INFINITY;
     st->pods[p].named = true;
-    if (!node_holds(st, n, &st->nodes[n], p, true, &res)) {
+    if (!node_holds(st, NULL, n, &st->nodes[n], p, true, &res)) {
         rollback(e, m);
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
                     "running or terminating there", r->node, res, r->name);
     }
-    st->pods[p].shared_dev = slot_on(st, n, p);
+    st->pods[p].shared_dev = slot_on(st, NULL, n, p);
     return ok(err);
 }
 
@@ -1523,7 +1699,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
                         "pod.workload: pod \"%s\" is unknown; name its workload to add it", name);
         if ((w = find_workload(e, workload)) < 0)
             return fail(err, US_ENOENT, "pod.workload: \"%s\" is not a live workload", workload);
-        if ((p = adoptable(st, w, n >= 0 ? n : pin, name, err)) < 0) return err ? err->code : US_EINVAL;
+        if ((p = adoptable(st, pods_index(e), w, n >= 0 ? n : pin, name, err)) < 0)
+            return err ? err->code : US_EINVAL;
     }
     const us_workload *wl = &st->workloads[w];
     us_pod *pd = &st->pods[p];
@@ -1536,7 +1713,10 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (n < 0 && pin >= 0 && strcmp(st->nodes[pin].pool, wl->pool) != 0)
         return fail(err, US_EINVAL, "pod.pin: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     r->pin, st->nodes[pin].pool, wl->name, wl->pool);
-    if (wl->controller != US_CTRL_DAEMONSET) pd->pin = pin;
+    if (wl->controller != US_CTRL_DAEMONSET) {
+        if (e->pods.valid) list_move(&e->pods.pinned, p, pd->pin, pin);
+        pd->pin = pin;
+    }
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
             char *copy = strdup(name);
@@ -1554,6 +1734,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
             pd->named = true;
             return ok(err);
         }
+        pods_forget(e); /* a place to adopt again */
         if (us_life_pod_lost(st, p, false, e->now) < 0) return nomem(err);
         pd->named = true; /* the same real pod, pending again */
         tidy(e);
@@ -1563,7 +1744,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (strcmp(st->nodes[n].pool, wl->pool) != 0)
         return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     node, st->nodes[n].pool, wl->name, wl->pool);
-    if (!node_holds(st, n, &st->nodes[n], p, false, &res))
+    pod_index *x = pods_index(e);
+    if (!node_holds(st, x, n, &st->nodes[n], p, false, &res))
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for pod \"%s\" besides the pods running, "
                     "terminating or pipelined there", node, res, name);
@@ -1575,14 +1757,15 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         names_renamed(e, p);
     }
     pd->named = true;
-    pd->shared_dev = slot_on(st, n, p);
+    pd->shared_dev = slot_on(st, x, n, p);
+    if (x) list_move(&x->on, p, pd->node, n);
     pd->node = n;
     pd->state = US_POD_RUNNING;
     return ok(err);
 }
 
 US_API int us_engine_upsert_pod(us_engine *e, const us_pod_spec *spec, us_error *err) {
-    GUARD_CHANGE(e, err);
+    GUARD_POD(e, err);
     if (!spec) return fail(err, US_EINVAL, "pod: NULL spec");
     const char *const strs[] = {spec->name, spec->workload, spec->node, spec->pin};
     const char *const keys[] = {"name", "workload", "node", "pin"};
@@ -1601,7 +1784,7 @@ US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *e
     cJSON *o;
     const cJSON *f;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_POD(e, err);
     if ((rc = parse_text(json, "pod", &o, err)) != US_OK) return rc;
     if (!cJSON_IsObject(o)) {
         rc = fail(err, US_EINVAL, "pod: must be an object");
@@ -1854,10 +2037,16 @@ static int holding_node(const us_pod *p) {
     return !p->gone && (p->state == US_POD_RUNNING || p->state == US_POD_RELEASING) ? p->node : -1;
 }
 
-/* The reads' caches no longer hold: the state is about to change. */
-static void forget_reads(us_engine *e) {
+static void forget_used(us_engine *e) {
     free(e->node_used);
     e->node_used = NULL;
+}
+
+/* The caches no longer hold: the state is about to change. */
+static void forget_reads(us_engine *e) {
+    forget_used(e);
+    pods_forget(e);
+    e->reports_in_row = 0;
 }
 
 /* What every node holds, in one pass over the pods: reading each node after

@@ -10,6 +10,9 @@
  *               and after each of three cycles, the same decisions; the
  *               state loads back as a scenario that writes identically;
  *               every read of a node says what the pods on it hold;
+ *   reports     pod reports one after another (the pod index kept between
+ *               them) answer and leave the state as the same reports each
+ *               after another change (no index: scans);
  *   durations   workloads whose durations run out in the same step complete
  *               in workload order, each change naming its pods.
  */
@@ -78,7 +81,7 @@ static void request_of(const char *workload, int64_t *gpu, int64_t *cpu) {
         const char *name;
         int64_t gpu, cpu;
     } t[] = {{"node-check", 0, 100}, {"burn", 1000, 0}, {"agent", 0, 50},
-             {"train", 8000, 0},     {"eval", 2000, 0}};
+             {"train", 8000, 0},     {"eval", 2000, 0},   {"w", 1000, 0}, {"d", 0, 100}};
     *gpu = *cpu = 0;
     if (workload[0] == 'y') *cpu = 100; /* the noise's workloads */
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -373,6 +376,81 @@ TEST(same_cluster_with_noise_between_calls) {
     CHECK(failed == 0);
 }
 
+/* ---- pod reports in a row ---------------------------------------------------- */
+
+static const char *const reports[] = {
+    "{\"name\": \"w-a0\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a1\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a2\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a3\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a4\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a5\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a6\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a7\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-a8\", \"workload\": \"w\", \"node\": \"n0\"}",   /* n0 is full */
+    "{\"name\": \"d-n0\", \"node\": \"n0\"}",                          /* its DaemonSet pod */
+    "{\"name\": \"w-p\", \"workload\": \"w\"}",                         /* pending: takes a place's name */
+    "{\"name\": \"w-p\", \"node\": \"n1\"}",
+    "{\"name\": \"w-a0\", \"node\": \"n1\"}",                          /* moves: room on n0 */
+    "{\"name\": \"w-a8\", \"workload\": \"w\", \"node\": \"n0\"}",
+    "{\"name\": \"w-q\", \"workload\": \"w\", \"pin\": \"n1\"}",
+    "{\"name\": \"w-q\", \"workload\": \"w\", \"node\": \"n0\"}",   /* n0 full again */
+    "{\"name\": \"w-q\", \"workload\": \"w\", \"node\": \"n1\", \"pin\": \"n1\"}",
+    "{\"name\": \"w-t\", \"workload\": \"w\", \"node\": \"n1\", \"state\": \"releasing\"}",
+    "{\"name\": \"w-b0\", \"workload\": \"w\", \"node\": \"n1\"}",
+    "{\"name\": \"w-b1\", \"workload\": \"w\", \"node\": \"n1\"}",
+    "{\"name\": \"w-b2\", \"workload\": \"w\", \"node\": \"n1\"}",
+    "{\"name\": \"w-b3\", \"workload\": \"w\", \"node\": \"n1\"}",
+    "{\"name\": \"d-n1\", \"node\": \"n1\"}",
+    "{\"name\": \"w-b4\", \"workload\": \"w\", \"node\": \"n1\"}",   /* n1 full: w-t terminates there */
+    "{\"name\": \"w-b5\", \"workload\": \"w\"}",
+    "{\"name\": \"w-b6\", \"workload\": \"w\"}",                        /* no place left */
+};
+
+static us_engine *reports_engine(void) {
+    us_engine *e = NULL;
+    us_error err;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return NULL;
+    if (us_engine_upsert_queue_json(e, "{\"name\": \"q\"}", &err) != US_OK ||
+        us_engine_upsert_node_json(e, NODE("n0", "a"), &err) != US_OK ||
+        us_engine_upsert_node_json(e, NODE("n1", "a"), &err) != US_OK ||
+        us_engine_upsert_workload_json(e, "{\"name\": \"d\", \"queue\": \"q\", \"controller\": \"daemonset\", "
+                                          "\"requests\": {\"cpu\": \"100m\"}}", 0, &err) != US_OK ||
+        us_engine_upsert_workload_json(e, "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, "
+                                          "\"requests\": {\"gpu\": 1}}", 0, &err) != US_OK) {
+        us_engine_destroy(e);
+        return NULL;
+    }
+    return e;
+}
+
+TEST(pod_reports_in_a_row_agree_with_reports_apart) {
+    us_engine *row = reports_engine(), *apart = reports_engine();
+    CHECK(row && apart);
+    if (!row || !apart) goto out;
+    for (size_t i = 0; i < sizeof reports / sizeof *reports; i++) {
+        us_error ea, eb;
+        /* a change between reports: the index is built anew (or not) */
+        CHECK(us_engine_load_policies(apart, NULL, &eb) == US_OK);
+        int ra = us_engine_upsert_pod_json(row, reports[i], &ea);
+        int rb = us_engine_upsert_pod_json(apart, reports[i], &eb);
+        if (ra != rb || (ra != US_OK && strcmp(ea.message, eb.message) != 0)) {
+            fprintf(stderr, "  %s: in a row %d (%s), apart %d (%s)\n", reports[i], ra, ra ? ea.message : "",
+                    rb, rb ? eb.message : "");
+            CHECK(0);
+        }
+        if (!reads_agree(row)) CHECK(0);
+    }
+    char *a = state_of(row), *b = state_of(apart);
+    CHECK(same_text("states", a, b));
+    CHECK(strstr(a, "\"w-a8\"") && strstr(a, "\"w-q\"") && strstr(a, "\"d-n1\""));
+    free(a);
+    free(b);
+out:
+    us_engine_destroy(row);
+    us_engine_destroy(apart);
+}
+
 /* ---- durations ------------------------------------------------------------- */
 
 TEST(durations_ending_together_complete_in_workload_order) {
@@ -411,6 +489,7 @@ TEST(durations_ending_together_complete_in_workload_order) {
 
 int main(void) {
     RUN(same_cluster_with_noise_between_calls);
+    RUN(pod_reports_in_a_row_agree_with_reports_apart);
     RUN(durations_ending_together_complete_in_workload_order);
     return check_report();
 }
