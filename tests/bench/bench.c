@@ -637,7 +637,8 @@ static void print_row(const char *label, const result *r) {
 
 /* ---- paths that must stay linear ----------------------------------------
  * Valid input that a quadratic path would never finish: n/250 nodes
- * upserted one at a time through the API next to DaemonSets, n/100
+ * upserted one at a time through the API next to DaemonSets, the pods of
+ * n/250 nodes reported running one at a time, n/100
  * workloads upserted one at a time with a read after each, n/100
  * workloads completing in the same simulated step (each timed at that size
  * and twice it), a workload scaled from n replicas to 1, a scenario with a
@@ -773,6 +774,61 @@ out:
     return ok ? t : -1;
 }
 
+/* n nodes, each with a pod of a Deployment and one of a DaemonSet, and
+ * then those 2n pods reported running one at a time (a control plane
+ * starting up): the reports are timed. */
+static double bench_pod_reports(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    us_workload_spec w;
+    char name[32], pod[48];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "agent";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DAEMONSET;
+    w.requests = (us_resources){0, 100, 1 << 20};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "serve";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DEPLOYMENT;
+    w.replicas = n;
+    w.requests = (us_resources){1, 1000, 1 << 30};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    for (int i = 0; i < n; i++) {
+        us_node_spec nd = {0};
+        snprintf(name, sizeof name, "node-%d", i);
+        nd.name = name;
+        nd.capacity = (us_resources){8, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+    }
+    t = now();
+    for (int i = 0; i < n; i++) {
+        us_pod_spec p = {pod, "serve", name, NULL, 0}, d = {pod, NULL, name, NULL, 0};
+        snprintf(name, sizeof name, "node-%d", i);
+        snprintf(pod, sizeof pod, "serve-%x", i);
+        if (us_engine_upsert_pod(e, &p, &err) != US_OK) goto out;
+        snprintf(pod, sizeof pod, "agent-%s", name);
+        if (us_engine_upsert_pod(e, &d, &err) != US_OK) goto out;
+    }
+    t = now() - t;
+    ok = us_engine_pod_count(e) == 2 * (size_t)n;
+    for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
+        us_pod_info pi;
+        ok = us_engine_pod(e, i, &pi) == US_OK && pi.phase == US_PHASE_RUNNING;
+    }
+out:
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
 /* n one-pod workloads upserted one at a time through the API, each
  * followed by a read (the pod count), so that each is settled apart. */
 static double bench_workload_upserts(int n) {
@@ -847,12 +903,14 @@ static int run_scale_cases(int n) {
     printf("\npaths that must stay linear (%d)\n", n);
     char what[96];
     /* at m and at 2m: the second time twice the first is linear */
-    static double (*const cases[])(int) = {bench_node_upserts, bench_workload_upserts, bench_sim_timeouts};
-    for (int k = 0; k < 3; k++) {
-        int m = k == 0 ? n / 250 : n / 100;
+    static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
+                                           bench_sim_timeouts};
+    for (int k = 0; k < 4; k++) {
+        int m = k < 2 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
-        else if (k == 1) snprintf(what, sizeof what, "%d workloads upserted one by one, each read", m);
+        else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
+        else if (k == 2) snprintf(what, sizeof what, "%d workloads upserted one by one, each read", m);
         else snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");

@@ -41,7 +41,8 @@ for what in "scale-down, 20000 replicas to 1" "scenario load, a queue chain 2000
     "a chain of 80 queues, one upsert at a time"; do
     grep -q "  $what  *[0-9.]* s\$" "$TMP/out" || fail "no \"$what\" line: $(cat "$TMP/out")"
 done
-for what in "80 nodes upserted one at a time, 3 DaemonSets" "200 workloads upserted one by one, each read" \
+for what in "80 nodes upserted one at a time, 3 DaemonSets" "80 nodes' 2 pods each reported one by one" \
+    "200 workloads upserted one by one, each read" \
     "200 workloads completing in one simulated step"; do
     grep -qE "  $what  *[0-9.]+ s, twice as many  *[0-9.]+ s \([0-9.]+x\)\$" "$TMP/out" ||
         fail "no \"$what\" line: $(cat "$TMP/out")"
