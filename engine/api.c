@@ -1659,6 +1659,16 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     return ok(err);
 }
 
+/* A reported pod is pinned as the report says, unless it is a DaemonSet's
+ * (pinned to its node by its controller).  Only once the report is
+ * accepted: a refused call changes nothing. */
+static void repin(us_engine *e, int p, int pin) {
+    us_pod *pd = &e->st.pods[p];
+    if (e->st.workloads[pd->workload].controller == US_CTRL_DAEMONSET) return;
+    if (e->pods.valid) list_move(&e->pods.pinned, p, pd->pin, pin);
+    pd->pin = pin;
+}
+
 static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     us_state *st = &e->st;
     const char *res, *name = r->name, *workload = r->workload, *node = r->node;
@@ -1713,10 +1723,6 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (n < 0 && pin >= 0 && strcmp(st->nodes[pin].pool, wl->pool) != 0)
         return fail(err, US_EINVAL, "pod.pin: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     r->pin, st->nodes[pin].pool, wl->name, wl->pool);
-    if (wl->controller != US_CTRL_DAEMONSET) {
-        if (e->pods.valid) list_move(&e->pods.pinned, p, pd->pin, pin);
-        pd->pin = pin;
-    }
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
             char *copy = strdup(name);
@@ -1725,8 +1731,10 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
             pd->name = copy;
             pd->named = true;
             names_renamed(e, p);
+            repin(e, p, pin);
             return ok(err);
         }
+        repin(e, p, pin);
         /* a pipelined pod is unbound until its room is free: as decided
          * (pending again, its gang would break and stop the pods it has
          * running) */
@@ -1740,7 +1748,10 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         tidy(e);
         return ok(err);
     }
-    if (pd->node == n && pd->state == US_POD_RUNNING) return ok(err);
+    if (pd->node == n && pd->state == US_POD_RUNNING) {
+        repin(e, p, pin);
+        return ok(err);
+    }
     if (strcmp(st->nodes[n].pool, wl->pool) != 0)
         return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     node, st->nodes[n].pool, wl->name, wl->pool);
@@ -1756,6 +1767,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         pd->name = copy;
         names_renamed(e, p);
     }
+    repin(e, p, pin);
     pd->named = true;
     pd->shared_dev = slot_on(st, x, n, p);
     if (x) list_move(&x->on, p, pd->node, n);

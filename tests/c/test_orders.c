@@ -451,6 +451,36 @@ out:
     us_engine_destroy(apart);
 }
 
+/* A report refused for want of room leaves the pod as it was, its pin
+ * included (fuzz_api found a running pod left pinned to the node it was
+ * refused on: a state that does not load back). */
+TEST(refused_pod_report_changes_nothing) {
+    us_engine *e = reports_engine();
+    us_error err;
+    char *before = NULL, *after = NULL;
+    CHECK(e != NULL);
+    if (!e) return;
+    for (int i = 0; i < 8; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"name\": \"w-%c%d\", \"workload\": \"w\", \"node\": \"n%d\"}",
+                 i < 4 ? 'a' : 'b', i, i < 4 ? 0 : 1);
+        CHECK(us_engine_upsert_pod_json(e, json, &err) == US_OK);
+    }
+    for (int i = 0; i < 4; i++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"name\": \"w-c%d\", \"workload\": \"w\", \"node\": \"n1\"}", i);
+        CHECK(us_engine_upsert_pod_json(e, json, &err) == US_OK); /* n1 is full */
+    }
+    before = state_of(e);
+    CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-a0\", \"node\": \"n1\", \"pin\": \"n1\"}", &err) == US_EINVAL);
+    CHECK_HAS(err.message, "not enough gpu");
+    after = state_of(e);
+    CHECK(same_text("states", before, after) && loads_back(after));
+    free(before);
+    free(after);
+    us_engine_destroy(e);
+}
+
 /* ---- durations ------------------------------------------------------------- */
 
 TEST(durations_ending_together_complete_in_workload_order) {
@@ -490,6 +520,7 @@ TEST(durations_ending_together_complete_in_workload_order) {
 int main(void) {
     RUN(same_cluster_with_noise_between_calls);
     RUN(pod_reports_in_a_row_agree_with_reports_apart);
+    RUN(refused_pod_report_changes_nothing);
     RUN(durations_ending_together_complete_in_workload_order);
     return check_report();
 }
