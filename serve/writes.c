@@ -341,8 +341,10 @@ static void evict(sv_writes *x, const us_decision_info *d) {
         return;
     /* a pipelined pod was never bound: the engine took back its room and
      * the pod stays pending, the same pod (reported_pods), its nomination
-     * withdrawn; deleting it would only make its controller recreate it */
-    if (!on) {
+     * withdrawn; deleting it would only make its controller recreate it.
+     * Not a pod bound by us that the watch has not shown bound yet (no
+     * longer pending here): that one runs, and is deleted like any other */
+    if (!on && sv_workloads_is_pending(x->wl, d->pod)) {
         if (!str(at(pod, "status", "nominatedNodeName"))) return;
         snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/status", ns, name);
         snprintf(what, sizeof what, "withdraw nomination %s from %s", d->pod, d->node);
