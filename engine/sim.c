@@ -168,6 +168,27 @@ static bool on_node(const us_pod *p, const void *arg) {
     return live(p) && (p->node == n || p->pin == n);
 }
 
+/* The live pods of each workload w with slot[w] > 0 named in the list of
+ * changes[slot[w] - 1] (of n): one pass counts, one fills, so many changes
+ * at once stay linear in pods.  -1 when out of memory. */
+static int list_pods(const us_state *st, const int *slot, us_change *changes, size_t n) {
+    for (size_t i = 0; i < st->npods; i++)
+        if (live(&st->pods[i]) && slot[st->pods[i].workload]) changes[slot[st->pods[i].workload] - 1].npods++;
+    for (size_t k = 0; k < n; k++) {
+        size_t cnt = changes[k].npods;
+        changes[k].npods = 0; /* counts what the list holds, from here on */
+        if (cnt && !(changes[k].pods = calloc(cnt, sizeof *changes[k].pods))) return -1;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (!live(p) || !slot[p->workload]) continue;
+        us_change *ch = &changes[slot[p->workload] - 1];
+        if (!(ch->pods[ch->npods] = strdup(p->name))) return -1;
+        ch->npods++;
+    }
+    return 0;
+}
+
 /* Submit what is due, with a change per workload submitted naming its pods:
  * the ones its controller created, and the pre-existing ones a workload at
  * t=0 may come with. */
@@ -175,7 +196,6 @@ static int submit_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
     size_t nw = st->nworkloads, ndue = 0;
     /* slot[w]: 1 + w's place among the due workloads, 0 when not due */
     int *slot = calloc(nw + 1, sizeof *slot);
-    us_change *ch;
     int rc = -1;
     if (!slot) return -1;
     for (size_t w = 0; w < nw; w++)
@@ -191,22 +211,7 @@ static int submit_due(us_state *st, double t, us_sim_cycle *c, bool *changed) {
     size_t first = c->nchanges;
     for (size_t w = 0; w < nw; w++)
         if (slot[w] && !change(c, US_CH_SUBMIT, st->workloads[w].name)) goto out;
-    for (size_t i = 0; i < st->npods; i++)
-        if (live(&st->pods[i]) && slot[st->pods[i].workload])
-            c->changes[first + slot[st->pods[i].workload] - 1].npods++;
-    for (size_t k = first; k < c->nchanges; k++) {
-        ch = &c->changes[k];
-        size_t n = ch->npods;
-        ch->npods = 0; /* counts what the list holds, from here on */
-        if (n && !(ch->pods = calloc(n, sizeof *ch->pods))) goto out;
-    }
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        if (!live(p) || !slot[p->workload]) continue;
-        ch = &c->changes[first + slot[p->workload] - 1];
-        if (!(ch->pods[ch->npods] = strdup(p->name))) goto out;
-        ch->npods++;
-    }
+    if (list_pods(st, slot, c->changes + first, c->nchanges - first) < 0) goto out;
     rc = 0;
 out:
     free(slot);
@@ -238,22 +243,7 @@ static int complete_due(us_state *st, double t, us_sim_cycle *c, bool *changed) 
         goto out;
     }
     *changed = true;
-    for (size_t i = 0; i < st->npods; i++)
-        if (live(&st->pods[i]) && slot[st->pods[i].workload])
-            c->changes[first + slot[st->pods[i].workload] - 1].npods++;
-    for (size_t k = first; k < c->nchanges; k++) {
-        ch = &c->changes[k];
-        size_t n = ch->npods;
-        ch->npods = 0; /* counts what the list holds, from here on */
-        if (n && !(ch->pods = calloc(n, sizeof *ch->pods))) goto out;
-    }
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *p = &st->pods[i];
-        if (!live(p) || !slot[p->workload]) continue;
-        ch = &c->changes[first + slot[p->workload] - 1];
-        if (!(ch->pods[ch->npods] = strdup(p->name))) goto out;
-        ch->npods++;
-    }
+    if (list_pods(st, slot, c->changes + first, c->nchanges - first) < 0) goto out;
     rc = us_life_complete_many(st, due, ndue, t);
 out:
     free(slot);
