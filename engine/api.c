@@ -63,6 +63,12 @@ typedef struct pod_index {
     int *cand;                    /* pods, grouped by workload */
     size_t *cfirst;               /* [nworkloads + 1]: workload w's are cand[cfirst[w]..cfirst[w + 1]) */
     size_t *ccur;                 /* [nworkloads]: none before cand[ccur[w]] is a candidate any more */
+    /* pending places made since the build (a terminating pod's
+     * replacement, a pod lost and recreated), newer than every one in
+     * cand: each workload's newest first */
+    int *fresh_head;              /* [nworkloads]: the first, or -1 */
+    int *fresh_next;              /* [cap]: the next of the same workload, or -1; -2: not listed */
+    size_t cap;                   /* pods the next arrays have room for */
 } pod_index;
 
 struct us_engine {
@@ -91,6 +97,7 @@ struct us_engine {
     void *cb_data;
     bool busy;                    /* inside the event callback */
     bool untidy;                  /* pods marked gone await tidy (see settle) */
+    size_t untidy_calls;          /* changes made since, with tidy not yet due */
     bool unsubmitted;             /* new workloads await their pods (see settle) */
     bool underived;               /* background rules await a check (see settle) */
     size_t new_from;              /* workloads from this index on are the new ones */
@@ -161,6 +168,7 @@ static int fail_from(us_error *err, const us_err *in) {
 static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); }
 
 static void settle(const us_engine *ce);
+static void settle_change(us_engine *e);
 static void forget_reads(us_engine *e);
 static void forget_used(us_engine *e);
 static void pods_forget(us_engine *e);
@@ -182,15 +190,15 @@ static void pods_forget(us_engine *e);
         if ((e)->busy)                                                                        \
             return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
         forget_used(e);                                                                       \
-        settle(e);                                                                            \
+        settle_change(e);                                                                     \
         (e)->reports_in_row++;                                                                \
     } while (0)
 
-/* The same, then tidy what earlier calls left for later. */
-#define GUARD_CHANGE(e, err) \
-    do {                     \
-        GUARD_ONLY(e, err);  \
-        settle(e);           \
+/* The same, then settle what earlier calls left for later. */
+#define GUARD_CHANGE(e, err)  \
+    do {                      \
+        GUARD_ONLY(e, err);   \
+        settle_change(e);     \
     } while (0)
 
 /* A time the engine may move to. */
@@ -852,7 +860,12 @@ static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *r
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
         if (pod_live(p)) *live = i;
-        else if (p->state == US_POD_RELEASING && (*releasing < 0 || p->node == on)) *releasing = i;
+        /* of several, the one on `on`, else the first in pod order (not
+         * in the index's order, which renames and untidied pods change) */
+        else if (p->state == US_POD_RELEASING &&
+                 (*releasing < 0 || (p->node == on && st->pods[*releasing].node != on) ||
+                  ((p->node == on) == (st->pods[*releasing].node == on) && i < *releasing)))
+            *releasing = i;
     }
     return 0;
 }
@@ -1022,15 +1035,35 @@ static void settle_pods(us_engine *e) {
     if (e->underived && check_new_rules(&e->st, e->new_from) == 0) e->underived = false;
 }
 
+static void tidy_now(us_engine *e) {
+    tidy(e);
+    e->untidy = false;
+    e->untidy_calls = 0;
+}
+
+/* Before a read: everything settled, the pods that left gone from the
+ * arrays (reads index them). */
 static void settle(const us_engine *ce) {
     us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
     if (!e) return;
     if (e->unsubmitted || e->underived || e->untidy) forget_reads(e);
     settle_pods(e);
-    if (e->untidy) {
-        tidy(e);
-        e->untidy = false;
-    }
+    if (e->untidy) tidy_now(e);
+}
+
+/* Before a change: the same, but pods marked gone may stay in the arrays
+ * a while (every change skips them), because tidying is a pass over
+ * every pod and a control plane's removals come between its reports (a pod
+ * reported terminating, then gone, then its replacement reported): it is
+ * done once the changes made since the last tidy number a quarter of the
+ * objects it passes over, so each change pays a bounded share of it. */
+static void settle_change(us_engine *e) {
+    if (e->unsubmitted || e->underived) forget_reads(e);
+    settle_pods(e);
+    if (!e->untidy) return;
+    if (++e->untidy_calls * 4 < e->st.npods + e->st.nnodes + e->st.nworkloads) return;
+    forget_reads(e);
+    tidy_now(e);
 }
 
 /* ---- the pod index ------------------------------------------------------------------
@@ -1056,6 +1089,8 @@ static void pods_forget(us_engine *e) {
     free(x->cand);
     free(x->cfirst);
     free(x->ccur);
+    free(x->fresh_head);
+    free(x->fresh_next);
     memset(x, 0, sizeof *x);
 }
 
@@ -1123,11 +1158,16 @@ static pod_index *pods_index(us_engine *e) {
     if (list_build(&x->on, st, pod_node) < 0 || list_build(&x->pinned, st, pod_pin) < 0 ||
         !(keys = malloc((st->npods ? st->npods : 1) * sizeof *keys)) ||
         !(x->cand = malloc((st->npods ? st->npods : 1) * sizeof *x->cand)) ||
-        !(x->cfirst = calloc(nw + 1, sizeof *x->cfirst)) || !(x->ccur = malloc((nw ? nw : 1) * sizeof *x->ccur))) {
+        !(x->cfirst = calloc(nw + 1, sizeof *x->cfirst)) || !(x->ccur = malloc((nw ? nw : 1) * sizeof *x->ccur)) ||
+        !(x->fresh_head = malloc((nw ? nw : 1) * sizeof *x->fresh_head)) ||
+        !(x->fresh_next = malloc((st->npods ? st->npods : 1) * sizeof *x->fresh_next))) {
         free(keys);
         pods_forget(e);
         return NULL;
     }
+    x->cap = st->npods ? st->npods : 1;
+    memset(x->fresh_head, 0xff, (nw ? nw : 1) * sizeof *x->fresh_head); /* all -1 */
+    for (size_t i = 0; i < x->cap; i++) x->fresh_next[i] = -2;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
         if (candidate(p, p->workload)) keys[nc++] = (cand_key){p->seq, p->workload, (int)i};
@@ -1144,6 +1184,49 @@ static pod_index *pods_index(us_engine *e) {
     free(keys);
     x->valid = true;
     return x;
+}
+
+/* Pod p was added (appended: a terminating pod's replacement, an
+ * incarnation seen terminating), or made a place to adopt again (lost and
+ * recreated, its node already taken off the lists): the index, when there
+ * is one, follows, so that a control plane replacing pods one at a time
+ * does not rebuild it per pod.  Out of memory, it is dropped (reports
+ * scan). */
+static void pods_index_add(us_engine *e, int p, bool appended) {
+    pod_index *x = &e->pods;
+    const us_pod *pd = &e->st.pods[p];
+    if (!x->valid) return;
+    if (e->st.npods > x->cap) {
+        size_t cap = 2 * x->cap > e->st.npods ? 2 * x->cap : e->st.npods;
+        int *on = realloc(x->on.next, cap * sizeof *on);
+        if (on) x->on.next = on;
+        int *pin = on ? realloc(x->pinned.next, cap * sizeof *pin) : NULL;
+        if (pin) x->pinned.next = pin;
+        int *fresh = pin ? realloc(x->fresh_next, cap * sizeof *fresh) : NULL;
+        if (!fresh) {
+            pods_forget(e);
+            return;
+        }
+        for (size_t i = x->cap; i < cap; i++) fresh[i] = -2;
+        x->fresh_next = fresh;
+        x->cap = cap;
+    }
+    if (appended) {
+        x->on.next[p] = x->pinned.next[p] = -1;
+        list_move(&x->on, p, -1, pd->node);
+        list_move(&x->pinned, p, -1, pd->pin);
+    }
+    /* newer than every place listed: first of its workload's (taken off
+     * where it was, if it was listed: a list never holds a pod twice) */
+    if (candidate(pd, pd->workload)) {
+        int *at = &x->fresh_head[pd->workload];
+        if (x->fresh_next[p] != -2) {
+            while (*at >= 0 && *at != p) at = &x->fresh_next[*at];
+            if (*at == p) *at = x->fresh_next[p];
+        }
+        x->fresh_next[p] = x->fresh_head[pd->workload];
+        x->fresh_head[pd->workload] = p;
+    }
 }
 
 /* The pod after i (-1: the first) on node n: through the index x, or a
@@ -1282,7 +1365,7 @@ US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) 
     if ((n = find_node(e, name)) < 0)
         return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
     if (us_life_remove_node(&e->st, n, e->now) < 0) return nomem(err);
-    tidy(e);
+    e->untidy = true;
     return ok(err);
 }
 
@@ -1516,7 +1599,7 @@ US_API int us_engine_remove_workload(us_engine *e, const char *name, double now,
     if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
     e->now = now;
     if (us_life_delete(&e->st, w, now) < 0) return nomem(err);
-    tidy(e);
+    e->untidy = true;
     return ok(err);
 }
 
@@ -1531,7 +1614,7 @@ US_API int us_engine_complete_workload(us_engine *e, const char *name, double no
     for (size_t i = 0; i < e->st.npods; i++)
         if (e->st.pods[i].workload == w && e->st.pods[i].state == US_POD_COMPLETED)
             e->st.pods[i].gone = true;
-    tidy(e);
+    e->untidy = true;
     return ok(err);
 }
 
@@ -1556,7 +1639,18 @@ static int adoptable(const us_state *st, pod_index *x, int w, int n, const char 
         for (int i = x->pinned.head[n]; i >= 0; i = x->pinned.next[i])
             if (candidate(&st->pods[i], w) && (best < 0 || st->pods[i].seq > st->pods[best].seq)) best = i;
     } else if (x) {
-        /* the newest candidate not pinned elsewhere */
+        /* the newest candidate not pinned elsewhere: among the places
+         * made since the index was built, then the others */
+        for (int *at = &x->fresh_head[w]; *at >= 0 && best < 0;) {
+            const us_pod *p = &st->pods[*at];
+            if (!candidate(p, w)) { /* taken for good */
+                int taken = *at;
+                *at = x->fresh_next[taken];
+                x->fresh_next[taken] = -2;
+            }
+            else if (n >= 0 && p->pin >= 0 && p->pin != n) at = &x->fresh_next[*at];
+            else best = *at;
+        }
         for (size_t k = x->ccur[w]; k < x->cfirst[w + 1] && best < 0; k++) {
             const us_pod *p = &st->pods[x->cand[k]];
             if (!candidate(p, w)) {
@@ -1611,7 +1705,7 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     us_state *st = &e->st;
     const char *res;
     int w;
-    pods_forget(e); /* pods are added: the index would not follow */
+    pod_index *x = pods_index(e);
     if (live >= 0) {
         w = st->pods[live].workload;
         if (r->workload && strcmp(r->workload, st->workloads[w].name) != 0)
@@ -1636,8 +1730,14 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
         pd->state = US_POD_RELEASING;
         pd->release_at = INFINITY;
         pd->named = true;
-        if (st->workloads[w].state == US_WL_ACTIVE && us_state_add_pod(st, w, r->name, pin) < 0)
-            return nomem(err); /* consistent: only the replacement is missing */
+        if (st->workloads[w].state == US_WL_ACTIVE) {
+            int q = us_state_add_pod(st, w, r->name, pin);
+            if (q < 0) {
+                pods_forget(e);
+                return nomem(err); /* consistent: only the replacement is missing */
+            }
+            pods_index_add(e, q, true);
+        }
         return ok(err);
     }
     /* an incarnation the engine did not see on n: added there, terminating;
@@ -1649,13 +1749,15 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     st->pods[p].state = US_POD_RELEASING;
     st->pods[p].release_at = INFINITY;
     st->pods[p].named = true;
-    if (!node_holds(st, NULL, n, &st->nodes[n], p, true, &res)) {
+    /* the lists do not hold p yet: node_holds adds it as the extra pod */
+    if (!node_holds(st, x, n, &st->nodes[n], p, true, &res)) {
         rollback(e, m);
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
                     "running or terminating there", r->node, res, r->name);
     }
-    st->pods[p].shared_dev = slot_on(st, NULL, n, p);
+    st->pods[p].shared_dev = slot_on(st, x, n, p);
+    pods_index_add(e, p, true);
     return ok(err);
 }
 
@@ -1745,7 +1847,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         pods_forget(e); /* a place to adopt again */
         if (us_life_pod_lost(st, p, false, e->now) < 0) return nomem(err);
         pd->named = true; /* the same real pod, pending again */
-        tidy(e);
+        e->untidy = true;
         return ok(err);
     }
     if (pd->node == n && pd->state == US_POD_RUNNING) {
@@ -1837,11 +1939,13 @@ out:
     return rc;
 }
 
+/* A removal is one of a control plane's pod reports (a pod deleted comes
+ * between the reports of its neighbours): the pod index stays, and the
+ * pod is only marked gone (see settle_change). */
 US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     int live, rel;
-    GUARD_ONLY(e, err); /* no tidy: gone pods may pile up, see settle */
+    GUARD_POD(e, err);
     if (!name) return fail(err, US_EINVAL, "pod: NULL name");
-    settle_pods(e);
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (rel >= 0) {
         e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
@@ -1849,10 +1953,17 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
         return ok(err);
     }
     if (live < 0) return fail(err, US_ENOENT, "pod \"%s\" is unknown", name);
-    settle(e);
-    if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
+    bool indexed = e->names && !e->names_stale && e->names_seq == e->st.next_seq &&
+                   e->names_npods == e->st.npods && e->names_gen == e->st.generation;
+    int was_on = e->st.pods[live].node;
     if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
-    tidy(e);
+    /* off its node, and a place to adopt again */
+    if (e->pods.valid && e->st.pods[live].node != was_on) list_move(&e->pods.on, live, was_on, -1);
+    pods_index_add(e, live, false);
+    /* a new incarnation (seq) in the same place under the same name: the
+     * name index still holds (else each removal would rebuild it) */
+    if (indexed) e->names_seq = e->st.next_seq;
+    e->untidy = true;
     return ok(err);
 }
 
@@ -1929,7 +2040,8 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_ONLY(e, err);
+    settle(e); /* a cycle passes over every pod anyway: it starts tidy */
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
     if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
     free_cycle(e);
@@ -1947,13 +2059,13 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     if (rc < 0 || index_cycle(e) < 0) {
         free(figs);
         free_cycle(e);
-        tidy(e);
+        tidy_now(e);
         return rc < 0 ? fail_from(err, &ie) : nomem(err);
     }
     free(e->figs);
     e->figs = figs;
     e->nfigs = e->st.nqueues;
-    tidy(e);
+    tidy_now(e);
     deliver_events(e);
     return ok(err);
 }

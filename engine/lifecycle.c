@@ -461,6 +461,5 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
         p->named = false; /* the controller's new pod takes this place */
         if (recreated) p->seq = st->next_seq++;
     }
-    us_state_compact_pods(st);
     return 0;
 }

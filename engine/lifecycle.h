@@ -82,8 +82,10 @@ int us_life_scale(us_state *st, int w, int replicas, double now);
  * (newest, for victim order) when recreated, as the same one when it
  * merely failed to bind (recreated false); otherwise it leaves.  A gang
  * left below min_member is stopped by the next cycle (see
- * us_life_remove_node).  Pods marked gone are
- * compacted: pod indices past this one may shift. */
+ * us_life_remove_node).  A pod marked gone stays in the array until the
+ * caller compacts it (us_state_compact_pods): a control plane reports pods
+ * gone one at a time, and a pass over every pod for each would be
+ * quadratic. */
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now);
 
 #endif

@@ -13,6 +13,10 @@
  *   reports     pod reports one after another (the pod index kept between
  *               them) answer and leave the state as the same reports each
  *               after another change (no index: scans);
+ *   churn       a random stream of reports and removals in a row (the pod
+ *               index kept, pods removed only marked gone and tidied
+ *               later) answers and decides as the same calls each after
+ *               a change and a read (no index, tidied at once);
  *   durations   workloads whose durations run out in the same step complete
  *               in workload order, each change naming its pods.
  */
@@ -451,6 +455,113 @@ out:
     us_engine_destroy(apart);
 }
 
+/* A control plane's pod stream, random: pods reported running, pending,
+ * pinned or terminating, and removed, in any order.  In a row the pod
+ * index is kept across reports and removals (each removal only marks its
+ * pod gone, tidied much later); apart, a change and a read between calls
+ * drop the index and tidy at once.  Every call must answer the same, and
+ * the states must be the same after each cycle and at the end. */
+static const char *churn_op(noise *z, char *json, size_t len, bool *removal) {
+    static const char *const nodes[] = {"n0", "n1", "n2"};
+    char name[16];
+    unsigned k = roll(z, 10), who = roll(z, 14);
+    const char *node = nodes[roll(z, 3)];
+    *removal = false;
+    if (who < 12) snprintf(name, sizeof name, "w-%c%u", "ab"[roll(z, 2)], who);
+    else snprintf(name, sizeof name, "d-%s", node);
+    if (k < 2) {
+        *removal = true;
+        snprintf(json, len, "%s", name);
+    } else if (k < 4) {
+        snprintf(json, len, "{\"name\": \"%s\", \"workload\": \"%s\", \"node\": \"%s\", "
+                 "\"state\": \"releasing\"}", name, who < 12 ? "w" : "d", node);
+    } else if (k < 5) {
+        snprintf(json, len, "{\"name\": \"%s\", \"workload\": \"%s\"}", name, who < 12 ? "w" : "d");
+    } else if (k < 6) {
+        snprintf(json, len, "{\"name\": \"%s\", \"workload\": \"%s\", \"pin\": \"%s\"}", name,
+                 who < 12 ? "w" : "d", node);
+    } else {
+        snprintf(json, len, "{\"name\": \"%s\", \"workload\": \"%s\", \"node\": \"%s\"}", name,
+                 who < 12 ? "w" : "d", node);
+    }
+    return json;
+}
+
+typedef struct churn_counts {
+    size_t taken, removed, refused, terminating;
+} churn_counts;
+
+/* The first upto calls of seed's stream on both engines (a cycle after
+ * every 40th); 0 when every call answered alike, else -1 (said).  The
+ * states are the caller's to free. */
+static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) {
+    us_engine *row = reports_engine(), *apart = reports_engine();
+    us_error ea, eb;
+    noise z = {.rng = (uint64_t)seed * 0x9e3779b97f4a7c15u, .ok = true};
+    int rc = 0;
+    *sa = *sb = NULL;
+    if (!row || !apart) rc = -1;
+    if (rc == 0 && (us_engine_upsert_node_json(row, NODE("n2", "a"), &ea) != US_OK ||
+                    us_engine_upsert_node_json(apart, NODE("n2", "a"), &eb) != US_OK))
+        rc = -1;
+    for (int i = 0; i < upto && rc == 0; i++) {
+        char json[256];
+        bool removal;
+        churn_op(&z, json, sizeof json, &removal);
+        /* apart: the index dropped and everything tidied before each call */
+        if (us_engine_load_policies(apart, NULL, &eb) != US_OK) rc = -1;
+        (void)us_engine_pod_count(apart);
+        int ra = removal ? us_engine_remove_pod(row, json, &ea) : us_engine_upsert_pod_json(row, json, &ea);
+        int rb = removal ? us_engine_remove_pod(apart, json, &eb) : us_engine_upsert_pod_json(apart, json, &eb);
+        if (ra != rb || (ra != US_OK && strcmp(ea.message, eb.message) != 0)) {
+            fprintf(stderr, "  seed %d call %d %s: in a row %d (%s), apart %d (%s)\n", seed, i, json, ra,
+                    ra ? ea.message : "", rb, rb ? eb.message : "");
+            rc = -1;
+        }
+        c->taken += ra == US_OK && !removal;
+        c->removed += ra == US_OK && removal;
+        c->refused += ra != US_OK;
+        c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
+        /* a cycle now and then: what the pods left behind is decided alike */
+        if (i % 40 == 39 && (us_engine_run_cycle(row, i, &ea) != US_OK || us_engine_run_cycle(apart, i, &eb) != US_OK))
+            rc = -1;
+    }
+    if (rc == 0 && !reads_agree(row)) rc = -1;
+    *sa = row ? state_of(row) : NULL;
+    *sb = apart ? state_of(apart) : NULL;
+    us_engine_destroy(row);
+    us_engine_destroy(apart);
+    return rc;
+}
+
+TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
+    int failed = 0, calls = 120;
+    churn_counts c = {0}, ignored;
+    for (int seed = 1; seed <= 200 && !failed; seed++) {
+        char *a, *b;
+        failed = churn_run(seed, calls, &c, &a, &b) < 0 || !a || !b || strcmp(a, b) != 0 || !loads_back(a);
+        free(a);
+        free(b);
+        if (!failed) continue;
+        /* the first call after which the states part (reads between calls
+         * would tidy the row engine, so each length is run anew) */
+        for (int upto = 1; upto <= calls; upto++) {
+            int rc = churn_run(seed, upto, &ignored, &a, &b);
+            bool differ = rc < 0 || !a || !b || strcmp(a, b) != 0;
+            if (differ) {
+                fprintf(stderr, "  seed %d: the states part after call %d\n", seed, upto - 1);
+                same_text("states", a, b);
+            }
+            free(a);
+            free(b);
+            if (differ) break;
+        }
+    }
+    CHECK(failed == 0);
+    /* the stream was a real one: reports taken, pods removed and terminating, some refused */
+    CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100);
+}
+
 /* A report refused for want of room leaves the pod as it was, its pin
  * included (fuzz_api found a running pod left pinned to the node it was
  * refused on: a state that does not load back). */
@@ -520,6 +631,7 @@ TEST(durations_ending_together_complete_in_workload_order) {
 int main(void) {
     RUN(same_cluster_with_noise_between_calls);
     RUN(pod_reports_in_a_row_agree_with_reports_apart);
+    RUN(pod_churn_in_a_row_agrees_with_calls_apart);
     RUN(refused_pod_report_changes_nothing);
     RUN(durations_ending_together_complete_in_workload_order);
     return check_report();
