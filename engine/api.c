@@ -60,6 +60,7 @@ typedef struct pod_list {
 typedef struct pod_index {
     bool valid;
     pod_list on, pinned;
+    pod_list of;                  /* the pods of each workload (heads [nworkloads]), in no order */
     int *cand;                    /* pods, grouped by workload */
     size_t *cfirst;               /* [nworkloads + 1]: workload w's are cand[cfirst[w]..cfirst[w + 1]) */
     size_t *ccur;                 /* [nworkloads]: none before cand[ccur[w]] is a candidate any more */
@@ -183,7 +184,8 @@ static void pods_forget(us_engine *e);
         forget_reads(e);                                                                      \
     } while (0)
 
-/* The same for pod reports, which keep the pod index (see pods_index). */
+/* The same for the calls of a control plane's pod stream (reports, pods
+ * and workloads removed), which keep the pod index (see pods_index). */
 #define GUARD_POD(e, err)                                                                     \
     do {                                                                                      \
         if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
@@ -1086,6 +1088,8 @@ static void pods_forget(us_engine *e) {
     free(x->on.next);
     free(x->pinned.head);
     free(x->pinned.next);
+    free(x->of.head);
+    free(x->of.next);
     free(x->cand);
     free(x->cfirst);
     free(x->ccur);
@@ -1113,11 +1117,14 @@ static int by_workload_newest(const void *a, const void *b) {
 
 static int pod_node(const us_pod *p) { return p->node; }
 static int pod_pin(const us_pod *p) { return p->pin; }
+static int pod_workload(const us_pod *p) { return p->workload; }
 
-/* l over the pods, by the node field key gives (pods without are in no
- * list).  0, or -1 when out of memory. */
-static int list_build(pod_list *l, const us_state *st, int (*key)(const us_pod *)) {
-    size_t nn = st->nnodes ? st->nnodes : 1;
+/* l over the pods, by the field key gives (a node, or the workload with
+ * by_workload; pods without are in no list).  0, or -1 when out of
+ * memory. */
+static int list_build(pod_list *l, const us_state *st, int (*key)(const us_pod *), bool by_workload) {
+    size_t nn = by_workload ? st->nworkloads : st->nnodes;
+    if (nn == 0) nn = 1;
     if (!(l->head = malloc(nn * sizeof *l->head)) ||
         !(l->next = malloc((st->npods ? st->npods : 1) * sizeof *l->next)))
         return -1;
@@ -1155,7 +1162,8 @@ static pod_index *pods_index(us_engine *e) {
     if (x->valid) return x;
     if (e->reports_in_row < 2) return NULL;
     pods_forget(e);
-    if (list_build(&x->on, st, pod_node) < 0 || list_build(&x->pinned, st, pod_pin) < 0 ||
+    if (list_build(&x->on, st, pod_node, false) < 0 || list_build(&x->pinned, st, pod_pin, false) < 0 ||
+        list_build(&x->of, st, pod_workload, true) < 0 ||
         !(keys = malloc((st->npods ? st->npods : 1) * sizeof *keys)) ||
         !(x->cand = malloc((st->npods ? st->npods : 1) * sizeof *x->cand)) ||
         !(x->cfirst = calloc(nw + 1, sizeof *x->cfirst)) || !(x->ccur = malloc((nw ? nw : 1) * sizeof *x->ccur)) ||
@@ -1202,7 +1210,9 @@ static void pods_index_add(us_engine *e, int p, bool appended) {
         if (on) x->on.next = on;
         int *pin = on ? realloc(x->pinned.next, cap * sizeof *pin) : NULL;
         if (pin) x->pinned.next = pin;
-        int *fresh = pin ? realloc(x->fresh_next, cap * sizeof *fresh) : NULL;
+        int *of = pin ? realloc(x->of.next, cap * sizeof *of) : NULL;
+        if (of) x->of.next = of;
+        int *fresh = of ? realloc(x->fresh_next, cap * sizeof *fresh) : NULL;
         if (!fresh) {
             pods_forget(e);
             return;
@@ -1215,6 +1225,10 @@ static void pods_index_add(us_engine *e, int p, bool appended) {
         x->on.next[p] = x->pinned.next[p] = -1;
         list_move(&x->on, p, -1, pd->node);
         list_move(&x->pinned, p, -1, pd->pin);
+        /* first of its workload's: those lists need no order, and a
+         * Deployment's may be long */
+        x->of.next[p] = x->of.head[pd->workload];
+        x->of.head[pd->workload] = p;
     }
     /* newer than every place listed: first of its workload's (taken off
      * where it was, if it was listed: a list never holds a pod twice) */
@@ -1593,29 +1607,56 @@ static int live_workload(us_engine *e, const char *name, double now, int *w, us_
     return US_OK;
 }
 
-US_API int us_engine_remove_workload(us_engine *e, const char *name, double now, us_error *err) {
-    int w, rc;
-    GUARD_CHANGE(e, err);
+/* The pods of workload w, in no order (*out the caller's to free): from
+ * the pod index while calls of the pod stream follow one another, else
+ * one pass over the pods.  -1 when out of memory. */
+static int workload_pods(us_engine *e, int w, int **out, size_t *n) {
+    const us_state *st = &e->st;
+    const pod_index *x = pods_index(e);
+    size_t k = 0;
+    *n = 0;
+    if (x) {
+        for (int i = x->of.head[w]; i >= 0; i = x->of.next[i]) k++;
+    } else {
+        for (size_t i = 0; i < st->npods; i++) k += st->pods[i].workload == w;
+    }
+    if (!(*out = malloc((k ? k : 1) * sizeof **out))) return -1;
+    if (x) {
+        for (int i = x->of.head[w]; i >= 0; i = x->of.next[i]) (*out)[(*n)++] = i;
+    } else {
+        for (size_t i = 0; i < st->npods; i++)
+            if (st->pods[i].workload == w) (*out)[(*n)++] = (int)i;
+    }
+    return 0;
+}
+
+/* A workload leaves: deleted, or completed (done: its completed pods hold
+ * nothing, and a control plane has no use for them).  Part of the pod
+ * stream (serve removes a workload's pods, then the workload): the pod
+ * index stays and no pass over every pod is made when it is there. */
+static int end_workload(us_engine *e, const char *name, double now, bool done, us_error *err) {
+    int w = -1, rc, *pods;
+    size_t n;
+    GUARD_POD(e, err);
     if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
+    if (workload_pods(e, w, &pods, &n) < 0) return nomem(err);
     e->now = now;
-    if (us_life_delete(&e->st, w, now) < 0) return nomem(err);
+    if (done) us_life_complete_listed(&e->st, w, pods, n, now);
+    else us_life_delete_listed(&e->st, w, pods, n, now);
+    for (size_t k = 0; done && k < n; k++)
+        if (e->st.pods[pods[k]].state == US_POD_COMPLETED) e->st.pods[pods[k]].gone = true;
+    free(pods);
     e->untidy = true;
     return ok(err);
 }
 
+US_API int us_engine_remove_workload(us_engine *e, const char *name, double now, us_error *err) {
+    return end_workload(e, name, now, false, err);
+}
+
 US_API int us_engine_complete_workload(us_engine *e, const char *name, double now,
                                        us_error *err) {
-    int w, rc;
-    GUARD_CHANGE(e, err);
-    if ((rc = live_workload(e, name, now, &w, err)) != US_OK) return rc;
-    e->now = now;
-    if (us_life_complete(&e->st, w, now) < 0) return nomem(err);
-    /* completed pods hold nothing; a control plane has no use for them */
-    for (size_t i = 0; i < e->st.npods; i++)
-        if (e->st.pods[i].workload == w && e->st.pods[i].state == US_POD_COMPLETED)
-            e->st.pods[i].gone = true;
-    e->untidy = true;
-    return ok(err);
+    return end_workload(e, name, now, true, err);
 }
 
 /* ---- pods ---------------------------------------------------------------------------- */

@@ -250,6 +250,25 @@ static void complete_pod(us_pod *p) {
     else p->gone = true;                                          /* never ran: nothing to report */
 }
 
+int us_life_delete_listed(us_state *st, int w, const int *pods, size_t n, double now) {
+    st->workloads[w].state = US_WL_DELETED;
+    for (size_t k = 0; k < n; k++) {
+        us_pod *p = &st->pods[pods[k]];
+        if (p->workload == w && live(p)) terminate(st, p, now);
+    }
+    return 0;
+}
+
+int us_life_complete_listed(us_state *st, int w, const int *pods, size_t n, double now) {
+    (void)now;
+    st->workloads[w].state = US_WL_COMPLETED;
+    for (size_t k = 0; k < n; k++) {
+        us_pod *p = &st->pods[pods[k]];
+        if (p->workload == w && live(p)) complete_pod(p);
+    }
+    return 0;
+}
+
 int us_life_complete(us_state *st, int w, double now) {
     (void)now;
     st->workloads[w].state = US_WL_COMPLETED;

@@ -24,6 +24,13 @@ int us_life_submit_due(us_state *st, double now, bool *any);
 int us_life_delete(us_state *st, int w, double now);
 /* Complete w: its pods finish and free their resources at once. */
 int us_life_complete(us_state *st, int w, double now);
+/* us_life_delete and us_life_complete given w's pods (pods[n]: every pod
+ * of w, any others are passed over), without compacting: pods marked gone
+ * stay in the array until the caller compacts it (us_state_compact_pods).
+ * A control plane removes workloads one at a time; a pass over every pod
+ * for each would be quadratic. */
+int us_life_delete_listed(us_state *st, int w, const int *pods, size_t n, double now);
+int us_life_complete_listed(us_state *st, int w, const int *pods, size_t n, double now);
 /* Complete the n workloads ws[] (indices, each once or more) in one pass
  * over the pods: what n calls of us_life_complete do, linear in pods. */
 int us_life_complete_many(us_state *st, const int *ws, size_t n, double now);

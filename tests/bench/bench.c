@@ -641,7 +641,8 @@ static void print_row(const char *label, const result *r) {
  * n/250 nodes reported running one at a time, n/100
  * workloads upserted one at a time with a read after each, n/100
  * workloads completing in the same simulated step, the pods of n/250 nodes
- * replaced one at a time (each timed at that size and twice it), a workload scaled from n replicas to 1, a scenario with a
+ * replaced one at a time, n/100 finished jobs removed one at a time (each
+ * timed at that size and twice it), a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
 
@@ -887,6 +888,58 @@ out:
     return ok ? t : -1;
 }
 
+/* n one-pod workloads running on n/8 nodes, then each removed the way a
+ * control plane removes a finished job: its pod reported gone, then the
+ * workload.  The removals are timed. */
+static double bench_workload_removals(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    char name[32], pod[48], node[32];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    for (int i = 0; i < (n + 7) / 8; i++) {
+        us_node_spec nd = {0};
+        snprintf(node, sizeof node, "node-%d", i);
+        nd.name = node;
+        nd.capacity = (us_resources){8, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        us_workload_spec w;
+        us_workload_spec_init(&w);
+        snprintf(name, sizeof name, "job-%d", i);
+        w.name = name;
+        w.queue = "q";
+        w.requests = (us_resources){1, 1000, 1 << 30};
+        if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        us_pod_spec p = {pod, name, node, NULL, 0};
+        snprintf(name, sizeof name, "job-%d", i);
+        snprintf(pod, sizeof pod, "job-%d-x", i);
+        snprintf(node, sizeof node, "node-%d", i / 8);
+        if (us_engine_upsert_pod(e, &p, &err) != US_OK) goto out;
+    }
+    t = now();
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, "job-%d", i);
+        snprintf(pod, sizeof pod, "job-%d-x", i);
+        if (us_engine_remove_pod(e, pod, &err) != US_OK || us_engine_remove_workload(e, name, 1, &err) != US_OK)
+            goto out;
+    }
+    t = now() - t;
+    ok = us_engine_pod_count(e) == 0 && us_engine_workload_count(e) == 0;
+out:
+    if (!ok) fprintf(stderr, "understory-bench: workload removals: %s\n", err.message);
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
 /* n one-pod workloads upserted one at a time through the API, each
  * followed by a read (the pod count), so that each is settled apart. */
 static double bench_workload_upserts(int n) {
@@ -962,15 +1015,16 @@ static int run_scale_cases(int n) {
     char what[96];
     /* at m and at 2m: the second time twice the first is linear */
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
-                                           bench_sim_timeouts, bench_pod_churn};
-    for (int k = 0; k < 5; k++) {
+                                           bench_sim_timeouts, bench_pod_churn, bench_workload_removals};
+    for (int k = 0; k < 6; k++) {
         int m = k < 2 || k == 4 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
         else if (k == 2) snprintf(what, sizeof what, "%d workloads upserted one by one, each read", m);
         else if (k == 3) snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
-        else snprintf(what, sizeof what, "%d pods replaced one by one (rolling restart)", m);
+        else if (k == 4) snprintf(what, sizeof what, "%d pods replaced one by one (rolling restart)", m);
+        else snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

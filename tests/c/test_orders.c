@@ -461,16 +461,25 @@ out:
  * pod gone, tidied much later); apart, a change and a read between calls
  * drop the index and tidy at once.  Every call must answer the same, and
  * the states must be the same after each cycle and at the end. */
-static const char *churn_op(noise *z, char *json, size_t len, bool *removal) {
+enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD };
+
+/* The next call of the stream in json (a pod's JSON, a pod's name, or how
+ * the workload ends), its kind in *kind. */
+static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
     static const char *const nodes[] = {"n0", "n1", "n2"};
     char name[16];
-    unsigned k = roll(z, 10), who = roll(z, 14);
+    unsigned k = roll(z, 41), who = roll(z, 14);
     const char *node = nodes[roll(z, 3)];
-    *removal = false;
+    *kind = CHURN_REPORT;
     if (who < 12) snprintf(name, sizeof name, "w-%c%u", "ab"[roll(z, 2)], who);
     else snprintf(name, sizeof name, "d-%s", node);
-    if (k < 2) {
-        *removal = true;
+    k /= 4; /* 0-9, and 10 one time in 41 */
+    if (k == 10) {
+        /* deleted or completed, then sent again (its pods recreated) */
+        *kind = CHURN_END_WORKLOAD;
+        snprintf(json, len, "%s", who % 2 ? "delete" : "complete");
+    } else if (k < 2) {
+        *kind = CHURN_REMOVE;
         snprintf(json, len, "%s", name);
     } else if (k < 4) {
         snprintf(json, len, "{\"name\": \"%s\", \"workload\": \"%s\", \"node\": \"%s\", "
@@ -488,8 +497,19 @@ static const char *churn_op(noise *z, char *json, size_t len, bool *removal) {
 }
 
 typedef struct churn_counts {
-    size_t taken, removed, refused, terminating;
+    size_t taken, removed, refused, terminating, ended;
 } churn_counts;
+
+#define CHURN_W "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, \"requests\": {\"gpu\": 1}}"
+
+/* One call of the stream on e. */
+static int churn_call(us_engine *e, int kind, const char *json, double now, us_error *err) {
+    if (kind == CHURN_REMOVE) return us_engine_remove_pod(e, json, err);
+    if (kind == CHURN_REPORT) return us_engine_upsert_pod_json(e, json, err);
+    int rc = strcmp(json, "delete") == 0 ? us_engine_remove_workload(e, "w", now, err)
+                                         : us_engine_complete_workload(e, "w", now, err);
+    return rc != US_OK ? rc : us_engine_upsert_workload_json(e, CHURN_W, now, err);
+}
 
 /* The first upto calls of seed's stream on both engines (a cycle after
  * every 40th); 0 when every call answered alike, else -1 (said).  The
@@ -506,24 +526,25 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         rc = -1;
     for (int i = 0; i < upto && rc == 0; i++) {
         char json[256];
-        bool removal;
-        churn_op(&z, json, sizeof json, &removal);
+        int kind;
+        churn_op(&z, json, sizeof json, &kind);
         /* apart: the index dropped and everything tidied before each call */
         if (us_engine_load_policies(apart, NULL, &eb) != US_OK) rc = -1;
         (void)us_engine_pod_count(apart);
-        int ra = removal ? us_engine_remove_pod(row, json, &ea) : us_engine_upsert_pod_json(row, json, &ea);
-        int rb = removal ? us_engine_remove_pod(apart, json, &eb) : us_engine_upsert_pod_json(apart, json, &eb);
+        int ra = churn_call(row, kind, json, i, &ea), rb = churn_call(apart, kind, json, i, &eb);
         if (ra != rb || (ra != US_OK && strcmp(ea.message, eb.message) != 0)) {
             fprintf(stderr, "  seed %d call %d %s: in a row %d (%s), apart %d (%s)\n", seed, i, json, ra,
                     ra ? ea.message : "", rb, rb ? eb.message : "");
             rc = -1;
         }
-        c->taken += ra == US_OK && !removal;
-        c->removed += ra == US_OK && removal;
+        c->taken += ra == US_OK && kind == CHURN_REPORT;
+        c->removed += ra == US_OK && kind == CHURN_REMOVE;
+        c->ended += ra == US_OK && kind == CHURN_END_WORKLOAD;
         c->refused += ra != US_OK;
         c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
         /* a cycle now and then: what the pods left behind is decided alike */
-        if (i % 40 == 39 && (us_engine_run_cycle(row, i, &ea) != US_OK || us_engine_run_cycle(apart, i, &eb) != US_OK))
+        if (i % 40 == 39 && (us_engine_run_cycle(row, i + 0.5, &ea) != US_OK ||
+                             us_engine_run_cycle(apart, i + 0.5, &eb) != US_OK))
             rc = -1;
     }
     if (rc == 0 && !reads_agree(row)) rc = -1;
@@ -559,7 +580,7 @@ TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
     }
     CHECK(failed == 0);
     /* the stream was a real one: reports taken, pods removed and terminating, some refused */
-    CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100);
+    CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200);
 }
 
 /* A report refused for want of room leaves the pod as it was, its pin
