@@ -782,6 +782,22 @@ static int find_node(us_engine *e, const char *name) {
     return name_index_find(&e->nnames, st->nodes, sizeof *st->nodes, st->nnodes, name, node_present);
 }
 
+/* The latest removed node named name in pool, kept because pods refer to
+ * it (pinned pods waiting for it, say); -1 when none, -2 when out of
+ * memory. */
+static int find_removed_node(us_engine *e, const char *name, const char *pool) {
+    const us_state *st = &e->st;
+    name_index *x = &e->nnames;
+    int best = -1;
+    if (name_index_sync(x, st->nodes, sizeof *st->nodes, st->nnodes) < 0) return -2;
+    for (size_t k = hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
+        const us_node *n = &st->nodes[x->slot[k]];
+        if (n->removed && x->slot[k] > best && strcmp(n->name, name) == 0 && strcmp(n->pool, pool) == 0)
+            best = x->slot[k];
+    }
+    return best;
+}
+
 /* A live workload by name: active, or waiting for its pods (see settle);
  * -1 when none, -2 when out of memory.  Finished ones linger while their pods
  * terminate, under the same name. */
@@ -1306,11 +1322,27 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
     }
     if (idx < 0) {
         mark m = mark_state(st);
+        int old = find_removed_node(e, n.name, n.pool);
+        if (old == -2) {
+            us_node_free(&n);
+            return nomem(err);
+        }
         if ((idx = us_state_add_node(st, &n)) < 0) return nomem(err); /* n freed */
         if (us_life_add_new_node(st, idx, e->now, pod_name_held, e) < 0) {
             rollback(e, m);
             return nomem(err);
         }
+        /* a node that comes back: the pods pinned to it waited for it
+         * (us_life_remove_node), and those that finished there keep it for
+         * the record; they follow it to its new entry, and the old one,
+         * unreferenced, goes at the next tidy (as it would have gone
+         * already had nothing referred to it) */
+        for (size_t i = 0; old >= 0 && i < st->npods; i++) {
+            us_pod *p = &st->pods[i];
+            if (p->pin == old) p->pin = idx;
+            if (p->node == old) p->node = idx;
+        }
+        if (old >= 0) e->untidy = true;
         return ok(err);
     }
     us_node *cur = &st->nodes[idx];
@@ -1372,13 +1404,43 @@ US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *
     return rc;
 }
 
+/* A node leaves (a cluster scaling down removes nodes one at a time): its
+ * pods are taken from the pod index when there is one (the pods on it and
+ * pinned to it), which keeps up with them; else one pass over the pods. */
 US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) {
-    int n;
-    GUARD_CHANGE(e, err);
+    int n, *pods;
+    size_t np = 0, cap;
+    GUARD_POD(e, err);
     if (!name) return fail(err, US_EINVAL, "node: NULL name");
     if ((n = find_node(e, name)) < 0)
         return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
-    if (us_life_remove_node(&e->st, n, e->now) < 0) return nomem(err);
+    pod_index *x = pods_index(e);
+    us_state *st = &e->st;
+    cap = x ? 1 : st->npods + 1;
+    for (int i = x ? x->on.head[n] : -1; i >= 0; i = x->on.next[i]) cap++;
+    for (int i = x ? x->pinned.head[n] : -1; i >= 0; i = x->pinned.next[i]) cap++;
+    if (!(pods = malloc(cap * sizeof *pods))) return nomem(err);
+    size_t was_on = 0; /* pods[0..was_on) were on n */
+    if (x) {
+        for (int i = x->on.head[n]; i >= 0; i = x->on.next[i]) pods[np++] = i;
+        was_on = np;
+        for (int i = x->pinned.head[n]; i >= 0; i = x->pinned.next[i]) pods[np++] = i;
+    } else {
+        for (size_t i = 0; i < st->npods; i++) pods[np++] = (int)i;
+    }
+    us_life_remove_node_listed(st, n, pods, np, e->now);
+    /* the pods lost with it are off its list; one that became a place to
+     * adopt again keeps its age, older than the places the index lists
+     * as new: the index goes (rare: a reported pod stays named) */
+    bool stale = false;
+    for (size_t k = 0; x && k < was_on; k++) {
+        const us_pod *p = &st->pods[pods[k]];
+        if (p->gone || p->node == n) continue;
+        list_move(&x->on, pods[k], n, -1);
+        stale = stale || candidate(p, p->workload);
+    }
+    if (stale) pods_forget(e);
+    free(pods);
     e->untidy = true;
     return ok(err);
 }

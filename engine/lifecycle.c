@@ -324,30 +324,39 @@ int us_life_add_new_node(us_state *st, int n, double now, us_life_held_fn held, 
     return add_node_pods(st, &t, n, true);
 }
 
+/* What node n's removal does to pod p (any pod: those neither on n nor
+ * pinned to it are passed over). */
+static void lose_node(us_state *st, us_pod *p, int n) {
+    if (p->gone) return;
+    /* a daemonset pod goes with its node; another pinned pod is lost
+     * with it below, and waits for its node to come back */
+    if (p->pin == n && st->workloads[p->workload].controller == US_CTRL_DAEMONSET) {
+        p->gone = true;
+        return;
+    }
+    if (p->node != n) return;
+    if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED) {
+        p->gone = p->state == US_POD_RELEASING;
+        return;
+    }
+    /* lost with the node; the controller recreates it pending */
+    p->state = US_POD_PENDING;
+    p->node = -1;
+    p->shared_dev = -1;
+}
+
 int us_life_remove_node(us_state *st, int n, double now) {
     (void)now;
     st->nodes[n].removed = true;
-    size_t npods = st->npods;
-    for (size_t i = 0; i < npods; i++) {
-        us_pod *p = &st->pods[i];
-        if (p->gone) continue;
-        /* a daemonset pod goes with its node; another pinned pod is lost
-         * with it below, and waits for its node to come back */
-        if (p->pin == n && st->workloads[p->workload].controller == US_CTRL_DAEMONSET) {
-            p->gone = true;
-            continue;
-        }
-        if (p->node != n) continue;
-        if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED) {
-            p->gone = p->state == US_POD_RELEASING;
-            continue;
-        }
-        /* lost with the node; the controller recreates it pending */
-        p->state = US_POD_PENDING;
-        p->node = -1;
-        p->shared_dev = -1;
-    }
+    for (size_t i = 0; i < st->npods; i++) lose_node(st, &st->pods[i], n);
     us_state_compact_pods(st);
+    return 0;
+}
+
+int us_life_remove_node_listed(us_state *st, int n, const int *pods, size_t npods, double now) {
+    (void)now;
+    st->nodes[n].removed = true;
+    for (size_t k = 0; k < npods; k++) lose_node(st, &st->pods[pods[k]], n);
     return 0;
 }
 

@@ -55,6 +55,10 @@ int us_life_submit_new(us_state *st, size_t first, double now, us_life_held_fn h
  * (us_commit_cycle_start), so a control plane that applies decisions
  * sees every pod the engine stops. */
 int us_life_remove_node(us_state *st, int n, double now);
+/* The same given the pods on n and pinned to n (pods[npods]; others are
+ * passed over), without compacting: pods marked gone stay in the array
+ * until the caller compacts it (us_state_compact_pods). */
+int us_life_remove_node_listed(us_state *st, int n, const int *pods, size_t npods, double now);
 void us_life_cordon(us_state *st, int n, bool cordoned);
 
 /* Evict a pod: it terminates (releasing for its grace period, or gone at

@@ -641,8 +641,9 @@ static void print_row(const char *label, const result *r) {
  * n/250 nodes reported running one at a time, n/100
  * workloads upserted one at a time with a read after each, n/100
  * workloads completing in the same simulated step, the pods of n/250 nodes
- * replaced one at a time, n/100 finished jobs removed one at a time (each
- * timed at that size and twice it), a workload scaled from n replicas to 1, a scenario with a
+ * replaced one at a time, n/100 finished jobs removed one at a time, n/250
+ * nodes with their pods removed one at a time (each timed at that size and
+ * twice it), a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
 
@@ -940,6 +941,67 @@ out:
     return ok ? t : -1;
 }
 
+/* n nodes each running a pod of a Deployment and one of a DaemonSet, all
+ * reported, then the nodes removed one at a time (a cluster scaling
+ * down): the removals are timed. */
+static double bench_node_removals(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    us_workload_spec w;
+    char node[32], pod[48];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "agent";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DAEMONSET;
+    w.requests = (us_resources){0, 100, 1 << 20};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "serve";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DEPLOYMENT;
+    w.replicas = n;
+    w.requests = (us_resources){1, 1000, 1 << 30};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    for (int i = 0; i < n; i++) {
+        us_node_spec nd = {0};
+        snprintf(node, sizeof node, "node-%d", i);
+        nd.name = node;
+        nd.capacity = (us_resources){8, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        us_pod_spec p = {pod, "serve", node, NULL, 0}, d = {pod, NULL, node, NULL, 0};
+        snprintf(node, sizeof node, "node-%d", i);
+        snprintf(pod, sizeof pod, "serve-%x", i);
+        if (us_engine_upsert_pod(e, &p, &err) != US_OK) goto out;
+        snprintf(pod, sizeof pod, "agent-%s", node);
+        if (us_engine_upsert_pod(e, &d, &err) != US_OK) goto out;
+    }
+    t = now();
+    for (int i = 0; i < n; i++) {
+        snprintf(node, sizeof node, "node-%d", i);
+        if (us_engine_remove_node(e, node, &err) != US_OK) goto out;
+    }
+    t = now() - t;
+    /* the Deployment's pods wait, pending; the DaemonSet's went with their nodes */
+    ok = us_engine_node_count(e) == 0 && us_engine_pod_count(e) == (size_t)n;
+    for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
+        us_pod_info pi;
+        ok = us_engine_pod(e, i, &pi) == US_OK && pi.phase == US_PHASE_PENDING && !strcmp(pi.workload, "serve");
+    }
+out:
+    if (!ok) fprintf(stderr, "understory-bench: node removals: %s\n", err.message);
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
 /* n one-pod workloads upserted one at a time through the API, each
  * followed by a read (the pod count), so that each is settled apart. */
 static double bench_workload_upserts(int n) {
@@ -1015,16 +1077,18 @@ static int run_scale_cases(int n) {
     char what[96];
     /* at m and at 2m: the second time twice the first is linear */
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
-                                           bench_sim_timeouts, bench_pod_churn, bench_workload_removals};
-    for (int k = 0; k < 6; k++) {
-        int m = k < 2 || k == 4 ? n / 250 : n / 100;
+                                           bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
+                                           bench_node_removals};
+    for (int k = 0; k < 7; k++) {
+        int m = k < 2 || k == 4 || k == 6 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
         else if (k == 2) snprintf(what, sizeof what, "%d workloads upserted one by one, each read", m);
         else if (k == 3) snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
         else if (k == 4) snprintf(what, sizeof what, "%d pods replaced one by one (rolling restart)", m);
-        else snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
+        else if (k == 5) snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
+        else snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

@@ -307,6 +307,43 @@ TEST(node_leaves_and_its_pods_go_pending) {
     us_engine_destroy(e);
 }
 
+/* A pod pinned to a node (its affinity names it) waits while the node is
+ * away, and runs there once it comes back under the same name, whether
+ * the engine tidied in between (a read) or not: the node that comes back
+ * is the one the pod waits for, and reads list it once. */
+TEST(pinned_pod_waits_for_its_node_to_come_back) {
+    for (int read_between = 0; read_between < 2; read_between++) {
+        us_engine *e = engine();
+        us_error err;
+        us_pod_info p;
+        us_node_info ni;
+        CHECK(node(e, "n1", 8) == US_OK);
+        CHECK(node(e, "n2", 8) == US_OK);
+        CHECK(queue(e, "q", NULL, 16) == US_OK);
+        CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+        CHECK(us_engine_upsert_pod_json(e, "{\"name\": \"w-real\", \"workload\": \"w\", \"pin\": \"n1\"}",
+                                        &err) == US_OK);
+        CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+        CHECK(pod_named(e, "w-real", &p) && p.phase == US_PHASE_RUNNING);
+        CHECK_STR(p.node, "n1");
+        CHECK(us_engine_remove_node(e, "n1", &err) == US_OK);
+        if (read_between) CHECK(us_engine_node_count(e) == 2); /* n1 kept: w-real waits for it */
+        CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+        /* n2 is free, but the pod waits for n1 */
+        CHECK(pod_named(e, "w-real", &p) && p.phase == US_PHASE_PENDING);
+        CHECK(node(e, "n1", 8) == US_OK);
+        CHECK(us_engine_node_count(e) == 2);
+        for (size_t i = 0; i < us_engine_node_count(e); i++) {
+            CHECK(us_engine_node(e, i, &ni) == US_OK);
+            CHECK(strcmp(ni.name, i == 0 ? "n2" : "n1") == 0);
+        }
+        CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
+        CHECK(pod_named(e, "w-real", &p) && p.phase == US_PHASE_RUNNING);
+        CHECK_STR(p.node, "n1");
+        us_engine_destroy(e);
+    }
+}
+
 TEST(daemonset_follows_node_labels) {
     us_engine *e = engine();
     us_error err;
@@ -1480,6 +1517,7 @@ int main(void) {
     RUN(node_errors_name_the_field_and_change_nothing);
     RUN(node_capacity_cannot_drop_below_its_pods);
     RUN(node_leaves_and_its_pods_go_pending);
+    RUN(pinned_pod_waits_for_its_node_to_come_back);
     RUN(daemonset_follows_node_labels);
     RUN(pinned_pending_pod_binds_on_its_pin);
     RUN(pod_deleted_by_others_is_releasing_until_gone);

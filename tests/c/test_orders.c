@@ -13,8 +13,9 @@
  *   reports     pod reports one after another (the pod index kept between
  *               them) answer and leave the state as the same reports each
  *               after another change (no index: scans);
- *   churn       a random stream of reports and removals in a row (the pod
- *               index kept, pods removed only marked gone and tidied
+ *   churn       a random stream of reports and removals (pods, the
+ *               workload, a node that leaves and comes back) in a row (the
+ *               pod index kept, what leaves only marked gone and tidied
  *               later) answers and decides as the same calls each after
  *               a change and a read (no index, tidied at once);
  *   durations   workloads whose durations run out in the same step complete
@@ -135,7 +136,10 @@ static bool reads_agree(us_engine *e) {
     for (size_t i = 0; i < nn; i++) {
         us_node_info ni;
         int64_t gpu = 0, cpu = 0;
-        if (us_engine_node(e, i, &ni) != US_OK) return false;
+        if (us_engine_node(e, i, &ni) != US_OK) {
+            fprintf(stderr, "  node %zu of %zu: not read\n", i, nn);
+            return false;
+        }
         for (size_t k = 0; k < np; k++) {
             us_pod_info pi;
             int64_t g, c;
@@ -150,6 +154,17 @@ static bool reads_agree(us_engine *e) {
         if ((int64_t)(ni.used.gpu * 1000 + 0.5) != gpu || ni.used.cpu != cpu) {
             fprintf(stderr, "  node %s: read holds gpu %g cpu %lld, its pods %lld %lld\n", ni.name,
                     ni.used.gpu, (long long)ni.used.cpu, (long long)gpu, (long long)cpu);
+            /* what was read, to tell which pod or node is off */
+            for (size_t q = 0; q < nn; q++) {
+                us_node_info x;
+                us_engine_node(e, q, &x);
+                fprintf(stderr, "   node %zu %s cpu %lld\n", q, x.name, (long long)x.used.cpu);
+            }
+            for (size_t k = 0; k < np; k++) {
+                us_pod_info x;
+                us_engine_pod(e, k, &x);
+                fprintf(stderr, "   pod %s %s %s %s\n", x.name, x.workload, x.node ? x.node : "-", x.phase_name);
+            }
             ok = false;
         }
     }
@@ -461,20 +476,23 @@ out:
  * pod gone, tidied much later); apart, a change and a read between calls
  * drop the index and tidy at once.  Every call must answer the same, and
  * the states must be the same after each cycle and at the end. */
-enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD };
+enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD, CHURN_NODE };
 
 /* The next call of the stream in json (a pod's JSON, a pod's name, or how
  * the workload ends), its kind in *kind. */
 static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
     static const char *const nodes[] = {"n0", "n1", "n2"};
     char name[16];
-    unsigned k = roll(z, 41), who = roll(z, 14);
+    unsigned r = roll(z, 44), k = r / 4, who = roll(z, 14);
     const char *node = nodes[roll(z, 3)];
     *kind = CHURN_REPORT;
     if (who < 12) snprintf(name, sizeof name, "w-%c%u", "ab"[roll(z, 2)], who);
     else snprintf(name, sizeof name, "d-%s", node);
-    k /= 4; /* 0-9, and 10 one time in 41 */
-    if (k == 10) {
+    if (r >= 42) {
+        /* a node leaves (its pods lost) and comes back */
+        *kind = CHURN_NODE;
+        snprintf(json, len, "%s", node);
+    } else if (r >= 40) {
         /* deleted or completed, then sent again (its pods recreated) */
         *kind = CHURN_END_WORKLOAD;
         snprintf(json, len, "%s", who % 2 ? "delete" : "complete");
@@ -497,14 +515,20 @@ static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
 }
 
 typedef struct churn_counts {
-    size_t taken, removed, refused, terminating, ended;
+    size_t taken, removed, refused, terminating, ended, nodes;
 } churn_counts;
 
 #define CHURN_W "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, \"requests\": {\"gpu\": 1}}"
 
 /* One call of the stream on e. */
 static int churn_call(us_engine *e, int kind, const char *json, double now, us_error *err) {
+    char node[128];
     if (kind == CHURN_REMOVE) return us_engine_remove_pod(e, json, err);
+    if (kind == CHURN_NODE) {
+        int rc = us_engine_remove_node(e, json, err);
+        snprintf(node, sizeof node, NODE("%s", "a"), json);
+        return rc != US_OK ? rc : us_engine_upsert_node_json(e, node, err);
+    }
     if (kind == CHURN_REPORT) return us_engine_upsert_pod_json(e, json, err);
     int rc = strcmp(json, "delete") == 0 ? us_engine_remove_workload(e, "w", now, err)
                                          : us_engine_complete_workload(e, "w", now, err);
@@ -529,7 +553,10 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         int kind;
         churn_op(&z, json, sizeof json, &kind);
         /* apart: the index dropped and everything tidied before each call */
-        if (us_engine_load_policies(apart, NULL, &eb) != US_OK) rc = -1;
+        if (us_engine_load_policies(apart, NULL, &eb) != US_OK) {
+            fprintf(stderr, "  seed %d call %d: no policy: %s\n", seed, i, eb.message);
+            rc = -1;
+        }
         (void)us_engine_pod_count(apart);
         int ra = churn_call(row, kind, json, i, &ea), rb = churn_call(apart, kind, json, i, &eb);
         if (ra != rb || (ra != US_OK && strcmp(ea.message, eb.message) != 0)) {
@@ -540,12 +567,16 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         c->taken += ra == US_OK && kind == CHURN_REPORT;
         c->removed += ra == US_OK && kind == CHURN_REMOVE;
         c->ended += ra == US_OK && kind == CHURN_END_WORKLOAD;
+        c->nodes += ra == US_OK && kind == CHURN_NODE;
         c->refused += ra != US_OK;
         c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
         /* a cycle now and then: what the pods left behind is decided alike */
         if (i % 40 == 39 && (us_engine_run_cycle(row, i + 0.5, &ea) != US_OK ||
-                             us_engine_run_cycle(apart, i + 0.5, &eb) != US_OK))
+                             us_engine_run_cycle(apart, i + 0.5, &eb) != US_OK)) {
+            fprintf(stderr, "  seed %d: a cycle after call %d failed: %s | %s\n", seed, i, ea.message,
+                    eb.message);
             rc = -1;
+        }
     }
     if (rc == 0 && !reads_agree(row)) rc = -1;
     *sa = row ? state_of(row) : NULL;
@@ -580,7 +611,8 @@ TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
     }
     CHECK(failed == 0);
     /* the stream was a real one: reports taken, pods removed and terminating, some refused */
-    CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200);
+    CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200 &&
+          c.nodes > 200);
 }
 
 /* A report refused for want of room leaves the pod as it was, its pin
