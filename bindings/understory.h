@@ -256,7 +256,9 @@ US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_erro
 US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *err);
 /* The node leaves: its DaemonSet pods go with it, the other pods on it are
  * lost and recreated pending by their controllers, and a gang that falls
- * below min_member goes back to pending whole.  US_ENOENT when absent. */
+ * below min_member goes back to pending whole.  A pod pinned to the node
+ * waits for it: when a node of that name (and pool) is added again, it is
+ * the node such pods wait for.  US_ENOENT when absent. */
 US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err);
 
 /* ---- queues ----------------------------------------------------------------- */
