@@ -70,6 +70,7 @@ typedef struct pod_index {
     int *fresh_head;              /* [nworkloads]: the first, or -1 */
     int *fresh_next;              /* [cap]: the next of the same workload, or -1; -2: not listed */
     size_t cap;                   /* pods the next arrays have room for */
+    size_t nw;                    /* workloads the per-workload arrays have room for */
 } pod_index;
 
 struct us_engine {
@@ -173,6 +174,9 @@ static void settle_change(us_engine *e);
 static void forget_reads(us_engine *e);
 static void forget_used(us_engine *e);
 static void pods_forget(us_engine *e);
+static void pods_index_workloads(us_engine *e);
+static void pods_index_add(us_engine *e, int p, bool appended);
+static int workload_pods(us_engine *e, int w, int **out, size_t *n);
 
 /* Refuse calls without a handle and calls that change the engine from
  * inside its event callback. */
@@ -194,6 +198,17 @@ static void pods_forget(us_engine *e);
         forget_used(e);                                                                       \
         settle_change(e);                                                                     \
         (e)->reports_in_row++;                                                                \
+    } while (0)
+
+/* The same for a workload sent (it is part of a control plane's pod
+ * stream: each workload synced, then its pods): the pod index stays, and
+ * nothing is settled (submissions batch up, see settle). */
+#define GUARD_WORKLOAD(e, err)                                                                \
+    do {                                                                                      \
+        if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
+        if ((e)->busy)                                                                        \
+            return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
+        forget_used(e);                                                                       \
     } while (0)
 
 /* The same, then settle what earlier calls left for later. */
@@ -1076,8 +1091,14 @@ static void settle(const us_engine *ce) {
  * done once the changes made since the last tidy number a quarter of the
  * objects it passes over, so each change pays a bounded share of it. */
 static void settle_change(us_engine *e) {
-    if (e->unsubmitted || e->underived) forget_reads(e);
-    settle_pods(e);
+    if (e->unsubmitted || e->underived) {
+        /* new workloads' pods are appended: the pod index follows */
+        size_t from = e->st.npods;
+        forget_used(e);
+        settle_pods(e);
+        pods_index_workloads(e);
+        for (size_t i = from; i < e->st.npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+    }
     if (!e->untidy) return;
     if (++e->untidy_calls * 4 < e->st.npods + e->st.nnodes + e->st.nworkloads) return;
     forget_reads(e);
@@ -1190,6 +1211,7 @@ static pod_index *pods_index(us_engine *e) {
         return NULL;
     }
     x->cap = st->npods ? st->npods : 1;
+    x->nw = nw;
     memset(x->fresh_head, 0xff, (nw ? nw : 1) * sizeof *x->fresh_head); /* all -1 */
     for (size_t i = 0; i < x->cap; i++) x->fresh_next[i] = -2;
     for (size_t i = 0; i < st->npods; i++) {
@@ -1208,6 +1230,32 @@ static pod_index *pods_index(us_engine *e) {
     free(keys);
     x->valid = true;
     return x;
+}
+
+/* Workloads were appended: the index makes room for them (none of their
+ * pods listed yet).  Out of memory, it is dropped. */
+static void pods_index_workloads(us_engine *e) {
+    pod_index *x = &e->pods;
+    size_t nw = e->st.nworkloads;
+    if (!x->valid || nw <= x->nw) return;
+    size_t *cfirst = realloc(x->cfirst, (nw + 1) * sizeof *cfirst);
+    if (cfirst) x->cfirst = cfirst;
+    size_t *ccur = cfirst ? realloc(x->ccur, nw * sizeof *ccur) : NULL;
+    if (ccur) x->ccur = ccur;
+    int *fresh = ccur ? realloc(x->fresh_head, nw * sizeof *fresh) : NULL;
+    if (fresh) x->fresh_head = fresh;
+    int *of = fresh ? realloc(x->of.head, nw * sizeof *of) : NULL;
+    if (!of) {
+        pods_forget(e);
+        return;
+    }
+    x->of.head = of;
+    for (size_t w = x->nw; w < nw; w++) {
+        x->cfirst[w + 1] = x->cfirst[x->nw]; /* no candidates of their own in cand */
+        x->ccur[w] = x->cfirst[x->nw];
+        x->fresh_head[w] = x->of.head[w] = -1;
+    }
+    x->nw = nw;
 }
 
 /* Pod p was added (appended: a terminating pod's replacement, an
@@ -1607,6 +1655,7 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     if (idx < 0) {
         w.submit_at = now; /* waiting: its pods come at the next settle */
         if (us_state_add_workload(st, &w) < 0) return nomem(err); /* w freed */
+        pods_index_workloads(e);
         if (!e->unsubmitted && !e->underived) e->new_from = st->nworkloads - 1;
         e->unsubmitted = e->underived = true;
         e->now = now;
@@ -1625,10 +1674,22 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     cur->termination_grace = w.termination_grace;
     cur->min_member = w.min_member;
     rc = 0;
-    if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas)
-        rc = us_life_scale(st, idx, w.replicas, now);
-    else
+    if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas) {
+        /* its pods from the pod index when there is one; the pods it
+         * adds join the index, those it stops are left for a later tidy */
+        int *pods;
+        size_t n, from = st->npods;
+        if (workload_pods(e, idx, &pods, &n) < 0) {
+            us_workload_free(&w);
+            return nomem(err);
+        }
+        rc = us_life_scale_listed(st, idx, w.replicas, pods, n, now, pod_name_held, e);
+        free(pods);
+        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        e->untidy = true;
+    } else {
         cur->replicas = w.replicas;
+    }
     /* a gang now below min_member is stopped by the next cycle, with decisions */
     us_workload_free(&w);
     return rc < 0 ? nomem(err) : ok(err);
@@ -1639,7 +1700,7 @@ US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec,
     build b;
     cJSON *o;
     int rc;
-    GUARD_ONLY(e, err); /* no settle: submissions batch up */
+    GUARD_WORKLOAD(e, err);
     if (!spec) return fail(err, US_EINVAL, "workload: NULL spec");
     build_init(&b);
     o = workload_object(spec, &b);
@@ -1652,7 +1713,7 @@ US_API int us_engine_upsert_workload_json(us_engine *e, const char *json, double
                                           us_error *err) {
     cJSON *o;
     int rc;
-    GUARD_ONLY(e, err); /* no settle: submissions batch up */
+    GUARD_WORKLOAD(e, err);
     if ((rc = parse_text(json, "workload", &o, err)) != US_OK) return rc;
     rc = upsert_workload(e, o, now, err);
     cJSON_Delete(o);

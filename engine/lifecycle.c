@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sort.h"
+
 static bool live(const us_pod *p) {
     return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
                         p->state == US_POD_RUNNING);
@@ -441,38 +443,53 @@ static int scale_rank(const us_pod *p) {
 
 /* Scale-down order: by rank, newest first within a rank (a scale-down
  * undoes the latest growth).  Pod seqs are unique, so the order is total. */
-static int by_scale_order(const void *a, const void *b) {
-    const us_pod *x = *(const us_pod *const *)a, *y = *(const us_pod *const *)b;
+static int by_scale_order(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
     int rx = scale_rank(x), ry = scale_rank(y);
     if (rx != ry) return rx < ry ? -1 : 1;
     return x->seq > y->seq ? -1 : x->seq < y->seq;
 }
 
-int us_life_scale(us_state *st, int w, int replicas, double now) {
+int us_life_scale_listed(us_state *st, int w, int replicas, const int *pods, size_t n, double now,
+                         us_life_held_fn held, void *ctx) {
     us_workload *wl = &st->workloads[w];
     double started = wl->started_at;
-    int have = 0;
+    size_t have = 0;
+    int rc = 0;
     wl->replicas = replicas;
     if (wl->state != US_WL_ACTIVE) return 0;
-    for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i])) have++;
-    if (have > replicas) {
+    int *live_pods = malloc((n ? n : 1) * sizeof *live_pods);
+    if (!live_pods) return -1;
+    for (size_t k = 0; k < n; k++)
+        if (st->pods[pods[k]].workload == w && live(&st->pods[pods[k]])) live_pods[have++] = pods[k];
+    if (have > (size_t)replicas) {
         /* one sort of the workload's pods, not a scan of every pod per pod
          * removed: 1,000,000 -> 1 is n log n */
-        us_pod **order = malloc((size_t)have * sizeof *order);
-        size_t n = 0;
-        if (!order) return -1;
-        for (size_t i = 0; i < st->npods; i++)
-            if (st->pods[i].workload == w && live(&st->pods[i])) order[n++] = &st->pods[i];
-        qsort(order, n, sizeof *order, by_scale_order);
-        for (size_t k = 0; k < (size_t)(have - replicas); k++) terminate(st, order[k], now);
-        have = replicas;
-        free(order);
+        us_sort(live_pods, have, sizeof *live_pods, by_scale_order, st);
+        for (size_t k = 0; k < have - (size_t)replicas; k++) terminate(st, &st->pods[live_pods[k]], now);
+    } else if (have < (size_t)replicas) {
+        taken t = {0};
+        t.held = held;
+        t.ctx = ctx;
+        rc = submit_one(st, &t, w, live_pods, have);
+        taken_free(&t);
     }
-    us_state_compact_pods(st);
-    if (have < replicas && us_life_submit(st, w, now) < 0) return -1;
+    free(live_pods);
     wl->started_at = started;
-    return 0;
+    return rc;
+}
+
+int us_life_scale(us_state *st, int w, int replicas, double now) {
+    size_t n = 0;
+    int *pods = malloc((st->npods ? st->npods : 1) * sizeof *pods);
+    if (!pods) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].workload == w) pods[n++] = (int)i;
+    int rc = us_life_scale_listed(st, w, replicas, pods, n, now, NULL, NULL);
+    free(pods);
+    us_state_compact_pods(st);
+    return rc;
 }
 
 int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {

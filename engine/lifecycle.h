@@ -86,6 +86,12 @@ int us_life_node_changed(us_state *st, int n, double now);
  * are created pending; extra ones terminate, newest first, pending before
  * pipelined before running.  The gang's start time is kept. */
 int us_life_scale(us_state *st, int w, int replicas, double now);
+/* The same given w's pods (pods[n]: every pod of w, others are passed
+ * over), without compacting (pods marked gone stay until the caller
+ * compacts), new pods named clear of the names held says are live (NULL:
+ * a pass over the pods finds them). */
+int us_life_scale_listed(us_state *st, int w, int replicas, const int *pods, size_t n, double now,
+                         us_life_held_fn held, void *ctx);
 
 /* A pod was lost outside a decision (its node failed it, a bind failed, the
  * cluster reports it gone).  A releasing pod just leaves.  Any other pod

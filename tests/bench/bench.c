@@ -642,8 +642,9 @@ static void print_row(const char *label, const result *r) {
  * workloads upserted one at a time with a read after each, n/100
  * workloads completing in the same simulated step, the pods of n/250 nodes
  * replaced one at a time, n/100 finished jobs removed one at a time, n/250
- * nodes with their pods removed one at a time (each timed at that size and
- * twice it), a workload scaled from n replicas to 1, a scenario with a
+ * nodes with their pods removed one at a time, n/100 workloads and their
+ * pods synced again one at a time (each timed at that size and twice it),
+ * a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
 
@@ -1002,6 +1003,59 @@ out:
     return ok ? t : -1;
 }
 
+/* n one-pod workloads running on n/8 nodes, all reported; then each
+ * synced again as a control plane does after its watches restart: the
+ * workload sent (a resend, or scaled to two pods and back), then its pod
+ * reported where it runs.  The resync is timed. */
+static double bench_workload_resync(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    us_workload_spec w;
+    char name[32], pod[48], node[32];
+    double t = -1;
+    int ok = 0;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    for (int i = 0; i < (n + 7) / 8; i++) {
+        us_node_spec nd = {0};
+        snprintf(node, sizeof node, "node-%d", i);
+        nd.name = node;
+        nd.capacity = (us_resources){16, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+    }
+    us_workload_spec_init(&w);
+    w.name = name;
+    w.queue = "q";
+    w.requests = (us_resources){1, 1000, 1 << 30};
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1) t = now();
+        for (int i = 0; i < n; i++) {
+            us_pod_spec p = {pod, name, node, NULL, 0};
+            snprintf(name, sizeof name, "job-%d", i);
+            snprintf(pod, sizeof pod, "job-%d-x", i);
+            snprintf(node, sizeof node, "node-%d", i / 8);
+            w.replicas = pass == 1 && i % 2 ? 2 : 1;
+            if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK || us_engine_upsert_pod(e, &p, &err) != US_OK)
+                goto out;
+            w.replicas = 1;
+            if (pass == 1 && i % 2 && us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+        }
+    }
+    t = now() - t;
+    ok = us_engine_pod_count(e) == (size_t)n;
+    for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
+        us_pod_info pi;
+        ok = us_engine_pod(e, i, &pi) == US_OK && pi.phase == US_PHASE_RUNNING;
+    }
+out:
+    if (!ok) fprintf(stderr, "understory-bench: workload resync: %s\n", err.message);
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
 /* n one-pod workloads upserted one at a time through the API, each
  * followed by a read (the pod count), so that each is settled apart. */
 static double bench_workload_upserts(int n) {
@@ -1078,8 +1132,8 @@ static int run_scale_cases(int n) {
     /* at m and at 2m: the second time twice the first is linear */
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
-                                           bench_node_removals};
-    for (int k = 0; k < 7; k++) {
+                                           bench_node_removals, bench_workload_resync};
+    for (int k = 0; k < 8; k++) {
         int m = k < 2 || k == 4 || k == 6 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
@@ -1088,7 +1142,8 @@ static int run_scale_cases(int n) {
         else if (k == 3) snprintf(what, sizeof what, "%d workloads completing in one simulated step", m);
         else if (k == 4) snprintf(what, sizeof what, "%d pods replaced one by one (rolling restart)", m);
         else if (k == 5) snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
-        else snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
+        else if (k == 6) snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
+        else snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

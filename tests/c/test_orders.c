@@ -13,8 +13,8 @@
  *   reports     pod reports one after another (the pod index kept between
  *               them) answer and leave the state as the same reports each
  *               after another change (no index: scans);
- *   churn       a random stream of reports and removals (pods, the
- *               workload, a node that leaves and comes back) in a row (the
+ *   churn       a random stream of reports, scalings and removals (pods,
+ *               the workload, a node that leaves and comes back) in a row (the
  *               pod index kept, what leaves only marked gone and tidied
  *               later) answers and decides as the same calls each after
  *               a change and a read (no index, tidied at once);
@@ -476,19 +476,24 @@ out:
  * pod gone, tidied much later); apart, a change and a read between calls
  * drop the index and tidy at once.  Every call must answer the same, and
  * the states must be the same after each cycle and at the end. */
-enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD, CHURN_NODE };
+enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD, CHURN_NODE, CHURN_SCALE };
 
 /* The next call of the stream in json (a pod's JSON, a pod's name, or how
  * the workload ends), its kind in *kind. */
 static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
     static const char *const nodes[] = {"n0", "n1", "n2"};
     char name[16];
-    unsigned r = roll(z, 44), k = r / 4, who = roll(z, 14);
+    unsigned r = roll(z, 48), k = r / 4, who = roll(z, 14);
     const char *node = nodes[roll(z, 3)];
     *kind = CHURN_REPORT;
     if (who < 12) snprintf(name, sizeof name, "w-%c%u", "ab"[roll(z, 2)], who);
     else snprintf(name, sizeof name, "d-%s", node);
-    if (r >= 42) {
+    if (r >= 44) {
+        /* the workload scaled: pods added or stopped */
+        *kind = CHURN_SCALE;
+        snprintf(json, len, "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": %u, \"requests\": {\"gpu\": 1}}",
+                 6 + roll(z, 20));
+    } else if (r >= 42) {
         /* a node leaves (its pods lost) and comes back */
         *kind = CHURN_NODE;
         snprintf(json, len, "%s", node);
@@ -515,7 +520,7 @@ static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
 }
 
 typedef struct churn_counts {
-    size_t taken, removed, refused, terminating, ended, nodes;
+    size_t taken, removed, refused, terminating, ended, nodes, scaled;
 } churn_counts;
 
 #define CHURN_W "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, \"requests\": {\"gpu\": 1}}"
@@ -524,6 +529,7 @@ typedef struct churn_counts {
 static int churn_call(us_engine *e, int kind, const char *json, double now, us_error *err) {
     char node[128];
     if (kind == CHURN_REMOVE) return us_engine_remove_pod(e, json, err);
+    if (kind == CHURN_SCALE) return us_engine_upsert_workload_json(e, json, now, err);
     if (kind == CHURN_NODE) {
         int rc = us_engine_remove_node(e, json, err);
         snprintf(node, sizeof node, NODE("%s", "a"), json);
@@ -568,6 +574,7 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         c->removed += ra == US_OK && kind == CHURN_REMOVE;
         c->ended += ra == US_OK && kind == CHURN_END_WORKLOAD;
         c->nodes += ra == US_OK && kind == CHURN_NODE;
+        c->scaled += ra == US_OK && kind == CHURN_SCALE;
         c->refused += ra != US_OK;
         c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
         /* a cycle now and then: what the pods left behind is decided alike */
@@ -612,7 +619,7 @@ TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
     CHECK(failed == 0);
     /* the stream was a real one: reports taken, pods removed and terminating, some refused */
     CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200 &&
-          c.nodes > 200);
+          c.nodes > 200 && c.scaled > 200);
 }
 
 /* A report refused for want of room leaves the pod as it was, its pin
