@@ -71,6 +71,7 @@ typedef struct pod_index {
     int *fresh_next;              /* [cap]: the next of the same workload, or -1; -2: not listed */
     size_t cap;                   /* pods the next arrays have room for */
     size_t nw;                    /* workloads the per-workload arrays have room for */
+    size_t nn;                    /* nodes the per-node arrays have room for */
 } pod_index;
 
 struct us_engine {
@@ -175,6 +176,8 @@ static void forget_reads(us_engine *e);
 static void forget_used(us_engine *e);
 static void pods_forget(us_engine *e);
 static void pods_index_workloads(us_engine *e);
+static void pods_index_nodes(us_engine *e);
+static pod_index *pods_index(us_engine *e);
 static void pods_index_add(us_engine *e, int p, bool appended);
 static int workload_pods(us_engine *e, int w, int **out, size_t *n);
 
@@ -188,8 +191,9 @@ static int workload_pods(us_engine *e, int w, int **out, size_t *n);
         forget_reads(e);                                                                      \
     } while (0)
 
-/* The same for the calls of a control plane's pod stream (reports, pods
- * and workloads removed), which keep the pod index (see pods_index). */
+/* The same for the calls of a control plane's stream of watched objects
+ * (pods reported or removed, workloads removed, nodes sent or removed),
+ * which keep the pod index (see pods_index). */
 #define GUARD_POD(e, err)                                                                     \
     do {                                                                                      \
         if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
@@ -1212,6 +1216,7 @@ static pod_index *pods_index(us_engine *e) {
     }
     x->cap = st->npods ? st->npods : 1;
     x->nw = nw;
+    x->nn = st->nnodes;
     memset(x->fresh_head, 0xff, (nw ? nw : 1) * sizeof *x->fresh_head); /* all -1 */
     for (size_t i = 0; i < x->cap; i++) x->fresh_next[i] = -2;
     for (size_t i = 0; i < st->npods; i++) {
@@ -1230,6 +1235,24 @@ static pod_index *pods_index(us_engine *e) {
     free(keys);
     x->valid = true;
     return x;
+}
+
+/* Nodes were appended: the index makes room for them (no pod on them or
+ * pinned to them listed yet).  Out of memory, it is dropped. */
+static void pods_index_nodes(us_engine *e) {
+    pod_index *x = &e->pods;
+    size_t nn = e->st.nnodes;
+    if (!x->valid || nn <= x->nn) return;
+    int *on = realloc(x->on.head, nn * sizeof *on);
+    if (on) x->on.head = on;
+    int *pin = on ? realloc(x->pinned.head, nn * sizeof *pin) : NULL;
+    if (!pin) {
+        pods_forget(e);
+        return;
+    }
+    x->pinned.head = pin;
+    for (size_t n = x->nn; n < nn; n++) x->on.head[n] = x->pinned.head[n] = -1;
+    x->nn = nn;
 }
 
 /* Workloads were appended: the index makes room for them (none of their
@@ -1356,6 +1379,28 @@ static bool node_holds(const us_state *st, const pod_index *x, int n, const us_n
 
 /* ---- nodes ------------------------------------------------------------------------ */
 
+/* The pods on node n (when on) and those pinned to it (when pinned), in
+ * *out (the caller's to free), those on it first (*non of them): from the
+ * pod index x when there is one, else one pass over the pods.  -1 when out
+ * of memory. */
+static int pods_at(const us_state *st, const pod_index *x, int n, bool on, bool pinned, int **out,
+                   size_t *np, size_t *non) {
+    size_t cap = 1;
+    *np = *non = 0;
+    for (int i = x && on ? x->on.head[n] : -1; i >= 0; i = x->on.next[i]) cap++;
+    for (int i = x && pinned ? x->pinned.head[n] : -1; i >= 0; i = x->pinned.next[i]) cap++;
+    if (!x) cap += 2 * st->npods;
+    if (!(*out = malloc(cap * sizeof **out))) return -1;
+    for (int i = x && on ? x->on.head[n] : -1; i >= 0; i = x->on.next[i]) (*out)[(*np)++] = i;
+    for (size_t i = 0; !x && on && i < st->npods; i++)
+        if (st->pods[i].node == n) (*out)[(*np)++] = (int)i;
+    *non = *np;
+    for (int i = x && pinned ? x->pinned.head[n] : -1; i >= 0; i = x->pinned.next[i]) (*out)[(*np)++] = i;
+    for (size_t i = 0; !x && pinned && i < st->npods; i++)
+        if (st->pods[i].pin == n) (*out)[(*np)++] = (int)i;
+    return 0;
+}
+
 static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
     us_state *st = &e->st;
     us_err ie = {0};
@@ -1375,11 +1420,15 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
             us_node_free(&n);
             return nomem(err);
         }
+        size_t from = st->npods;
         if ((idx = us_state_add_node(st, &n)) < 0) return nomem(err); /* n freed */
+        pods_index_nodes(e);
         if (us_life_add_new_node(st, idx, e->now, pod_name_held, e) < 0) {
             rollback(e, m);
             return nomem(err);
         }
+        /* its DaemonSet pods join the pod index */
+        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
         /* a node that comes back: the pods pinned to it waited for it
          * (us_life_remove_node), and those that finished there keep it for
          * the record; they follow it to its new entry, and the old one,
@@ -1390,7 +1439,10 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
             if (p->pin == old) p->pin = idx;
             if (p->node == old) p->node = idx;
         }
-        if (old >= 0) e->untidy = true;
+        if (old >= 0) {
+            e->untidy = true;
+            pods_forget(e); /* the lists of the old entry would be the new one's */
+        }
         return ok(err);
     }
     us_node *cur = &st->nodes[idx];
@@ -1401,7 +1453,8 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
                   "node and add it again)", cur->name, cur->pool);
         goto out;
     }
-    if (!node_holds(st, NULL, idx, &n, -1, false, &res)) {
+    pod_index *x = pods_index(e);
+    if (!node_holds(st, x, idx, &n, -1, false, &res)) {
         rc = fail(err, US_EINVAL,
                   "node.%s: the pods on \"%s\" hold more than that; report them gone or let them "
                   "finish first", res, cur->name);
@@ -1422,8 +1475,24 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
     cur->cap = n.cap;
     cur->gpus = n.gpus;
     cur->unschedulable = n.unschedulable;
-    if (relabel && us_life_node_changed(st, idx, e->now) < 0) rc = nomem(err);
-    else ok(err);
+    if (relabel) {
+        /* the DaemonSets follow: through the pods pinned to the node, from
+         * the pod index when there is one; their new pods join it */
+        size_t np, non, from = st->npods;
+        int *pods = NULL;
+        if (pods_at(st, x, idx, false, true, &pods, &np, &non) < 0 ||
+            us_life_node_changed_listed(st, idx, pods, np, e->now, pod_name_held, e) < 0) {
+            rc = nomem(err);
+            pods_forget(e);
+        } else {
+            ok(err);
+        }
+        free(pods);
+        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        e->untidy = true;
+    } else {
+        ok(err);
+    }
 out:
     us_node_free(&n);
     return rc;
@@ -1433,7 +1502,7 @@ US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_erro
     build b;
     cJSON *o;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_POD(e, err);
     if (!spec) return fail(err, US_EINVAL, "node: NULL spec");
     build_init(&b);
     o = node_object(spec, &b);
@@ -1445,7 +1514,7 @@ US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_erro
 US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *err) {
     cJSON *o;
     int rc;
-    GUARD_CHANGE(e, err);
+    GUARD_POD(e, err);
     if ((rc = parse_text(json, "node", &o, err)) != US_OK) return rc;
     rc = upsert_node(e, o, err);
     cJSON_Delete(o);
@@ -1457,25 +1526,15 @@ US_API int us_engine_upsert_node_json(us_engine *e, const char *json, us_error *
  * pinned to it), which keeps up with them; else one pass over the pods. */
 US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) {
     int n, *pods;
-    size_t np = 0, cap;
+    size_t np;
     GUARD_POD(e, err);
     if (!name) return fail(err, US_EINVAL, "node: NULL name");
     if ((n = find_node(e, name)) < 0)
         return fail(err, US_ENOENT, "node \"%s\" is not in the cluster", name);
     pod_index *x = pods_index(e);
     us_state *st = &e->st;
-    cap = x ? 1 : st->npods + 1;
-    for (int i = x ? x->on.head[n] : -1; i >= 0; i = x->on.next[i]) cap++;
-    for (int i = x ? x->pinned.head[n] : -1; i >= 0; i = x->pinned.next[i]) cap++;
-    if (!(pods = malloc(cap * sizeof *pods))) return nomem(err);
-    size_t was_on = 0; /* pods[0..was_on) were on n */
-    if (x) {
-        for (int i = x->on.head[n]; i >= 0; i = x->on.next[i]) pods[np++] = i;
-        was_on = np;
-        for (int i = x->pinned.head[n]; i >= 0; i = x->pinned.next[i]) pods[np++] = i;
-    } else {
-        for (size_t i = 0; i < st->npods; i++) pods[np++] = (int)i;
-    }
+    size_t was_on; /* pods[0..was_on) were on n */
+    if (pods_at(st, x, n, true, true, &pods, &np, &was_on) < 0) return nomem(err);
     us_life_remove_node_listed(st, n, pods, np, e->now);
     /* the pods lost with it are off its list; one that became a place to
      * adopt again keeps its age, older than the places the index lists

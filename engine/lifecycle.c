@@ -411,29 +411,48 @@ void us_life_expire(us_state *st, double now) {
     st->npods = j;
 }
 
-int us_life_node_changed(us_state *st, int n, double now) {
-    (void)now;
+int us_life_node_changed_listed(us_state *st, int n, const int *pods, size_t np, double now,
+                                us_life_held_fn held, void *ctx) {
     taken t = {0};
+    t.held = held;
+    t.ctx = ctx;
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE || wl->controller != US_CTRL_DAEMONSET) continue;
         if (node_runs_daemon(st, wl, n, false)) {
-            if (add_daemon_pod(st, &t, (int)w, n) < 0) {
+            /* its pod on n, unless it has one */
+            bool has = false;
+            for (size_t k = 0; k < np && !has; k++) {
+                const us_pod *p = &st->pods[pods[k]];
+                has = p->workload == (int)w && p->pin == n && live(p);
+            }
+            if (!has && create_daemon_pod(st, &t, (int)w, n) < 0) {
                 taken_free(&t);
                 return -1;
             }
             continue;
         }
         bool stays = node_runs_daemon(st, wl, n, true); /* only a NoSchedule taint is new */
-        for (size_t i = 0; i < st->npods; i++) {
-            us_pod *p = &st->pods[i];
+        for (size_t k = 0; k < np; k++) {
+            us_pod *p = &st->pods[pods[k]];
             if (p->workload == (int)w && p->pin == n && live(p) && !(stays && p->state != US_POD_PENDING))
                 terminate(st, p, now);
         }
     }
     taken_free(&t);
-    us_state_compact_pods(st);
     return 0;
+}
+
+int us_life_node_changed(us_state *st, int n, double now) {
+    size_t np = 0;
+    int *pods = malloc((st->npods ? st->npods : 1) * sizeof *pods);
+    if (!pods) return -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (st->pods[i].pin == n) pods[np++] = (int)i;
+    int rc = us_life_node_changed_listed(st, n, pods, np, now, NULL, NULL);
+    free(pods);
+    us_state_compact_pods(st);
+    return rc;
 }
 
 /* Rank of a pod for scaling down: lower goes first. */

@@ -81,6 +81,11 @@ void us_life_expire(us_state *st, double now);
  * except a running one that only a NoSchedule taint would keep off, as
  * Kubernetes' DaemonSet controller does. */
 int us_life_node_changed(us_state *st, int n, double now);
+/* The same given the pods pinned to n (pods[np]; others are passed over),
+ * without compacting, new pods named clear of the names held says are
+ * live (NULL: a pass over the pods finds them). */
+int us_life_node_changed_listed(us_state *st, int n, const int *pods, size_t np, double now,
+                                us_life_held_fn held, void *ctx);
 
 /* The controller of w scales to replicas (not a daemonset): missing pods
  * are created pending; extra ones terminate, newest first, pending before

@@ -643,8 +643,9 @@ static void print_row(const char *label, const result *r) {
  * workloads completing in the same simulated step, the pods of n/250 nodes
  * replaced one at a time, n/100 finished jobs removed one at a time, n/250
  * nodes with their pods removed one at a time, n/100 workloads and their
- * pods synced again one at a time (each timed at that size and twice it),
- * a workload scaled from n replicas to 1, a scenario with a
+ * pods synced again one at a time, n/250 nodes added and then relabelled
+ * one at a time, each followed by its pod's report (each timed at that
+ * size and twice it), a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
 
@@ -773,6 +774,66 @@ static double bench_node_upserts(int n) {
     t = now() - t;
     ok = ok == n && us_engine_pod_count(e) == 3 * (size_t)n;
 out:
+    us_engine_destroy(e);
+    return ok ? t : -1;
+}
+
+/* A cluster growing and changing node by node next to a DaemonSet and a
+ * running Deployment: n nodes added one at a time, each followed by its
+ * DaemonSet pod's report (a cluster scaling up), then each node sent again
+ * with a new label and its pod reported again (a label rolled out node by
+ * node).  Both are timed. */
+static double bench_node_growth(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    us_queue_spec q;
+    us_workload_spec w;
+    char node[32], pod[48];
+    double t = -1;
+    int ok = 0;
+    us_label role[] = {{"role", "trained"}};
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "agent";
+    w.queue = "q";
+    w.controller = US_CONTROLLER_DAEMONSET;
+    w.requests = (us_resources){0, 100, 1 << 20};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    us_workload_spec_init(&w);
+    w.name = "serve";
+    w.queue = "q";
+    w.replicas = 4 * n;
+    w.requests = (us_resources){1, 1000, 1 << 30};
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    t = now();
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            us_node_spec nd = {0};
+            us_pod_spec d = {pod, "agent", node, NULL, 0};
+            snprintf(node, sizeof node, "node-%d", i);
+            snprintf(pod, sizeof pod, "agent-%x", i);
+            nd.name = node;
+            nd.capacity = (us_resources){8, 128000, 1LL << 40};
+            if (pass == 1) {
+                nd.labels = role;
+                nd.nlabels = 1;
+            }
+            if (us_engine_upsert_node(e, &nd, &err) != US_OK || us_engine_upsert_pod(e, &d, &err) != US_OK)
+                goto out;
+        }
+    t = now() - t;
+    /* each node runs its DaemonSet pod; the Deployment's 4n wait, pending */
+    ok = us_engine_node_count(e) == (size_t)n && us_engine_pod_count(e) == 5 * (size_t)n;
+    for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
+        us_pod_info pi;
+        ok = us_engine_pod(e, i, &pi) == US_OK &&
+             pi.phase == (!strcmp(pi.workload, "agent") ? US_PHASE_RUNNING : US_PHASE_PENDING);
+    }
+out:
+    if (!ok) fprintf(stderr, "understory-bench: node growth: %s\n", err.message);
     us_engine_destroy(e);
     return ok ? t : -1;
 }
@@ -1132,9 +1193,9 @@ static int run_scale_cases(int n) {
     /* at m and at 2m: the second time twice the first is linear */
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
-                                           bench_node_removals, bench_workload_resync};
-    for (int k = 0; k < 8; k++) {
-        int m = k < 2 || k == 4 || k == 6 ? n / 250 : n / 100;
+                                           bench_node_removals, bench_workload_resync, bench_node_growth};
+    for (int k = 0; k < 9; k++) {
+        int m = k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
@@ -1143,7 +1204,8 @@ static int run_scale_cases(int n) {
         else if (k == 4) snprintf(what, sizeof what, "%d pods replaced one by one (rolling restart)", m);
         else if (k == 5) snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
         else if (k == 6) snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
-        else snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
+        else if (k == 7) snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
+        else snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

@@ -86,7 +86,7 @@ static void request_of(const char *workload, int64_t *gpu, int64_t *cpu) {
         const char *name;
         int64_t gpu, cpu;
     } t[] = {{"node-check", 0, 100}, {"burn", 1000, 0}, {"agent", 0, 50},
-             {"train", 8000, 0},     {"eval", 2000, 0},   {"w", 1000, 0}, {"d", 0, 100}};
+             {"train", 8000, 0},     {"eval", 2000, 0},   {"w", 1000, 0}, {"d", 0, 100}, {"s", 0, 200}};
     *gpu = *cpu = 0;
     if (workload[0] == 'y') *cpu = 100; /* the noise's workloads */
     for (size_t i = 0; i < sizeof t / sizeof *t; i++)
@@ -476,19 +476,23 @@ out:
  * pod gone, tidied much later); apart, a change and a read between calls
  * drop the index and tidy at once.  Every call must answer the same, and
  * the states must be the same after each cycle and at the end. */
-enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD, CHURN_NODE, CHURN_SCALE };
+enum { CHURN_REPORT, CHURN_REMOVE, CHURN_END_WORKLOAD, CHURN_NODE, CHURN_SCALE, CHURN_RELABEL };
 
 /* The next call of the stream in json (a pod's JSON, a pod's name, or how
  * the workload ends), its kind in *kind. */
 static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
     static const char *const nodes[] = {"n0", "n1", "n2"};
     char name[16];
-    unsigned r = roll(z, 48), k = r / 4, who = roll(z, 14);
+    unsigned r = roll(z, 50), k = r / 4, who = roll(z, 14);
     const char *node = nodes[roll(z, 3)];
     *kind = CHURN_REPORT;
     if (who < 12) snprintf(name, sizeof name, "w-%c%u", "ab"[roll(z, 2)], who);
     else snprintf(name, sizeof name, "d-%s", node);
-    if (r >= 44) {
+    if (r >= 48) {
+        /* a node sent again in the other zone: the zone-a DaemonSet follows */
+        *kind = CHURN_RELABEL;
+        snprintf(json, len, NODE("%s", "%s"), node, who % 2 ? "a" : "b");
+    } else if (r >= 44) {
         /* the workload scaled: pods added or stopped */
         *kind = CHURN_SCALE;
         snprintf(json, len, "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": %u, \"requests\": {\"gpu\": 1}}",
@@ -520,7 +524,7 @@ static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
 }
 
 typedef struct churn_counts {
-    size_t taken, removed, refused, terminating, ended, nodes, scaled;
+    size_t taken, removed, refused, terminating, ended, nodes, scaled, relabelled;
 } churn_counts;
 
 #define CHURN_W "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, \"requests\": {\"gpu\": 1}}"
@@ -530,6 +534,7 @@ static int churn_call(us_engine *e, int kind, const char *json, double now, us_e
     char node[128];
     if (kind == CHURN_REMOVE) return us_engine_remove_pod(e, json, err);
     if (kind == CHURN_SCALE) return us_engine_upsert_workload_json(e, json, now, err);
+    if (kind == CHURN_RELABEL) return us_engine_upsert_node_json(e, json, err);
     if (kind == CHURN_NODE) {
         int rc = us_engine_remove_node(e, json, err);
         snprintf(node, sizeof node, NODE("%s", "a"), json);
@@ -551,8 +556,14 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
     int rc = 0;
     *sa = *sb = NULL;
     if (!row || !apart) rc = -1;
+    /* a DaemonSet of zone a beside reports_engine's, so that nodes changing
+     * zone gain and lose its pods */
+    static const char zoned[] = "{\"name\": \"s\", \"queue\": \"q\", \"controller\": \"daemonset\", "
+                                "\"node_selector\": {\"zone\": \"a\"}, \"requests\": {\"cpu\": \"200m\"}}";
     if (rc == 0 && (us_engine_upsert_node_json(row, NODE("n2", "a"), &ea) != US_OK ||
-                    us_engine_upsert_node_json(apart, NODE("n2", "a"), &eb) != US_OK))
+                    us_engine_upsert_node_json(apart, NODE("n2", "a"), &eb) != US_OK ||
+                    us_engine_upsert_workload_json(row, zoned, 0, &ea) != US_OK ||
+                    us_engine_upsert_workload_json(apart, zoned, 0, &eb) != US_OK))
         rc = -1;
     for (int i = 0; i < upto && rc == 0; i++) {
         char json[256];
@@ -575,6 +586,7 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         c->ended += ra == US_OK && kind == CHURN_END_WORKLOAD;
         c->nodes += ra == US_OK && kind == CHURN_NODE;
         c->scaled += ra == US_OK && kind == CHURN_SCALE;
+        c->relabelled += ra == US_OK && kind == CHURN_RELABEL;
         c->refused += ra != US_OK;
         c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
         /* a cycle now and then: what the pods left behind is decided alike */
@@ -619,7 +631,7 @@ TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
     CHECK(failed == 0);
     /* the stream was a real one: reports taken, pods removed and terminating, some refused */
     CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200 &&
-          c.nodes > 200 && c.scaled > 200);
+          c.nodes > 200 && c.scaled > 200 && c.relabelled > 200);
 }
 
 /* A report refused for want of room leaves the pod as it was, its pin
