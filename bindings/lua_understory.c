@@ -855,6 +855,17 @@ static int l_pods(lua_State *L) {
     return 1;
 }
 
+/* A node's info as a table, pushed. */
+static void push_node(lua_State *L, const us_node_info *x) {
+    lua_createtable(L, 0, 5);
+    set_str(L, "name", x->name);
+    set_str(L, "pool", x->pool);
+    set_res(L, "capacity", x->capacity);
+    set_res(L, "used", x->used);
+    lua_pushboolean(L, x->unschedulable);
+    lua_setfield(L, -2, "unschedulable");
+}
+
 static int l_nodes(lua_State *L) {
     us_engine *e = check_engine(L);
     size_t n = us_engine_node_count(e);
@@ -862,15 +873,21 @@ static int l_nodes(lua_State *L) {
     for (size_t i = 0; i < n; i++) {
         us_node_info x;
         us_engine_node(e, i, &x);
-        lua_createtable(L, 0, 5);
-        set_str(L, "name", x.name);
-        set_str(L, "pool", x.pool);
-        set_res(L, "capacity", x.capacity);
-        set_res(L, "used", x.used);
-        lua_pushboolean(L, x.unschedulable);
-        lua_setfield(L, -2, "unschedulable");
+        push_node(L, &x);
         lua_rawseti(L, -2, (lua_Integer)i + 1);
     }
+    return 1;
+}
+
+/* e:node(name): the node named name in the cluster, or nil. */
+static int l_node(lua_State *L) {
+    us_engine *e = check_engine(L);
+    const char *name = luaL_checkstring(L, 2);
+    us_node_info x;
+    int rc = us_engine_node_named(e, name, &x);
+    if (rc == US_ENOMEM) return luaL_error(L, "understory: out of memory");
+    if (rc != US_OK) lua_pushnil(L);
+    else push_node(L, &x);
     return 1;
 }
 
@@ -935,6 +952,7 @@ static const luaL_Reg engine_methods[] = {
     {"on_event", l_on_event},
     {"pods", l_pods},
     {"nodes", l_nodes},
+    {"node", l_node},
     {"queues", l_queues},
     {"workloads", l_workloads},
     {"time", l_time},

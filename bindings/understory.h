@@ -573,6 +573,12 @@ US_API size_t us_engine_pod_count(const us_engine *e);
 US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out);
 US_API size_t us_engine_node_count(const us_engine *e);
 US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out);
+/* The node named name that is in the cluster (a removed one is not), found
+ * by name: no pass over the nodes, and what is on it summed from the pods
+ * on it when the engine can (a control plane reading back each node it
+ * sends).  US_ENOENT when there is none (or name or out is NULL),
+ * US_ENOMEM when memory runs out. */
+US_API int us_engine_node_named(const us_engine *e, const char *name, us_node_info *out);
 US_API size_t us_engine_queue_count(const us_engine *e);
 US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out);
 US_API size_t us_engine_workload_count(const us_engine *e);

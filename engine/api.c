@@ -2409,14 +2409,21 @@ static const us_res *nodes_used(us_engine *e) {
     return e->node_used;
 }
 
-US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
-    settle(e);
-    if (!e || !out || i >= e->st.nnodes) return US_ENOENT;
+/* Node i's info; one node read alone (named) sums what is on it from the
+ * pod index when there is one rather than filling the cache of every
+ * node, which a change empties (a control plane reading back each node it
+ * sends would pay a pass over every pod per node). */
+static int node_info(us_engine *e, size_t i, bool alone, us_node_info *out) {
     const us_node *n = &e->st.nodes[i];
-    const us_res *all = nodes_used((us_engine *)e); /* a cache: see settle */
+    bool listed = e->pods.valid && i < e->pods.nn;
+    const us_res *all = e->node_used || !alone || !listed ? nodes_used(e) : NULL; /* a cache: see settle */
     us_res used = {{0}};
     if (all) {
         used = all[i];
+    } else if (listed) {
+        for (int k = e->pods.on.head[i]; k >= 0; k = e->pods.on.next[k])
+            if (holding_node(&e->st.pods[k]) == (int)i)
+                used = us_res_add(used, e->st.workloads[e->st.pods[k].workload].request);
     } else {
         for (size_t k = 0; k < e->st.npods; k++)
             if (holding_node(&e->st.pods[k]) == (int)i)
@@ -2428,6 +2435,20 @@ US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
     out->used = out_res(used);
     out->unschedulable = n->unschedulable;
     return US_OK;
+}
+
+US_API int us_engine_node(const us_engine *e, size_t i, us_node_info *out) {
+    settle(e);
+    if (!e || !out || i >= e->st.nnodes) return US_ENOENT;
+    return node_info((us_engine *)e, i, false, out); /* caches: see settle */
+}
+
+US_API int us_engine_node_named(const us_engine *e, const char *name, us_node_info *out) {
+    settle(e);
+    if (!e || !name || !out) return US_ENOENT;
+    int i = find_node((us_engine *)e, name); /* the name index: a cache, see settle */
+    if (i == -2) return US_ENOMEM;
+    return i < 0 ? US_ENOENT : node_info((us_engine *)e, (size_t)i, true, out);
 }
 
 US_API size_t us_engine_queue_count(const us_engine *e) { return e ? e->st.nqueues : 0; }

@@ -21,6 +21,7 @@
 #include <uv.h>
 
 #include "admin.h"
+#include "cache.h"
 #include "http.h"
 #include "informer.h"
 #include "kubeconfig.h"
@@ -59,6 +60,7 @@ struct serve {
     sv_informer *nodes, *queues, *kinds[SV_NKINDS];
     kind_feed feeds[SV_NKINDS];
     sv_queues *queue_map;
+    sv_cache node_sent;        /* node name -> the text the engine was last sent (a cJSON string) */
     sv_workloads *workloads;
     sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
@@ -207,15 +209,12 @@ static void log_node(const serve *s, const char *name, const cJSON *taints) {
         n += (size_t)snprintf(tl + n, n < sizeof tl ? sizeof tl - n : 0, "%s%s%s%s:%s", n ? "," : "",
                               k ? k : "", v ? "=" : "", v ? v : "", e ? e : "");
     }
-    for (size_t i = 0; i < us_engine_node_count(s->engine); i++) {
-        us_node_info x;
-        if (us_engine_node(s->engine, i, &x) != US_OK || strcmp(x.name, name) != 0) continue;
-        printf("node %s: pool %s, gpu %g, cpu %lldm, memory %lld, taints %s, %s\n", x.name, x.pool,
-               x.capacity.gpu, (long long)x.capacity.cpu, (long long)x.capacity.memory, tl,
-               x.unschedulable ? "unschedulable" : "schedulable");
-        fflush(stdout);
-        return;
-    }
+    us_node_info x;
+    if (us_engine_node_named(s->engine, name, &x) != US_OK) return;
+    printf("node %s: pool %s, gpu %g, cpu %lldm, memory %lld, taints %s, %s\n", x.name, x.pool,
+           x.capacity.gpu, (long long)x.capacity.cpu, (long long)x.capacity.memory, tl,
+           x.unschedulable ? "unschedulable" : "schedulable");
+    fflush(stdout);
 }
 
 static void on_node(void *ud, sv_event ev, const cJSON *n) {
@@ -225,17 +224,25 @@ static void on_node(void *ud, sv_event ev, const cJSON *n) {
     if (!name) return;
     sv_workloads_event(s->workloads, SV_NODES, ev, n);
     if (ev == SV_DELETED) {
+        sv_cache_drop(&s->node_sent, name);
         if (us_engine_remove_node(s->engine, name, &err) == US_OK) printf("node %s: removed\n", name);
         fflush(stdout);
         return;
     }
     cJSON *o = node_object(n);
     char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    const cJSON *sent = sv_cache_lookup(&s->node_sent, name);
     if (!text) {
         fprintf(stderr, "understory serve: node %s: out of memory\n", name);
+    } else if (sent && strcmp(sent->valuestring, text) == 0) {
+        /* nothing the engine sees changed (a status heartbeat, say): a
+         * node sends those all the time, and each would be a change */
     } else if (us_engine_upsert_node_json(s->engine, text, &err) != US_OK) {
+        sv_cache_drop(&s->node_sent, name);
         fprintf(stderr, "understory serve: node %s not taken: %s\n", name, err.message);
     } else {
+        if (sv_cache_put(&s->node_sent, name, cJSON_CreateString(text), 0) < 0)
+            sv_cache_drop(&s->node_sent, name); /* out of memory: sent again next time */
         log_node(s, name, cJSON_GetObjectItemCaseSensitive(o, "taints"));
     }
     free(text);
@@ -616,6 +623,7 @@ int sv_main(int argc, char **argv) {
         sv_http_free(s.http);
         sv_http_free(s.lease_http);
         sv_queues_free(s.queue_map);
+        sv_cache_clear(&s.node_sent);
         sv_writes_free(s.writes);
         sv_workloads_free(s.workloads);
         uv_run(loop, UV_RUN_DEFAULT);
@@ -638,6 +646,7 @@ int sv_main(int argc, char **argv) {
         stop_all(&s);
         uv_run(loop, UV_RUN_DEFAULT);
         sv_queues_free(s.queue_map);
+        sv_cache_clear(&s.node_sent);
         sv_writes_free(s.writes);
         sv_workloads_free(s.workloads);
         us_engine_destroy(s.engine);
@@ -662,6 +671,7 @@ int sv_main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     sv_queues_free(s.queue_map);
+    sv_cache_clear(&s.node_sent);
     sv_writes_free(s.writes);
     sv_workloads_free(s.workloads);
     us_engine_destroy(s.engine);

@@ -17,121 +17,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
 #include "objects.h"
 
-/* Objects by key, sorted (determinism: a sync walks them in one order). */
-typedef struct cache {
-    char **keys;
-    cJSON **objs;
-    double *when; /* the assumed binds' times; unused by object caches */
-    size_t n, cap;
-} cache;
 
 struct sv_workloads {
     us_engine *engine;
     char *scheduler;
     double epoch;
     bool all_dirty;    /* map every workload again (a node came or went) */
-    cache kinds[SV_NKINDS];
-    cache pod_wl;      /* pod key -> its workload's name (a cJSON string) */
-    cache wl_pods;     /* workload name -> its pods' keys (a cJSON array) */
-    cache dirty;       /* workloads touched since the last sync */
-    cache reported;    /* workload name -> the pod names reported for it */
-    cache pending;     /* the unbound pods of ours reported pending */
-    cache wls_put;     /* workloads upserted */
-    cache assumed;     /* bound by us, not yet seen bound */
+    sv_cache kinds[SV_NKINDS];
+    sv_cache pod_wl;      /* pod key -> its workload's name (a cJSON string) */
+    sv_cache wl_pods;     /* workload name -> its pods' keys (a cJSON array) */
+    sv_cache dirty;       /* workloads touched since the last sync */
+    sv_cache reported;    /* workload name -> the pod names reported for it */
+    sv_cache pending;     /* the unbound pods of ours reported pending */
+    sv_cache wls_put;     /* workloads upserted */
+    sv_cache assumed;     /* bound by us, not yet seen bound */
     unsigned long mapped; /* workloads mapped by syncs so far */
 };
-
-static long find(const cache *c, const char *key, bool *found) {
-    size_t lo = 0, hi = c->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int r = strcmp(c->keys[mid], key);
-        if (r == 0) {
-            *found = true;
-            return (long)mid;
-        }
-        if (r < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    *found = false;
-    return (long)lo;
-}
-
-static bool has(const cache *c, const char *key) {
-    bool f;
-    find(c, key, &f);
-    return f;
-}
-
-static cJSON *lookup(const cache *c, const char *key) {
-    bool f;
-    long i = find(c, key, &f);
-    return f ? c->objs[i] : NULL;
-}
-
-/* Put key (copied) with obj (owned) and t; replaces what was there.  -1
- * when out of memory (obj freed). */
-static int put(cache *c, const char *key, cJSON *obj, double t) {
-    bool f;
-    long i = find(c, key, &f);
-    if (f) {
-        cJSON_Delete(c->objs[i]);
-        c->objs[i] = obj;
-        c->when[i] = t;
-        return 0;
-    }
-    if (c->n == c->cap) {
-        size_t ncap = c->cap ? c->cap * 2 : 16;
-        char **k = realloc(c->keys, ncap * sizeof *k);
-        if (k) c->keys = k;
-        cJSON **o = realloc(c->objs, ncap * sizeof *o);
-        if (o) c->objs = o;
-        double *w = realloc(c->when, ncap * sizeof *w);
-        if (w) c->when = w;
-        if (!k || !o || !w) goto nomem;
-        c->cap = ncap;
-    }
-    char *copy = strdup(key);
-    if (!copy) goto nomem;
-    size_t m = c->n - (size_t)i;
-    memmove(c->keys + i + 1, c->keys + i, m * sizeof *c->keys);
-    memmove(c->objs + i + 1, c->objs + i, m * sizeof *c->objs);
-    memmove(c->when + i + 1, c->when + i, m * sizeof *c->when);
-    c->keys[i] = copy;
-    c->objs[i] = obj;
-    c->when[i] = t;
-    c->n++;
-    return 0;
-nomem:
-    cJSON_Delete(obj);
-    return -1;
-}
-
-static void drop_at(cache *c, size_t i) {
-    free(c->keys[i]);
-    cJSON_Delete(c->objs[i]);
-    size_t m = c->n - i - 1;
-    memmove(c->keys + i, c->keys + i + 1, m * sizeof *c->keys);
-    memmove(c->objs + i, c->objs + i + 1, m * sizeof *c->objs);
-    memmove(c->when + i, c->when + i + 1, m * sizeof *c->when);
-    c->n--;
-}
-
-static void drop(cache *c, const char *key) {
-    bool f;
-    long i = find(c, key, &f);
-    if (f) drop_at(c, (size_t)i);
-}
-
-static void clear(cache *c) {
-    while (c->n) drop_at(c, c->n - 1);
-    free(c->keys);
-    free(c->objs);
-    free(c->when);
-    memset(c, 0, sizeof *c);
-}
 
 sv_workloads *sv_workloads_new(us_engine *e, const char *scheduler, double epoch) {
     sv_workloads *w = calloc(1, sizeof *w);
@@ -146,9 +50,9 @@ sv_workloads *sv_workloads_new(us_engine *e, const char *scheduler, double epoch
 
 void sv_workloads_free(sv_workloads *w) {
     if (!w) return;
-    for (int k = 0; k < SV_NKINDS; k++) clear(&w->kinds[k]);
-    cache *all[] = {&w->pod_wl, &w->wl_pods, &w->dirty, &w->reported, &w->pending, &w->wls_put, &w->assumed};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) clear(all[i]);
+    for (int k = 0; k < SV_NKINDS; k++) sv_cache_clear(&w->kinds[k]);
+    sv_cache *all[] = {&w->pod_wl, &w->wl_pods, &w->dirty, &w->reported, &w->pending, &w->wls_put, &w->assumed};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sv_cache_clear(all[i]);
     free(w->scheduler);
     free(w);
 }
@@ -168,7 +72,7 @@ static const char *key_of(const cJSON *o, char *buf, size_t len) {
 }
 
 static int mark(sv_workloads *w, const char *wl) {
-    return has(&w->dirty, wl) ? 0 : put(&w->dirty, wl, NULL, 0);
+    return sv_cache_has(&w->dirty, wl) ? 0 : sv_cache_put(&w->dirty, wl, NULL, 0);
 }
 
 /* The string items of array a equal to s are removed. */
@@ -181,41 +85,41 @@ static void remove_string(cJSON *a, const char *s) {
 
 /* Pod key leaves the index (its old workload is marked). */
 static int unindex_pod(sv_workloads *w, const char *key) {
-    const cJSON *old = lookup(&w->pod_wl, key);
+    const cJSON *old = sv_cache_lookup(&w->pod_wl, key);
     if (!old) return 0;
-    cJSON *list = lookup(&w->wl_pods, old->valuestring);
+    cJSON *list = sv_cache_lookup(&w->wl_pods, old->valuestring);
     int rc = mark(w, old->valuestring);
     if (list) {
         remove_string(list, key);
-        if (!cJSON_GetArraySize(list)) drop(&w->wl_pods, old->valuestring);
+        if (!cJSON_GetArraySize(list)) sv_cache_drop(&w->wl_pods, old->valuestring);
     }
-    drop(&w->pod_wl, key);
+    sv_cache_drop(&w->pod_wl, key);
     return rc;
 }
 
 /* Pod key joins workload wl in the index (both marked). */
 static int index_pod(sv_workloads *w, const char *key, const char *wl) {
-    const cJSON *old = lookup(&w->pod_wl, key);
+    const cJSON *old = sv_cache_lookup(&w->pod_wl, key);
     if (old && !strcmp(old->valuestring, wl)) return mark(w, wl);
     if (unindex_pod(w, key) < 0) return -1;
-    cJSON *list = lookup(&w->wl_pods, wl), *name = cJSON_CreateString(key);
+    cJSON *list = sv_cache_lookup(&w->wl_pods, wl), *name = cJSON_CreateString(key);
     if (!name) return -1;
     if (!list) {
-        if (!(list = cJSON_CreateArray()) || put(&w->wl_pods, wl, list, 0) < 0) {
+        if (!(list = cJSON_CreateArray()) || sv_cache_put(&w->wl_pods, wl, list, 0) < 0) {
             cJSON_Delete(name);
             return -1;
         }
     }
     cJSON_AddItemToArray(list, name);
     cJSON *s = cJSON_CreateString(wl);
-    if (!s || put(&w->pod_wl, key, s, 0) < 0) return -1;
+    if (!s || sv_cache_put(&w->pod_wl, key, s, 0) < 0) return -1;
     return mark(w, wl);
 }
 
 /* Every workload whose name starts with prefix ("" all) is marked. */
 static int mark_prefix(sv_workloads *w, const char *prefix) {
     size_t n = strlen(prefix);
-    cache *all[] = {&w->wl_pods, &w->wls_put};
+    sv_cache *all[] = {&w->wl_pods, &w->wls_put};
     for (int c = 0; c < 2; c++)
         for (size_t i = 0; i < all[c]->n; i++)
             if (!strncmp(all[c]->keys[i], prefix, n) && mark(w, all[c]->keys[i]) < 0) return -1;
@@ -256,7 +160,7 @@ static int touch(sv_workloads *w, sv_kind kind, sv_event ev, const char *key, co
         /* pods name nodes, and a node's pool is their workload's: a node
          * that comes, goes or changes pool remaps everything (rare); its
          * status and heartbeats change nothing here */
-        const cJSON *old = lookup(&w->kinds[SV_NODES], key);
+        const cJSON *old = sv_cache_lookup(&w->kinds[SV_NODES], key);
         if (ev == SV_DELETED || !old || strcmp(node_pool(old), node_pool(obj)) != 0) w->all_dirty = true;
         return 0;
     }
@@ -270,16 +174,16 @@ int sv_workloads_event(sv_workloads *w, sv_kind kind, sv_event ev, const cJSON *
     if (!key_of(obj, key, sizeof key)) return 0;
     if (touch(w, kind, ev, key, obj) < 0) goto nomem;
     if (ev == SV_DELETED) {
-        drop(&w->kinds[kind], key);
+        sv_cache_drop(&w->kinds[kind], key);
         return 0;
     }
     /* a pod seen bound is no longer an assumption */
     if (kind == SV_PODS) {
         const cJSON *nn = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "nodeName");
-        if (cJSON_IsString(nn) && *nn->valuestring) drop(&w->assumed, key);
+        if (cJSON_IsString(nn) && *nn->valuestring) sv_cache_drop(&w->assumed, key);
     }
     cJSON *copy = cJSON_Duplicate(obj, true);
-    if (!copy || put(&w->kinds[kind], key, copy, 0) < 0) goto nomem;
+    if (!copy || sv_cache_put(&w->kinds[kind], key, copy, 0) < 0) goto nomem;
     return 0;
 nomem:
     fprintf(stderr, "understory serve: %s: out of memory\n", key);
@@ -288,18 +192,18 @@ nomem:
 }
 
 const cJSON *sv_workloads_get(const sv_workloads *w, sv_kind kind, const char *key) {
-    return lookup(&w->kinds[kind], key);
+    return sv_cache_lookup(&w->kinds[kind], key);
 }
 
 bool sv_workloads_is_pending(const sv_workloads *w, const char *name) {
-    return has(&w->pending, name) && !has(&w->assumed, name);
+    return sv_cache_has(&w->pending, name) && !sv_cache_has(&w->assumed, name);
 }
 
 unsigned long sv_workloads_mapped(const sv_workloads *w) { return w->mapped; }
 
 /* The workload of a reported pod name (pod keys and names are alike). */
 static const char *wl_of(const sv_workloads *w, const char *pod) {
-    const cJSON *s = lookup(&w->pod_wl, pod);
+    const cJSON *s = sv_cache_lookup(&w->pod_wl, pod);
     return s ? s->valuestring : NULL;
 }
 
@@ -312,13 +216,13 @@ int sv_workloads_hold(sv_workloads *w, const char *name, const char *node) {
 }
 
 int sv_workloads_assume(sv_workloads *w, const char *name, double t) {
-    drop(&w->pending, name);
-    return put(&w->assumed, name, NULL, t);
+    sv_cache_drop(&w->pending, name);
+    return sv_cache_put(&w->assumed, name, NULL, t);
 }
 
 void sv_workloads_forget(sv_workloads *w, const char *name) {
-    drop(&w->assumed, name);
-    /* report it as the cache has it */
+    sv_cache_drop(&w->assumed, name);
+    /* report it as the sv_cache has it */
     const char *wl = wl_of(w, name);
     if (!wl || mark(w, wl) < 0) w->all_dirty = true;
 }
@@ -330,7 +234,7 @@ void sv_workloads_expire(sv_workloads *w, double t, double timeout) {
                     w->assumed.keys[i], timeout);
             const char *wl = wl_of(w, w->assumed.keys[i]);
             if (!wl || mark(w, wl) < 0) w->all_dirty = true;
-            drop_at(&w->assumed, i);
+            sv_cache_drop_at(&w->assumed, i);
         }
 }
 
@@ -342,34 +246,34 @@ static const char *gstr(const cJSON *o, const char *k) {
 /* The pods reported for wl leave the engine, but those in keep (NULL:
  * none) and those bound by us that the watch has not shown yet. */
 static void remove_reported(sv_workloads *w, const char *wl, const cJSON *keep) {
-    cJSON *list = lookup(&w->reported, wl);
+    cJSON *list = sv_cache_lookup(&w->reported, wl);
     const cJSON *p;
     us_error err;
-    cache kept = {0}; /* keep, sorted: a workload of thousands of pods is not squared */
+    sv_cache kept = {0}; /* keep, sorted: a workload of thousands of pods is not squared */
     cJSON_ArrayForEach(p, keep)
-        if (put(&kept, p->valuestring, NULL, 0) < 0) {
+        if (sv_cache_put(&kept, p->valuestring, NULL, 0) < 0) {
             fprintf(stderr, "understory serve: workload %s: out of memory\n", wl);
-            clear(&kept);
+            sv_cache_clear(&kept);
             return; /* nothing removed: the next sync tries again */
         }
     cJSON_ArrayForEach(p, list) {
         const char *pn = p->valuestring;
-        if (has(&kept, pn)) continue;
-        drop(&w->pending, pn);
-        if (has(&w->assumed, pn)) continue;
+        if (sv_cache_has(&kept, pn)) continue;
+        sv_cache_drop(&w->pending, pn);
+        if (sv_cache_has(&w->assumed, pn)) continue;
         if (us_engine_remove_pod(w->engine, pn, &err) == US_OK) printf("pod %s: gone\n", pn);
     }
-    clear(&kept);
-    drop(&w->reported, wl);
+    sv_cache_clear(&kept);
+    sv_cache_drop(&w->reported, wl);
 }
 
 static void remove_workload(sv_workloads *w, const char *wl, double now) {
     us_error err;
     remove_reported(w, wl, NULL);
-    if (!has(&w->wls_put, wl)) return;
+    if (!sv_cache_has(&w->wls_put, wl)) return;
     if (us_engine_remove_workload(w->engine, wl, now, &err) == US_OK) printf("workload %s: removed\n", wl);
     else fprintf(stderr, "understory serve: workload %s not removed: %s\n", wl, err.message);
-    drop(&w->wls_put, wl);
+    sv_cache_drop(&w->wls_put, wl);
 }
 
 /* One workload of the mapping into the engine: upserted (removed and
@@ -386,20 +290,20 @@ static bool put_workload(sv_workloads *w, cJSON *wl, double now, cJSON **pods) {
         return false;
     }
     int rc = us_engine_upsert_workload_json(w->engine, json, now, &err);
-    if (rc == US_EINVAL && has(&w->wls_put, name)) {
+    if (rc == US_EINVAL && sv_cache_has(&w->wls_put, name)) {
         printf("workload %s: changed (%s), submitted again\n", name, err.message);
         if (us_engine_remove_workload(w->engine, name, now, &err) == US_OK)
             rc = us_engine_upsert_workload_json(w->engine, json, now, &err);
     }
     if (rc != US_OK) {
         fprintf(stderr, "understory serve: workload %s not taken: %s\n", name, err.message);
-        drop(&w->wls_put, name);
+        sv_cache_drop(&w->wls_put, name);
         free(json);
         return false;
     }
-    if (!has(&w->wls_put, name)) printf("workload %s: %s\n", name, json);
+    if (!sv_cache_has(&w->wls_put, name)) printf("workload %s: %s\n", name, json);
     free(json);
-    return put(&w->wls_put, name, NULL, 0) == 0;
+    return sv_cache_put(&w->wls_put, name, NULL, 0) == 0;
 }
 
 /* The pods of workload name reported by their real names (map_one
@@ -412,21 +316,21 @@ static void put_pods(sv_workloads *w, const char *name, const cJSON *pods) {
         const char *pn = gstr(p, "name"), *node = gstr(p, "node"), *state = gstr(p, "state");
         bool releasing = state && !strcmp(state, "releasing");
         if (!pn) continue;
-        drop(&w->pending, pn);
+        sv_cache_drop(&w->pending, pn);
         /* a pending pod being deleted holds nothing: not reported */
         if (releasing && !node) continue;
         if (reported) cJSON_AddItemToArray(reported, cJSON_CreateString(pn));
         /* bound by us and not seen bound yet: the engine's view (running) stands */
-        if (!node && has(&w->assumed, pn)) continue;
+        if (!node && sv_cache_has(&w->assumed, pn)) continue;
         us_pod_spec spec = {.name = pn, .workload = name, .node = node, .pin = gstr(p, "pin"),
                             .terminating = releasing};
         if (us_engine_upsert_pod(w->engine, &spec, &err) != US_OK) {
             fprintf(stderr, "understory serve: pod %s (%s) not taken: %s\n", pn, state ? state : "?", err.message);
             continue;
         }
-        if (!node) put(&w->pending, pn, NULL, 0);
+        if (!node) sv_cache_put(&w->pending, pn, NULL, 0);
     }
-    if (!reported || put(&w->reported, name, reported, 0) < 0)
+    if (!reported || sv_cache_put(&w->reported, name, reported, 0) < 0)
         fprintf(stderr, "understory serve: workload %s: out of memory\n", name);
 }
 
@@ -439,7 +343,7 @@ typedef struct inputs {
 } inputs;
 
 static int gather(const sv_workloads *w, const char *wl, inputs *in) {
-    const cJSON *list = lookup(&w->wl_pods, wl), *k;
+    const cJSON *list = sv_cache_lookup(&w->wl_pods, wl), *k;
     size_t n = (size_t)cJSON_GetArraySize(list);
     memset(in, 0, sizeof *in);
     static const char *const kind_names[SV_NKINDS] = {"node", "pod", "namespace", "podgroup", "priorityclass"};
@@ -452,21 +356,21 @@ static int gather(const sv_workloads *w, const char *wl, inputs *in) {
         for (size_t i = 0; i < most; i++) in->paths[k][i] = kind_names[k];
     }
     cJSON_ArrayForEach(k, list) {
-        const cJSON *pod = lookup(&w->kinds[SV_PODS], k->valuestring);
+        const cJSON *pod = sv_cache_lookup(&w->kinds[SV_PODS], k->valuestring);
         if (!pod) continue;
         in->pods[in->npods++] = pod;
         const char *nn = gstr(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeName");
-        const cJSON *node = nn ? lookup(&w->kinds[SV_NODES], nn) : NULL;
+        const cJSON *node = nn ? sv_cache_lookup(&w->kinds[SV_NODES], nn) : NULL;
         bool seen = false;
         for (size_t i = 0; i < in->nnodes; i++) seen = seen || in->nodes[i] == node;
         if (node && !seen) in->nodes[in->nnodes++] = node;
     }
-    in->pg[0] = lookup(&w->kinds[SV_PODGROUPS], wl);
+    in->pg[0] = sv_cache_lookup(&w->kinds[SV_PODGROUPS], wl);
     char ns[640];
     snprintf(ns, sizeof ns, "%s", wl);
     char *slash = strchr(ns, '/');
     if (slash) *slash = 0;
-    in->ns[0] = lookup(&w->kinds[SV_NAMESPACES], ns);
+    in->ns[0] = sv_cache_lookup(&w->kinds[SV_NAMESPACES], ns);
     return 0;
 }
 
@@ -528,7 +432,7 @@ int sv_workloads_sync(sv_workloads *w, double now) {
     }
     if (!w->dirty.n) return 0;
     /* taken first: the set a sync walks stays still */
-    cache touched = w->dirty;
+    sv_cache touched = w->dirty;
     memset(&w->dirty, 0, sizeof w->dirty);
     cJSON **mapped = calloc(touched.n, sizeof *mapped);
     cJSON **pods = calloc(touched.n, sizeof *pods);
@@ -555,7 +459,7 @@ int sv_workloads_sync(sv_workloads *w, double now) {
     }
     free(mapped);
     free(pods);
-    clear(&touched);
+    sv_cache_clear(&touched);
     fflush(stdout);
     return 0;
 }

@@ -524,7 +524,7 @@ static const char *churn_op(noise *z, char *json, size_t len, int *kind) {
 }
 
 typedef struct churn_counts {
-    size_t taken, removed, refused, terminating, ended, nodes, scaled, relabelled;
+    size_t taken, removed, refused, terminating, ended, nodes, scaled, relabelled, named_reads;
 } churn_counts;
 
 #define CHURN_W "{\"name\": \"w\", \"queue\": \"q\", \"replicas\": 16, \"requests\": {\"gpu\": 1}}"
@@ -587,6 +587,21 @@ static int churn_run(int seed, int upto, churn_counts *c, char **sa, char **sb) 
         c->nodes += ra == US_OK && kind == CHURN_NODE;
         c->scaled += ra == US_OK && kind == CHURN_SCALE;
         c->relabelled += ra == US_OK && kind == CHURN_RELABEL;
+        /* now and then a node read back by name (from the pod index in a
+         * row; from every pod's sum apart) says the same */
+        if (i % 7 == 3) {
+            static const char *const names[] = {"n0", "n1", "n2"};
+            us_node_info na, nb;
+            const char *nn = names[i % 3];
+            int ga = us_engine_node_named(row, nn, &na), gb = us_engine_node_named(apart, nn, &nb);
+            if (ga != gb || (ga == US_OK && (na.used.gpu != nb.used.gpu || na.used.cpu != nb.used.cpu ||
+                                             na.used.memory != nb.used.memory || na.capacity.cpu != nb.capacity.cpu))) {
+                fprintf(stderr, "  seed %d call %d: node %s read by name: %d %g/%lld, apart %d %g/%lld\n", seed, i,
+                        nn, ga, na.used.gpu, (long long)na.used.cpu, gb, nb.used.gpu, (long long)nb.used.cpu);
+                rc = -1;
+            }
+            c->named_reads += ga == US_OK;
+        }
         c->refused += ra != US_OK;
         c->terminating += ra == US_OK && strstr(json, "releasing") != NULL;
         /* a cycle now and then: what the pods left behind is decided alike */
@@ -631,7 +646,7 @@ TEST(pod_churn_in_a_row_agrees_with_calls_apart) {
     CHECK(failed == 0);
     /* the stream was a real one: reports taken, pods removed and terminating, some refused */
     CHECK(c.taken > 1000 && c.removed > 300 && c.terminating > 300 && c.refused > 100 && c.ended > 200 &&
-          c.nodes > 200 && c.scaled > 200 && c.relabelled > 200);
+          c.nodes > 200 && c.scaled > 200 && c.relabelled > 200 && c.named_reads > 2000);
 }
 
 /* A report refused for want of room leaves the pod as it was, its pin

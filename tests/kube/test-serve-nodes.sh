@@ -118,6 +118,29 @@ k cordon gpu-0 >/dev/null
 until_line "$work/serve.out" \
 	"node gpu-0: pool default, gpu 8, cpu 32000m, memory 274877906944, taints $fake, unschedulable" \
 	"gpu-0 cordoned"
+# A change the engine does not see (annotations here; a status heartbeat
+# is another) is not sent to it again, so it logs no line; one it sees (a
+# label) is.  The count is read once the cordon's own changes (the
+# controller manager taints the node too) have come through.
+lines() { grep -c "^node gpu-0: " "$work/serve.out" || true; }
+before=$(lines)
+end=$((SECONDS + 30))
+while sleep 2; do
+	now=$(lines)
+	((now == before)) && break
+	before=$now
+	((SECONDS < end)) || fail "gpu-0's lines never settled"
+done
+k annotate node gpu-0 understory.test/heartbeat=1 >/dev/null
+k annotate node gpu-0 understory.test/heartbeat=2 --overwrite >/dev/null
+k label node gpu-0 understory.test/role=trained >/dev/null
+end=$((SECONDS + 60))
+until (($(lines) > before)); do
+	((SECONDS < end)) || fail "gpu-0 labelled: no new line for it"
+	sleep 0.5
+done
+sleep 1
+(($(lines) == before + 1)) || fail "gpu-0 was sent again for changes the engine does not see: $before lines, then $(lines)"
 k delete node gpu-1 >/dev/null
 until_line "$work/serve.out" "node gpu-1: removed" "gpu-1 deleted"
 

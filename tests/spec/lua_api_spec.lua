@@ -51,6 +51,7 @@ local counterpart = {
   us_engine_pod = { method, "pods" },
   us_engine_node_count = { method, "nodes" },
   us_engine_node = { method, "nodes" },
+  us_engine_node_named = { method, "node" },
   us_engine_queue_count = { method, "queues" },
   us_engine_queue = { method, "queues" },
   us_engine_workload_count = { method, "workloads" },
