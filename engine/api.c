@@ -1561,6 +1561,27 @@ static int queue_user(const us_state *st, int q) {
     return -1;
 }
 
+static bool qres_same(const us_qres *a, const us_qres *b) {
+    for (int r = 0; r < US_NRES; r++)
+        if (a[r].quota != b[r].quota || a[r].limit != b[r].limit || a[r].over_quota_weight != b[r].over_quota_weight)
+            return false;
+    return true;
+}
+
+/* Does q say what cur says (a queue sent again unchanged, as a control
+ * plane does for every queue when its watch lists again)? */
+static bool queue_same(const us_queue *cur, const us_queue *q) {
+    if (cur->parent != q->parent || cur->priority != q->priority || !qres_same(cur->res, q->res) ||
+        cur->npools != q->npools)
+        return false;
+    for (size_t i = 0; i < q->npools; i++) {
+        const us_qpool *a = &cur->pools[i], *b = &q->pools[i];
+        if (strcmp(a->pool, b->pool) != 0 || !qres_same(a->res, b->res) || memcmp(a->set, b->set, sizeof a->set))
+            return false;
+    }
+    return true;
+}
+
 static int upsert_queue(us_engine *e, const cJSON *o, us_error *err) {
     us_state *st = &e->st;
     us_err ie = {0};
@@ -1568,9 +1589,16 @@ static int upsert_queue(us_engine *e, const cJSON *o, us_error *err) {
     int idx, user, rc = US_OK;
     if (us_scenario_parse_queue(o, st, "queue", &q, &ie) < 0) return fail_from(err, &ie);
     idx = us_state_queue_index(st, q.name);
+    if (idx >= 0 && queue_same(&st->queues[idx], &q)) {
+        /* nothing to check or derive again */
+        us_queue_free(&q);
+        return ok(err);
+    }
     if (q.parent >= 0) {
         const char *pname = st->queues[q.parent].name;
-        for (int a = q.parent; a >= 0; a = st->queues[a].parent) {
+        /* only a queue already in the tree can close a cycle (a walk to
+         * the root per new queue would make a deep chain quadratic) */
+        for (int a = idx >= 0 ? q.parent : -1; a >= 0; a = st->queues[a].parent) {
             if (a == idx) {
                 rc = fail(err, US_EINVAL, "queue.parent: \"%s\" %s", pname,
                           q.parent == idx ? "is the queue itself"
@@ -1586,7 +1614,16 @@ static int upsert_queue(us_engine *e, const cJSON *o, us_error *err) {
         }
     }
     if (idx < 0) {
-        if (us_state_add_queue(st, &q) < 0) return nomem(err); /* q freed */
+        /* a new queue holds no workload: of what rederive derives, only
+         * its own depth and leaf flag and its parent's leaf flag change
+         * (a tree built one queue at a time is not a pass over the queues
+         * and workloads per queue) */
+        int parent = q.parent;
+        if ((idx = us_state_add_queue(st, &q)) < 0) return nomem(err); /* q freed */
+        st->queues[idx].leaf = true;
+        st->queues[idx].depth = parent >= 0 ? st->queues[parent].depth + 1 : 0;
+        if (parent >= 0) st->queues[parent].leaf = false;
+        return ok(err);
     } else {
         us_queue *cur = &st->queues[idx];
         us_qpool *pools = cur->pools;
@@ -1649,6 +1686,7 @@ US_API int us_engine_remove_queue(us_engine *e, const char *name, us_error *err)
     us_queue_free(&st->queues[q]);
     memmove(&st->queues[q], &st->queues[q + 1], (st->nqueues - (size_t)q - 1) * sizeof *st->queues);
     st->nqueues--;
+    us_state_queues_renumbered(st);
     for (size_t i = 0; i < st->nqueues; i++)
         if (st->queues[i].parent > q) st->queues[i].parent--;
     for (size_t i = 0; i < st->nworkloads; i++)

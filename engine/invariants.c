@@ -201,6 +201,33 @@ static int queue_usage(const us_state *st, const us_queue_figures *figs, double 
     return rc;
 }
 
+/* What the state keeps derived of the queue tree (a leaf has no child; a
+ * root is at depth 0, a child one below its parent) is what the tree says,
+ * however the tree was built (loaded whole, or queue by queue through the
+ * API, which derives only what a new queue changes).  Walked from each
+ * queue to its root with a bound: a cycle is reported, not followed. */
+static int queue_tree(const us_state *st, double now, us_err *err) {
+    size_t n = st->nqueues;
+    bool *parent_of = calloc(n ? n : 1, sizeof *parent_of);
+    if (!parent_of) return us_err_nomem(err);
+    int rc = 0;
+    for (size_t q = 0; q < n; q++)
+        if (st->queues[q].parent >= 0) parent_of[st->queues[q].parent] = true;
+    for (size_t q = 0; q < n && rc == 0; q++) {
+        const us_queue *x = &st->queues[q];
+        int depth = 0;
+        for (int p = x->parent; p >= 0 && (size_t)depth <= n; p = st->queues[p].parent) depth++;
+        if ((size_t)depth > n)
+            rc = BROKEN(err, "queue-tree", "queue \"%s\" is in a cycle of parents", now, x->name);
+        else if (x->leaf == parent_of[q] || x->depth != depth)
+            rc = BROKEN(err, "queue-tree", "queue \"%s\" is kept as %s at depth %d; the tree makes it %s at depth %d",
+                        now, x->name, x->leaf ? "a leaf" : "a parent", x->depth,
+                        parent_of[q] ? "a parent" : "a leaf", depth);
+    }
+    free(parent_of);
+    return rc;
+}
+
 int us_inv_check(const us_state *st, const us_inv *inv, const us_queue_figures *figs, double now,
                  us_err *err) {
     if (capacity(st, US_POD_RUNNING, US_POD_RELEASING, "physically (running and terminating pods)",
@@ -208,7 +235,7 @@ int us_inv_check(const us_state *st, const us_inv *inv, const us_queue_figures *
         capacity(st, US_POD_RUNNING, US_POD_PIPELINED, "as planned (running and pipelined pods)",
                  now, err) < 0 ||
         gangs(st, now, err) < 0 || names(st, now, err) < 0 || applied(st, inv, now, err) < 0 ||
-        queue_usage(st, figs, now, err) < 0)
+        queue_usage(st, figs, now, err) < 0 || queue_tree(st, now, err) < 0)
         return -1;
     return 0;
 }

@@ -16,7 +16,9 @@
  *                node in every view) still runs where it ran;
  *   queue-usage  each queue's allocation as the cycle reports it equals the
  *                sum of the requests of its AI pods (running or pipelined),
- *                its children's included.
+ *                its children's included;
+ *   queue-tree   what the state keeps derived of the queue tree (leaf,
+ *                depth) is what the parents make it.
  *
  * The cycle records what it accepted, pool by pool, before commit
  * (us_inv_record); us_inv_check is the one check, after the cycle.  A

@@ -110,6 +110,7 @@ void us_state_free(us_state *st) {
     free(st->queues);
     free(st->workloads);
     free(st->pods);
+    free(st->qslot);
     memset(st, 0, sizeof *st);
 }
 
@@ -221,9 +222,48 @@ int us_state_node_index(const us_state *st, const char *name) {
     return -1;
 }
 
-int us_state_queue_index(const us_state *st, const char *name) {
-    for (size_t i = 0; i < st->nqueues; i++)
-        if (strcmp(st->queues[i].name, name) == 0) return (int)i;
+static uint64_t name_hash(const char *s) {
+    uint64_t h = 1469598103934665603u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
+    return h;
+}
+
+void us_state_queues_renumbered(us_state *st) { st->qnamed = 0; }
+
+/* The name index covers every queue: the ones appended since are added,
+ * a voided or half-full one is rebuilt.  false when memory runs out. */
+static bool queue_names_sync(us_state *st) {
+    if (st->qnamed > st->nqueues) st->qnamed = 0;
+    if (st->qnamed == 0 || 2 * st->nqueues + 2 > st->qcap) {
+        size_t cap = 16;
+        while (cap < 4 * st->nqueues + 4) cap *= 2;
+        if (cap != st->qcap) {
+            int *slot = malloc(cap * sizeof *slot);
+            if (!slot) return false;
+            free(st->qslot);
+            st->qslot = slot;
+            st->qcap = cap;
+        }
+        memset(st->qslot, 0xff, st->qcap * sizeof *st->qslot); /* all -1 */
+        st->qnamed = 0;
+    }
+    for (; st->qnamed < st->nqueues; st->qnamed++) {
+        size_t k = name_hash(st->queues[st->qnamed].name) & (st->qcap - 1);
+        while (st->qslot[k] >= 0) k = (k + 1) & (st->qcap - 1);
+        st->qslot[k] = (int)st->qnamed;
+    }
+    return true;
+}
+
+int us_state_queue_index(const us_state *cst, const char *name) {
+    us_state *st = (us_state *)cst; /* the index is a cache (see state.h) */
+    if (!queue_names_sync(st)) {
+        for (size_t i = 0; i < st->nqueues; i++)
+            if (strcmp(st->queues[i].name, name) == 0) return (int)i;
+        return -1;
+    }
+    for (size_t k = name_hash(name) & (st->qcap - 1); st->qslot[k] >= 0; k = (k + 1) & (st->qcap - 1))
+        if (strcmp(st->queues[st->qslot[k]].name, name) == 0) return st->qslot[k];
     return -1;
 }
 

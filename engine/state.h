@@ -242,6 +242,11 @@ typedef struct us_state {
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
                               index keeps are then void */
+    /* queue name -> index, open addressing, over the first qnamed queues
+     * (us_state_queue_index; a cache: a queue appended is added, one
+     * removed voids it, us_state_queues_renumbered) */
+    int *qslot;
+    size_t qcap, qnamed;
 } us_state;
 
 /* Make room for one more element in the growable array *arr holding n of
@@ -260,9 +265,16 @@ void us_state_free(us_state *st);
  * is then left empty). */
 int us_state_clone(us_state *dst, const us_state *src);
 
-/* Lookups by name; -1 when absent.  Linear: for loading and tests. */
+/* Lookups by name; -1 when absent.  Linear for nodes and workloads: for
+ * loading and tests. */
 int us_state_node_index(const us_state *st, const char *name);
+/* The queue named name, or -1: through a name index the state keeps
+ * (built on first use, kept as queues are appended), so a lookup per
+ * workload or queue sent is not a pass over the queues.  The index is a
+ * cache written through a const state: one thread at a time per state. */
 int us_state_queue_index(const us_state *st, const char *name);
+/* Queues were removed or moved in the array: the name index is rebuilt. */
+void us_state_queues_renumbered(us_state *st);
 int us_state_workload_index(const us_state *st, const char *name);
 
 /* Append an object (taking ownership of every pointer inside it); returns

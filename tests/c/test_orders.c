@@ -715,11 +715,78 @@ TEST(durations_ending_together_complete_in_workload_order) {
     us_scenario_free(&sc);
 }
 
+/* ---- a queue tree built one queue at a time ------------------------------
+ * A new queue derives only its own depth and leaf flag and its parent's;
+ * a queue sent again unchanged derives nothing.  Random trees built that
+ * way, with queues moved, changed, sent again and removed, must keep what
+ * the invariant checker recomputes from the parents (queue-tree), cycle
+ * after cycle, with workloads in the leaves. */
+TEST(queue_tree_built_queue_by_queue_derives_as_a_whole) {
+    size_t added = 0, resent = 0, moved = 0, removed = 0, refused = 0, cycles = 0;
+    for (int seed = 1; seed <= 60; seed++) {
+        us_engine_options o;
+        us_engine *e = NULL;
+        us_error err;
+        noise z = {.rng = (uint64_t)seed * 0x9e3779b97f4a7c15u, .ok = true};
+        us_engine_options_init(&o);
+        o.check_invariants = 1;
+        CHECK(us_engine_create(&o, &e, &err) == US_OK);
+        if (!e) break;
+        CHECK(us_engine_upsert_node_json(e, NODE("n0", "a"), &err) == US_OK);
+        for (int i = 0; i < 200; i++) {
+            char json[256], name[16], parent[16];
+            unsigned k = roll(&z, 10);
+            snprintf(name, sizeof name, "q%u", roll(&z, 24));
+            snprintf(parent, sizeof parent, "q%u", roll(&z, 24));
+            int rc;
+            if (k < 6) {
+                /* new, or sent again (the same, or changed: parent, quota) */
+                if (roll(&z, 3) == 0)
+                    snprintf(json, sizeof json, "{\"name\": \"%s\", \"resources\": {\"gpu\": {\"quota\": %u}}}", name,
+                             roll(&z, 3));
+                else
+                    snprintf(json, sizeof json, "{\"name\": \"%s\", \"parent\": \"%s\", \"resources\": {\"gpu\": "
+                             "{\"quota\": %u}}}", name, parent, roll(&z, 3));
+                size_t before = us_engine_queue_count(e);
+                rc = us_engine_upsert_queue_json(e, json, &err);
+                added += rc == US_OK && us_engine_queue_count(e) > before;
+                resent += rc == US_OK && us_engine_queue_count(e) == before;
+                moved += rc == US_OK && us_engine_queue_count(e) == before && strstr(json, "parent");
+                /* the same again: nothing changes */
+                if (rc == US_OK) CHECK(us_engine_upsert_queue_json(e, json, &err) == US_OK);
+            } else if (k < 8) {
+                rc = us_engine_remove_queue(e, name, &err);
+                removed += rc == US_OK;
+            } else {
+                /* a workload in it (refused unless it is a leaf) and a cycle */
+                char w[32];
+                snprintf(w, sizeof w, "w%d", i);
+                snprintf(json, sizeof json, "{\"name\": \"%s\", \"queue\": \"%s\", \"requests\": {\"gpu\": 1}}", w, name);
+                rc = us_engine_upsert_workload_json(e, json, i, &err);
+                if (us_engine_run_cycle(e, i, &err) != US_OK) {
+                    fprintf(stderr, "  seed %d op %d: %s\n", seed, i, err.message);
+                    CHECK(0);
+                    break;
+                }
+                cycles++;
+            }
+            refused += rc != US_OK;
+        }
+        us_engine_destroy(e);
+    }
+    /* trees were built, changed and cut down, some calls refused (unknown
+     * parents, cycles, parents holding workloads, queues in use) */
+    fprintf(stderr, "  queues: %zu added, %zu sent again (%zu with a parent), %zu removed, %zu refused, %zu cycles\n",
+            added, resent, moved, removed, refused, cycles);
+    CHECK(added > 1000 && resent > 500 && moved > 200 && removed > 100 && refused > 500 && cycles > 1000);
+}
+
 int main(void) {
     RUN(same_cluster_with_noise_between_calls);
     RUN(pod_reports_in_a_row_agree_with_reports_apart);
     RUN(pod_churn_in_a_row_agrees_with_calls_apart);
     RUN(refused_pod_report_changes_nothing);
     RUN(durations_ending_together_complete_in_workload_order);
+    RUN(queue_tree_built_queue_by_queue_derives_as_a_whole);
     return check_report();
 }
