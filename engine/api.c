@@ -2098,6 +2098,16 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
             return ok(err);
         }
         repin(e, p, pin);
+        /* pinned elsewhere than the node planned for it (fuzz_api found
+         * such a pod written as a state that does not load back): that plan
+         * is void, and it is pending again, to be planned anew (its gang,
+         * if that breaks it, is stopped by the next cycle, with decisions) */
+        if (pd->state == US_POD_PIPELINED && pd->pin >= 0 && pd->pin != pd->node) {
+            if (e->pods.valid) list_move(&e->pods.on, p, pd->node, -1);
+            pd->state = US_POD_PENDING;
+            pd->node = -1;
+            pd->shared_dev = -1;
+        }
         /* a pipelined pod is unbound until its room is free: as decided
          * (pending again, its gang would break and stop the pods it has
          * running) */

@@ -906,6 +906,46 @@ TEST(pipelined_pod_reported_unbound_stays_pipelined) {
     us_engine_destroy(e);
 }
 
+/* A pipelined pod reported pending and pinned to another node (its
+ * affinity names that node) cannot stay planned where it was: it is
+ * pending again, and the next cycle plans it where its pin is.  fuzz_api
+ * found it left pipelined on the first node, pinned to the second: a
+ * state that does not load back. */
+TEST(pipelined_pod_reported_pinned_elsewhere_is_planned_anew) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    us_decision_info d;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 16) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 8, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 8, 1) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_PIPELINED);
+    CHECK_STR(p.node, "n1");
+    CHECK(node(e, "n2", 8) == US_OK);
+    us_pod_spec wait = {.name = "w-0", .workload = "w", .pin = "n2"};
+    CHECK(us_engine_upsert_pod(e, &wait, &err) == US_OK);
+    CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_PENDING && p.node == NULL);
+    char *state = NULL;
+    CHECK(us_engine_state_json(e, &state, NULL, &err) == US_OK);
+    CHECK(state && !strstr(state, "pipelined")); /* a pending pod is not written */
+    us_free(state);
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
+    size_t binds = 0;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        CHECK(us_engine_decision(e, i, &d) == US_OK);
+        if (d.op == US_DECISION_BIND && !strcmp(d.pod, "w-0")) {
+            CHECK_STR(d.node, "n2");
+            binds++;
+        }
+    }
+    CHECK(binds == 1);
+    us_engine_destroy(e);
+}
+
 TEST(many_pods_reported_gone_then_read) {
     us_engine *e = engine();
     us_error err;
@@ -1529,6 +1569,7 @@ int main(void) {
     RUN(reported_pods_each_take_a_place_of_their_own);
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(pipelined_pod_reported_unbound_stays_pipelined);
+    RUN(pipelined_pod_reported_pinned_elsewhere_is_planned_anew);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
     RUN(invariant_checks_on_request);
