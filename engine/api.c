@@ -179,43 +179,46 @@ static void pods_index_workloads(us_engine *e);
 static void pods_index_nodes(us_engine *e);
 static pod_index *pods_index(us_engine *e);
 static void pods_index_add(us_engine *e, int p, bool appended);
+static void pods_index_add_from(us_engine *e, size_t from);
 static int workload_pods(us_engine *e, int w, int **out, size_t *n);
 
 /* Refuse calls without a handle and calls that change the engine from
  * inside its event callback. */
-#define GUARD_ONLY(e, err)                                                                    \
+#define GUARD_HANDLE(e, err)                                                                  \
     do {                                                                                      \
         if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
         if ((e)->busy)                                                                        \
             return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
-        forget_reads(e);                                                                      \
+    } while (0)
+
+/* The same, and the read caches go: the engine is about to change. */
+#define GUARD_ONLY(e, err)     \
+    do {                       \
+        GUARD_HANDLE(e, err);  \
+        forget_reads(e);       \
     } while (0)
 
 /* The same for the calls of a control plane's stream of watched objects
  * (pods reported or removed, workloads removed, nodes sent or removed),
- * which keep the pod index (see pods_index). */
-#define GUARD_POD(e, err)                                                                     \
-    do {                                                                                      \
-        if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
-        if ((e)->busy)                                                                        \
-            return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
-        forget_used(e);                                                                       \
-        settle_change(e);                                                                     \
-        (e)->reports_in_row++;                                                                \
+ * which keep the pod index (see pods_index) and settle first. */
+#define GUARD_POD(e, err)          \
+    do {                           \
+        GUARD_HANDLE(e, err);      \
+        forget_used(e);            \
+        settle_change(e);          \
+        (e)->reports_in_row++;     \
     } while (0)
 
 /* The same for a workload sent (it is part of a control plane's pod
  * stream: each workload synced, then its pods): the pod index stays, and
  * nothing is settled (submissions batch up, see settle). */
-#define GUARD_WORKLOAD(e, err)                                                                \
-    do {                                                                                      \
-        if (!(e)) return fail(err, US_EINVAL, "engine: NULL handle");                         \
-        if ((e)->busy)                                                                        \
-            return fail(err, US_EBUSY, "the engine cannot change inside its event callback"); \
-        forget_used(e);                                                                       \
+#define GUARD_WORKLOAD(e, err) \
+    do {                       \
+        GUARD_HANDLE(e, err);  \
+        forget_used(e);        \
     } while (0)
 
-/* The same, then settle what earlier calls left for later. */
+/* The same as GUARD_ONLY, then settle what earlier calls left for later. */
 #define GUARD_CHANGE(e, err)  \
     do {                      \
         GUARD_ONLY(e, err);   \
@@ -1101,7 +1104,7 @@ static void settle_change(us_engine *e) {
         forget_used(e);
         settle_pods(e);
         pods_index_workloads(e);
-        for (size_t i = from; i < e->st.npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        pods_index_add_from(e, from);
     }
     if (!e->untidy) return;
     if (++e->untidy_calls * 4 < e->st.npods + e->st.nnodes + e->st.nworkloads) return;
@@ -1330,6 +1333,11 @@ static void pods_index_add(us_engine *e, int p, bool appended) {
     }
 }
 
+/* The pods appended from index from on join the index (when there is one). */
+static void pods_index_add_from(us_engine *e, size_t from) {
+    for (size_t i = from; i < e->st.npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+}
+
 /* The pod after i (-1: the first) on node n: through the index x, or a
  * scan without one. */
 static int next_on(const us_state *st, const pod_index *x, int n, int i) {
@@ -1428,7 +1436,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
             return nomem(err);
         }
         /* its DaemonSet pods join the pod index */
-        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        pods_index_add_from(e, from);
         /* a node that comes back: the pods pinned to it waited for it
          * (us_life_remove_node), and those that finished there keep it for
          * the record; they follow it to its new entry, and the old one,
@@ -1488,7 +1496,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
             ok(err);
         }
         free(pods);
-        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        pods_index_add_from(e, from);
         e->untidy = true;
     } else {
         ok(err);
@@ -1782,7 +1790,7 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
         }
         rc = us_life_scale_listed(st, idx, w.replicas, pods, n, now, pod_name_held, e);
         free(pods);
-        for (size_t i = from; i < st->npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+        pods_index_add_from(e, from);
         e->untidy = true;
     } else {
         cur->replicas = w.replicas;

@@ -838,57 +838,70 @@ out:
     return ok ? t : -1;
 }
 
-/* n nodes, each with a pod of a Deployment and one of a DaemonSet, and
- * then those 2n pods reported running one at a time (a control plane
- * starting up): the reports are timed. */
-static double bench_pod_reports(int n) {
+/* n nodes next to a DaemonSet ("agent", a pod on each) and an n-pod
+ * Deployment ("serve"), on queue "q"; NULL when the engine refused. */
+static us_engine *daemon_cluster(int n) {
     us_engine *e = NULL;
     us_error err;
     us_queue_spec q;
     us_workload_spec w;
-    char name[32], pod[48];
-    double t = -1;
-    int ok = 0;
-    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    char name[32];
+    if (us_engine_create(NULL, &e, &err) != US_OK) return NULL;
     us_queue_spec_init(&q);
     q.name = "q";
-    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto fail;
     us_workload_spec_init(&w);
     w.name = "agent";
     w.queue = "q";
     w.controller = US_CONTROLLER_DAEMONSET;
     w.requests = (us_resources){0, 100, 1 << 20};
-    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto fail;
     us_workload_spec_init(&w);
     w.name = "serve";
     w.queue = "q";
     w.controller = US_CONTROLLER_DEPLOYMENT;
     w.replicas = n;
     w.requests = (us_resources){1, 1000, 1 << 30};
-    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
+    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto fail;
     for (int i = 0; i < n; i++) {
         us_node_spec nd = {0};
         snprintf(name, sizeof name, "node-%d", i);
         nd.name = name;
         nd.capacity = (us_resources){8, 128000, 1LL << 40};
-        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto fail;
     }
+    return e;
+fail:
+    us_engine_destroy(e);
+    return NULL;
+}
+
+/* Node i's two pods of daemon_cluster reported running on it. */
+static bool report_node_pods(us_engine *e, int i) {
+    us_error err;
+    char node[32], pod[48];
+    us_pod_spec p = {pod, "serve", node, NULL, 0}, d = {pod, NULL, node, NULL, 0};
+    snprintf(node, sizeof node, "node-%d", i);
+    snprintf(pod, sizeof pod, "serve-%x", i);
+    if (us_engine_upsert_pod(e, &p, &err) != US_OK) return false;
+    snprintf(pod, sizeof pod, "agent-%s", node);
+    return us_engine_upsert_pod(e, &d, &err) == US_OK;
+}
+
+/* daemon_cluster's 2n pods reported running one at a time (a control
+ * plane starting up): the reports are timed. */
+static double bench_pod_reports(int n) {
+    us_engine *e = daemon_cluster(n);
+    double t;
+    int ok = e != NULL;
     t = now();
-    for (int i = 0; i < n; i++) {
-        us_pod_spec p = {pod, "serve", name, NULL, 0}, d = {pod, NULL, name, NULL, 0};
-        snprintf(name, sizeof name, "node-%d", i);
-        snprintf(pod, sizeof pod, "serve-%x", i);
-        if (us_engine_upsert_pod(e, &p, &err) != US_OK) goto out;
-        snprintf(pod, sizeof pod, "agent-%s", name);
-        if (us_engine_upsert_pod(e, &d, &err) != US_OK) goto out;
-    }
+    for (int i = 0; ok && i < n; i++) ok = report_node_pods(e, i);
     t = now() - t;
-    ok = us_engine_pod_count(e) == 2 * (size_t)n;
+    ok = ok && us_engine_pod_count(e) == 2 * (size_t)n;
     for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
         us_pod_info pi;
         ok = us_engine_pod(e, i, &pi) == US_OK && pi.phase == US_PHASE_RUNNING;
     }
-out:
     us_engine_destroy(e);
     return ok ? t : -1;
 }
@@ -1003,62 +1016,27 @@ out:
     return ok ? t : -1;
 }
 
-/* n nodes each running a pod of a Deployment and one of a DaemonSet, all
- * reported, then the nodes removed one at a time (a cluster scaling
- * down): the removals are timed. */
+/* daemon_cluster with every pod reported, then the nodes removed one at a
+ * time (a cluster scaling down): the removals are timed. */
 static double bench_node_removals(int n) {
-    us_engine *e = NULL;
-    us_error err;
-    us_queue_spec q;
-    us_workload_spec w;
-    char node[32], pod[48];
-    double t = -1;
-    int ok = 0;
-    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
-    us_queue_spec_init(&q);
-    q.name = "q";
-    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
-    us_workload_spec_init(&w);
-    w.name = "agent";
-    w.queue = "q";
-    w.controller = US_CONTROLLER_DAEMONSET;
-    w.requests = (us_resources){0, 100, 1 << 20};
-    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
-    us_workload_spec_init(&w);
-    w.name = "serve";
-    w.queue = "q";
-    w.controller = US_CONTROLLER_DEPLOYMENT;
-    w.replicas = n;
-    w.requests = (us_resources){1, 1000, 1 << 30};
-    if (us_engine_upsert_workload(e, &w, 0, &err) != US_OK) goto out;
-    for (int i = 0; i < n; i++) {
-        us_node_spec nd = {0};
-        snprintf(node, sizeof node, "node-%d", i);
-        nd.name = node;
-        nd.capacity = (us_resources){8, 128000, 1LL << 40};
-        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        us_pod_spec p = {pod, "serve", node, NULL, 0}, d = {pod, NULL, node, NULL, 0};
-        snprintf(node, sizeof node, "node-%d", i);
-        snprintf(pod, sizeof pod, "serve-%x", i);
-        if (us_engine_upsert_pod(e, &p, &err) != US_OK) goto out;
-        snprintf(pod, sizeof pod, "agent-%s", node);
-        if (us_engine_upsert_pod(e, &d, &err) != US_OK) goto out;
-    }
+    us_engine *e = daemon_cluster(n);
+    us_error err = {0};
+    char node[32];
+    double t;
+    int ok = e != NULL;
+    for (int i = 0; ok && i < n; i++) ok = report_node_pods(e, i);
     t = now();
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; ok && i < n; i++) {
         snprintf(node, sizeof node, "node-%d", i);
-        if (us_engine_remove_node(e, node, &err) != US_OK) goto out;
+        ok = us_engine_remove_node(e, node, &err) == US_OK;
     }
     t = now() - t;
     /* the Deployment's pods wait, pending; the DaemonSet's went with their nodes */
-    ok = us_engine_node_count(e) == 0 && us_engine_pod_count(e) == (size_t)n;
+    ok = ok && us_engine_node_count(e) == 0 && us_engine_pod_count(e) == (size_t)n;
     for (size_t i = 0; ok && i < us_engine_pod_count(e); i++) {
         us_pod_info pi;
         ok = us_engine_pod(e, i, &pi) == US_OK && pi.phase == US_PHASE_PENDING && !strcmp(pi.workload, "serve");
     }
-out:
     if (!ok) fprintf(stderr, "understory-bench: node removals: %s\n", err.message);
     us_engine_destroy(e);
     return ok ? t : -1;

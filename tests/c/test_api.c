@@ -859,17 +859,25 @@ TEST(evicted_pod_reported_gone_frees_its_room_at_once) {
  * bound elsewhere is not stopped (tests/kube/test-replay.sh found serve's
  * gang of two, one pod bound and one pipelined, evicted whole a cycle
  * later); it binds once the background pods it waits for are gone. */
-TEST(pipelined_pod_reported_unbound_stays_pipelined) {
+/* Node n1's 8 GPUs taken by 8 burn-in pods (grace 5 s), queue q (16 GPUs
+ * of quota) empty: an AI pod placed there is pipelined behind them. */
+static us_engine *burning_node(void) {
     us_engine *e = engine();
     us_error err;
-    us_pod_info p;
-    us_decision_info d;
     CHECK(node(e, "n1", 8) == US_OK);
     CHECK(queue(e, "q", NULL, 16) == US_OK);
     CHECK(bg_queue(e, "bg") == US_OK);
     CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 8, 1, 0) == US_OK);
     CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 8);
+    return e;
+}
+
+TEST(pipelined_pod_reported_unbound_stays_pipelined) {
+    us_engine *e = burning_node();
+    us_error err;
+    us_pod_info p;
+    us_decision_info d;
     CHECK(node(e, "n2", 8) == US_OK);
     CHECK(workload(e, "w", "q", 2, 8, 1) == US_OK); /* a gang of two 8-GPU pods */
     CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
@@ -912,15 +920,10 @@ TEST(pipelined_pod_reported_unbound_stays_pipelined) {
  * found it left pipelined on the first node, pinned to the second: a
  * state that does not load back. */
 TEST(pipelined_pod_reported_pinned_elsewhere_is_planned_anew) {
-    us_engine *e = engine();
+    us_engine *e = burning_node();
     us_error err;
     us_pod_info p;
     us_decision_info d;
-    CHECK(node(e, "n1", 8) == US_OK);
-    CHECK(queue(e, "q", NULL, 16) == US_OK);
-    CHECK(bg_queue(e, "bg") == US_OK);
-    CHECK(bg_workload(e, "burn", US_CONTROLLER_DEPLOYMENT, 8, 1, 0) == US_OK);
-    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
     CHECK(workload(e, "w", "q", 1, 8, 1) == US_OK);
     CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
     CHECK(pod_named(e, "w-0", &p) && p.phase == US_PHASE_PIPELINED);
