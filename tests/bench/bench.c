@@ -964,27 +964,40 @@ out:
     return ok ? t : -1;
 }
 
-/* n one-pod workloads running on n/8 nodes, then each removed the way a
- * control plane removes a finished job: its pod reported gone, then the
- * workload.  The removals are timed. */
-static double bench_workload_removals(int n) {
+/* An engine with queue "q" and the n/8 nodes ("node-<i>", cpus cores
+ * each) that n one-pod jobs run on, eight to a node; NULL when refused. */
+static us_engine *jobs_cluster(int n, double cpus) {
     us_engine *e = NULL;
     us_error err;
     us_queue_spec q;
-    char name[32], pod[48], node[32];
-    double t = -1;
-    int ok = 0;
-    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    char node[32];
+    if (us_engine_create(NULL, &e, &err) != US_OK) return NULL;
     us_queue_spec_init(&q);
     q.name = "q";
-    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
+    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto fail;
     for (int i = 0; i < (n + 7) / 8; i++) {
         us_node_spec nd = {0};
         snprintf(node, sizeof node, "node-%d", i);
         nd.name = node;
-        nd.capacity = (us_resources){8, 128000, 1LL << 40};
-        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
+        nd.capacity = (us_resources){cpus, 128000, 1LL << 40};
+        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto fail;
     }
+    return e;
+fail:
+    us_engine_destroy(e);
+    return NULL;
+}
+
+/* n one-pod workloads running on n/8 nodes, then each removed the way a
+ * control plane removes a finished job: its pod reported gone, then the
+ * workload.  The removals are timed. */
+static double bench_workload_removals(int n) {
+    us_engine *e = jobs_cluster(n, 8);
+    us_error err = {0};
+    char name[32], pod[48], node[32];
+    double t = -1;
+    int ok = 0;
+    if (!e) return -1;
     for (int i = 0; i < n; i++) {
         us_workload_spec w;
         us_workload_spec_init(&w);
@@ -1047,24 +1060,13 @@ static double bench_node_removals(int n) {
  * workload sent (a resend, or scaled to two pods and back), then its pod
  * reported where it runs.  The resync is timed. */
 static double bench_workload_resync(int n) {
-    us_engine *e = NULL;
-    us_error err;
-    us_queue_spec q;
+    us_engine *e = jobs_cluster(n, 16);
+    us_error err = {0};
     us_workload_spec w;
     char name[32], pod[48], node[32];
     double t = -1;
     int ok = 0;
-    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
-    us_queue_spec_init(&q);
-    q.name = "q";
-    if (us_engine_upsert_queue(e, &q, &err) != US_OK) goto out;
-    for (int i = 0; i < (n + 7) / 8; i++) {
-        us_node_spec nd = {0};
-        snprintf(node, sizeof node, "node-%d", i);
-        nd.name = node;
-        nd.capacity = (us_resources){16, 128000, 1LL << 40};
-        if (us_engine_upsert_node(e, &nd, &err) != US_OK) goto out;
-    }
+    if (!e) return -1;
     us_workload_spec_init(&w);
     w.name = name;
     w.queue = "q";
