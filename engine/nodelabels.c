@@ -59,7 +59,9 @@ us_nodelabels *us_nodelabels_new(const us_state *st, const us_policy *pol, const
     if (!l || !(keys = gather_keys(st, pol, &nkeys))) goto fail;
     l->n = n;
     if (!(l->of = calloc(n ? n : 1, sizeof *l->of))) goto fail;
-    for (size_t i = 0; i < n; i++) {
+    /* nothing selects on a label: every node keeps none (the slices are
+     * empty), and the passes below would search an empty list per label */
+    for (size_t i = 0; nkeys > 0 && i < n; i++) {
         const us_labels *all = &st->nodes[nodes[i]].labels;
         for (size_t j = 0; j < all->n; j++) total += has_key(keys, nkeys, all->items[j].key);
     }
@@ -68,7 +70,7 @@ us_nodelabels *us_nodelabels_new(const us_state *st, const us_policy *pol, const
     for (size_t i = 0; i < n; i++) {
         const us_labels *all = &st->nodes[nodes[i]].labels;
         l->of[i].items = l->items + total;
-        for (size_t j = 0; j < all->n; j++)
+        for (size_t j = 0; nkeys > 0 && j < all->n; j++)
             if (has_key(keys, nkeys, all->items[j].key)) l->items[total++] = all->items[j];
         l->of[i].n = (size_t)(l->items + total - l->of[i].items);
     }

@@ -46,11 +46,12 @@ static bool holds(us_pod_state s) {
 }
 
 /* Virtual eviction of pod i: only AI pods enter the AI view, queue
- * allocation and demand; background pods, whatever their state, are left
- * out.  Pods of external workloads hold their room in the AI view as AI
- * pods do, but in no queue and with no flag: nothing may move or evict
- * them.  Called in pod order. */
-static void evict_background(us_plan *p, size_t i) {
+ * allocation and demand (counted per workload here: held, and wanted for
+ * the demand; queue_sums adds them up); background pods, whatever their
+ * state, are left out.  Pods of external workloads hold their room in the
+ * AI view as AI pods do, but in no queue and with no flag: nothing may move
+ * or evict them.  Called in pod order. */
+static void evict_background(us_plan *p, size_t i, int *wanted) {
     us_state *st = p->st;
     const us_pod *pod = &st->pods[i];
     const us_workload *w = &st->workloads[pod->workload];
@@ -68,18 +69,42 @@ static void evict_background(us_plan *p, size_t i) {
                        pod->shared_dev);
         return;
     }
-    bool np_ = w->preemptibility != US_PREEMPTIBLE;
     if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
         p->pos[pod->node] >= 0) {
         us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request, pod->shared_dev);
         p->flags[i] |= US_PF_HELD;
         p->held[pod->workload]++;
-        queue_add(p, w->queue, w->request, np_, 1);
     }
     if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
         pod->state == US_POD_PENDING)
-        for (int q = w->queue; q >= 0; q = st->queues[q].parent)
-            p->demand[q] = us_res_add(p->demand[q], w->request);
+        wanted[pod->workload]++;
+}
+
+/* req taken n times, saturating as n additions would (requests are never
+ * negative) */
+static us_res res_times(us_res req, int n) {
+    for (int r = 0; r < US_NRES; r++)
+        if (__builtin_mul_overflow(req.v[r], (int64_t)n, &req.v[r])) req.v[r] = INT64_MAX;
+    return req;
+}
+
+/* Queue allocation and demand from the AI pods counted per workload: one
+ * walk up the queue tree per workload, not per pod.  Sums of requests,
+ * which are never negative, saturate the same in any grouping. */
+static void queue_sums(us_plan *p, const int *wanted) {
+    const us_state *st = p->st;
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        const us_workload *w = &st->workloads[i];
+        if (!p->wl_ai[i]) continue;
+        if (p->held[i] > 0)
+            queue_add(p, w->queue, res_times(w->request, p->held[i]),
+                      w->preemptibility != US_PREEMPTIBLE, 1);
+        if (wanted[i] > 0) {
+            us_res d = res_times(w->request, wanted[i]);
+            for (int q = w->queue; q >= 0; q = st->queues[q].parent)
+                p->demand[q] = us_res_add(p->demand[q], d);
+        }
+    }
 }
 
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
@@ -144,9 +169,11 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * one pass to count, one to fill; virtual eviction rides on the first
      * (a pass over every pod is most of a quiet cycle's cost on a large
      * cluster) */
+    int *wanted = calloc(nw, sizeof *wanted);  /* [nworkloads] AI pods running or wanting to */
+    if (!wanted) goto fail;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        evict_background(p, i);
+        evict_background(p, i, wanted);
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
@@ -156,6 +183,8 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
             p->node_first[p->pos[pod->node] + 1]++;
     }
+    queue_sums(p, wanted);
+    free(wanted);
     for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
     for (size_t w = 0; w < st->nworkloads; w++) p->wl_first[w + 1] += p->wl_first[w];
     {
