@@ -65,22 +65,63 @@ fail:
     return -1;
 }
 
-/* Physical use of every node of the state: running and terminating pods;
- * and, per node, whether a pipelined pod waits there (*queued, the
- * caller's to free). */
-static us_use *physical_use(const us_state *st, bool **queued) {
-    pre x;
-    if (!(*queued = calloc(st->nnodes ? st->nnodes : 1, sizeof **queued))) return NULL;
-    if (pre_take(st, &x, true, false) < 0) {
-        free(*queued);
-        *queued = NULL;
-        return NULL;
+/* The ledger from what pre_take read: its use, and its pipelined pods that
+ * still wait (promote binds some). */
+static int phys_from(const us_state *st, pre *x, us_phys *ph) {
+    memset(ph, 0, sizeof *ph);
+    if (!(ph->waiting = calloc(st->nnodes ? st->nnodes : 1, sizeof *ph->waiting))) return -1;
+    for (size_t k = 0; k < x->npipelined; k++) {
+        const us_pod *pd = &st->pods[x->pipelined[k]];
+        if (!pd->gone && pd->state == US_POD_PIPELINED && pd->node >= 0) ph->waiting[pd->node]++;
     }
-    for (size_t k = 0; k < x.npipelined; k++) (*queued)[st->pods[x.pipelined[k]].node] = true;
-    us_use *u = x.phys;
-    x.phys = NULL;
+    ph->use = x->phys;
+    x->phys = NULL;
+    ph->nnodes = st->nnodes;
+    return 0;
+}
+
+int us_phys_take(const us_state *st, us_phys *ph) {
+    pre x;
+    memset(ph, 0, sizeof *ph);
+    if (pre_take(st, &x, true, false) < 0) return -1;
+    int rc = phys_from(st, &x, ph);
     pre_free(&x);
-    return u;
+    return rc;
+}
+
+void us_phys_free(us_phys *ph) {
+    free(ph->use);
+    free(ph->waiting);
+    memset(ph, 0, sizeof *ph);
+}
+
+static bool holds_physically(const us_pod *pd) {
+    return !pd->gone && pd->node >= 0 &&
+           (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING);
+}
+
+/* Evict pod i (us_life_evict) and have the ledger follow: a pod stopped at
+ * once no longer holds its room, one that terminates keeps it, a pipelined
+ * one no longer waits.  A fractional pod with no device recorded cannot be
+ * taken off its device exactly: the ledger is read again (rare).  What
+ * us_life_evict returns, -1 when memory runs out. */
+static int evict_pod(us_state *st, us_phys *ph, int i, double now, bool reported) {
+    us_pod was = st->pods[i];  /* a copy: us_life_evict may move the pods */
+    int rc = us_life_evict(st, i, now, reported);
+    if (rc == -1) return -1;
+    const us_pod *is = &st->pods[i];
+    us_res req = st->workloads[was.workload].request;
+    bool kept = holds_physically(is) && is->node == was.node && is->shared_dev == was.shared_dev;
+    if (holds_physically(&was) && !kept) {
+        if (us_req_is_fractional(req) && was.shared_dev < 0) {
+            us_phys_free(ph);
+            return us_phys_take(st, ph) < 0 ? -1 : rc;
+        }
+        us_use_remove(&ph->use[was.node], req, was.shared_dev);
+    }
+    if (!was.gone && was.state == US_POD_PIPELINED && was.node >= 0) ph->waiting[was.node]--;
+    if (!is->gone && is->state == US_POD_PIPELINED && is->node >= 0) ph->waiting[is->node]++;
+    return rc;
 }
 
 /* Names of the pods terminating on the node at plan position pos, sorted:
@@ -190,9 +231,10 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
 }
 
 int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
-                          us_err *err) {
+                          us_phys *ph, us_err *err) {
     pre x;
     bool broke;
+    memset(ph, 0, sizeof *ph);
     if (pre_take(st, &x, true, true) < 0) return us_err_nomem(err);
     int rc = broken_gangs(st, x.holding, now, o, log, &broke);
     if (rc == 0 && broke) {  /* rare: read the changed state again */
@@ -204,6 +246,7 @@ int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_c
         return us_err_nomem(err);
     }
     rc = promote(st, &x, log, err);
+    if (rc == 0 && phys_from(st, &x, ph) < 0) rc = us_err_nomem(err);
     pre_free(&x);
     return rc;
 }
@@ -350,11 +393,9 @@ out:
     return rc;
 }
 
-int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err) {
+int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *counts, us_err *err) {
     us_state *st = p->st;
     evict_groups groups = {0};
-    us_use *phys = NULL;
-    bool *queued = NULL;
     const char **waits = NULL;
     int rc = -1;
     int *evictor = malloc((bg->nrunning + 1) * sizeof *evictor);
@@ -377,7 +418,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
             if (act == US_ACT_RECLAIM) counts->reclaims++;
             else counts->preemptions++;
         }
-        if (us_life_evict(st, (int)i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
+        if (evict_pod(st, ph, (int)i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
     /* 2. background pods whose room the AI plan took */
     for (size_t k = 0; k < bg->nrunning; k++) {
@@ -390,7 +431,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
             note_group(&groups, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
             goto nomem;
         if (counts) counts->background_evictions++;
-        if (us_life_evict(st, i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
+        if (evict_pod(st, ph, i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
     if (emit_groups(st, p->log, groups.g, groups.n) < 0) goto nomem;
 
@@ -399,7 +440,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
      * room is idle: that room freed for the pod waiting (it binds at the
      * next cycle's start), and one placed later must not take it first and
      * make it wait for the deletions its own placement started. */
-    if (!(phys = physical_use(st, &queued))) goto nomem;
+    us_use *phys = ph->use;
     for (size_t k = 0; k < p->nplaced; k++) {
         int i = p->placed[k], node = p->pnode[i];
         us_pod *pd = &st->pods[i];
@@ -408,7 +449,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
         pd->shared_dev = p->pslot[i];
         us_action act = (us_action)p->pact[i];
         if (p->opts->profile) p->opts->profile->placed++;
-        if (!queued[node] && us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
+        if (ph->waiting[node] == 0 && us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
             us_use_add(&phys[node], &st->nodes[node], req, pd->shared_dev);
             pd->state = US_POD_RUNNING;
             if (us_log_decision(p->log, US_OP_BIND, act, pd->name, st->nodes[node].name, NULL, 0,
@@ -418,7 +459,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
             size_t nw = 0;
             pd->state = US_POD_PIPELINED;
             pd->release_at = p->now; /* when: the order it binds in (promote) */
-            queued[node] = true;
+            ph->waiting[node]++;
             if (waiting_list(p, p->pos[node], &waits, &nw) < 0 ||
                 us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, st->nodes[node].name,
                                 waits, nw, NULL) < 0)
@@ -458,8 +499,6 @@ nomem:
 out:
     free(groups.g);
     free(groups.slot);
-    free(phys);
-    free(queued);
     free(waits);
     free(evictor);
     return rc;

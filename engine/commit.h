@@ -7,8 +7,27 @@
 
 #include "plan.h"
 #include "reoffer.h"
+#include "use.h"
 
-int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err *err);
+/* What physically holds each node (its running and terminating pods) and
+ * how many pipelined pods wait on it.  Read from every pod once, at the
+ * start of a cycle (us_commit_cycle_start); each pool's commit then keeps
+ * it up to date with the changes it makes, so that no commit reads every
+ * pod again.  Owned by the cycle (us_phys_free); not thread-safe. */
+typedef struct us_phys {
+    us_use *use;       /* [nnodes] */
+    int *waiting;      /* [nnodes] pipelined pods on the node */
+    size_t nnodes;
+} us_phys;
+
+/* The same read from the state as it is now: 0, or -1 when memory runs out
+ * (ph left empty).  The invariant checker compares it with the kept one. */
+int us_phys_take(const us_state *st, us_phys *ph);
+void us_phys_free(us_phys *ph);
+
+/* Apply plan p and re-offer bg to the state; ph, read at the cycle's start,
+ * follows every change. */
+int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *counts, us_err *err);
 
 /* The start of a cycle, in one pass over the pods (a second only when a
  * gang broke):
@@ -18,8 +37,9 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_cycle_counts *counts, us_err 
  *   stalegangeviction, the evictor the gang itself), with one Evict event
  *   per gang, and the gang goes back to pending whole;
  * - then pipelined pods whose resources are now free bind.
- * Call after us_life_expire.  0, or -1 when memory runs out. */
+ * Call after us_life_expire.  0 with *ph read from the state once this is
+ * done (the caller's to free), or -1 when memory runs out. */
 int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
-                          us_err *err);
+                          us_phys *ph, us_err *err);
 
 #endif

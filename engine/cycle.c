@@ -86,7 +86,8 @@ static int collect_pools(const us_state *st, const char ***out, size_t *n) {
 
 static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
                     const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
-                    us_cycle_counts *counts, us_inv *inv, us_cycle_budget *budget, us_err *err) {
+                    us_cycle_counts *counts, us_inv *inv, us_cycle_budget *budget, us_phys *ph,
+                    us_err *err) {
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
@@ -107,7 +108,7 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
         us_err_nomem(err);
         goto out;
     }
-    STEP(o, commit, us_commit(&p, &bg, counts, err));
+    STEP(o, commit, us_commit(&p, &bg, ph, counts, err));
     rc = 0;
 out:
     us_reoffer_free(&bg);
@@ -320,6 +321,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     /* the invariant check needs the figures even when the caller does not */
     us_queue_figures *own = NULL;
     us_inv inv = {0};
+    us_phys ph = {0};  /* what holds each node, from the cycle's start on */
     if (!figs && o->check_invariants && !(figs = own = calloc(st->nqueues ? st->nqueues : 1, sizeof *own)))
         return us_err_nomem(err);
     if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
@@ -332,7 +334,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_err_nomem(err);
         goto out;
     }
-    if (us_commit_cycle_start(st, now, o, log, err) < 0) goto out;
+    if (us_commit_cycle_start(st, now, o, log, &ph, err) < 0) goto out;
     if (collect_pools(st, &pools, &npools) < 0) {
         us_err_nomem(err);
         goto out;
@@ -342,7 +344,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     us_cycle_budget budget = {o->cycle_budget, us_cycle_clock() + o->cycle_budget, false};
     for (size_t i = 0; i < npools && rc == 0; i++)
         rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL,
-                      &budget, err);
+                      &budget, &ph, err);
     if (rc < 0) goto out;
     {
         /* gang start times do not change what pending_reports reads */
@@ -356,6 +358,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
             goto out;
         }
     }
+    inv.phys = &ph;
     if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);
 out:
     /* the cycle's deadline binds no call made outside it */
@@ -363,5 +366,6 @@ out:
     free(pools);
     free(own);
     us_inv_free(&inv);
+    us_phys_free(&ph);
     return rc;
 }

@@ -228,6 +228,36 @@ static int queue_tree(const us_state *st, double now, us_err *err) {
     return rc;
 }
 
+/* The ledger the cycle kept against the same read from the pods now. */
+static int physical_use(const us_state *st, const us_phys *kept, double now, us_err *err) {
+    if (!kept || !kept->use) return 0;
+    us_phys now_ph;
+    if (us_phys_take(st, &now_ph) < 0) return us_err_nomem(err);
+    int rc = 0;
+    for (size_t n = 0; n < st->nnodes && n < kept->nnodes && rc == 0; n++) {
+        const us_use *a = &kept->use[n], *b = &now_ph.use[n];
+        if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
+            memcmp(a->shared, b->shared, sizeof a->shared) != 0) {
+            char ka[96], kb[96];
+            res_text(a->used, ka, sizeof ka);
+            res_text(b->used, kb, sizeof kb);
+            rc = BROKEN(err, "physical-use",
+                        "node \"%s\": the cycle kept %s (%d whole GPU(s)) where its running and "
+                        "terminating pods hold %s (%d whole GPU(s))",
+                        now, st->nodes[n].name, ka, a->whole, kb, b->whole);
+        } else if (kept->waiting[n] != now_ph.waiting[n]) {
+            rc = BROKEN(err, "physical-use",
+                        "node \"%s\": the cycle kept %d pipelined pod(s) waiting where %d do",
+                        now, st->nodes[n].name, kept->waiting[n], now_ph.waiting[n]);
+        }
+    }
+    if (rc == 0 && kept->nnodes != st->nnodes)
+        rc = BROKEN(err, "physical-use", "the cycle kept %zu nodes where the state has %zu", now,
+                    kept->nnodes, st->nnodes);
+    us_phys_free(&now_ph);
+    return rc;
+}
+
 int us_inv_check(const us_state *st, const us_inv *inv, const us_queue_figures *figs, double now,
                  us_err *err) {
     if (capacity(st, US_POD_RUNNING, US_POD_RELEASING, "physically (running and terminating pods)",
@@ -235,7 +265,8 @@ int us_inv_check(const us_state *st, const us_inv *inv, const us_queue_figures *
         capacity(st, US_POD_RUNNING, US_POD_PIPELINED, "as planned (running and pipelined pods)",
                  now, err) < 0 ||
         gangs(st, now, err) < 0 || names(st, now, err) < 0 || applied(st, inv, now, err) < 0 ||
-        queue_usage(st, figs, now, err) < 0 || queue_tree(st, now, err) < 0)
+        queue_usage(st, figs, now, err) < 0 || queue_tree(st, now, err) < 0 ||
+        physical_use(st, inv->phys, now, err) < 0)
         return -1;
     return 0;
 }

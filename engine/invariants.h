@@ -18,7 +18,10 @@
  *                sum of the requests of its AI pods (running or pipelined),
  *                its children's included;
  *   queue-tree   what the state keeps derived of the queue tree (leaf,
- *                depth) is what the parents make it.
+ *                depth) is what the parents make it;
+ *   physical-use what the cycle kept of each node's physical use and
+ *                pipelined pods from its start through every commit
+ *                (us_phys) is what the pods now make it.
  *
  * The cycle records what it accepted, pool by pool, before commit
  * (us_inv_record); us_inv_check is the one check, after the cycle.  A
@@ -29,6 +32,7 @@
 #ifndef US_INVARIANTS_H
 #define US_INVARIANTS_H
 
+#include "commit.h"
 #include "cycle.h"
 #include "plan.h"
 #include "reoffer.h"
@@ -44,6 +48,7 @@ enum { US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED, US_INV_EXTERNAL };
 typedef struct us_inv {
     us_inv_expect *e;
     size_t n, cap;
+    const us_phys *phys;  /* the cycle's ledger (borrowed), or NULL: not checked */
 } us_inv;
 
 /* Record what pool plan p and re-offer bg decided (call before commit).

@@ -200,6 +200,42 @@ TEST(an_accepted_result_not_applied) {
     us_scenario_free(&sc);
 }
 
+/* The cycle keeps each node's physical use from its start through every
+ * commit instead of reading every pod again: what it kept must be what the
+ * pods make it (every cycle of the checked builds holds it to that). */
+TEST(a_kept_physical_use_that_is_not_its_pods) {
+    us_scenario sc;
+    if (load(&sc, false) < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_queue_figures figs[1] = {{{{8000, 0, 0}}, {0}}};
+    us_phys ph;
+    us_err err = {0};
+    CHECK(us_phys_take(st, &ph) == 0);
+    us_inv inv = {NULL, 0, 0, &ph};
+    int n2 = us_state_node_index(st, "n2");
+    CHECK(ph.use[n2].used.v[US_GPU] == 4000); /* b-0 runs there */
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == 0);
+    /* a pod stopped without its room given back */
+    ph.use[n2].used.v[US_GPU] += 1000;
+    ph.use[n2].whole += 1;
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"physical-use\"");
+    CHECK_HAS(err.msg, "node \"n2\": the cycle kept gpu 5, cpu 0m, memory 0 (5 whole GPU(s)) where "
+                       "its running and terminating pods hold gpu 4");
+    ph.use[n2].used.v[US_GPU] -= 1000;
+    ph.use[n2].whole -= 1;
+    /* a pipelined pod bound without its wait ended */
+    ph.waiting[n2]++;
+    CHECK(us_inv_check(st, &inv, figs, 10, &err) == -1);
+    CHECK_HAS(err.msg, "node \"n2\": the cycle kept 1 pipelined pod(s) waiting where 0 do");
+    us_phys_free(&ph);
+    us_scenario_free(&sc);
+}
+
 TEST(queue_usage_that_is_not_its_pods) {
     us_scenario sc;
     if (load(&sc, false) < 0) {
@@ -245,7 +281,7 @@ TEST(an_external_pod_that_the_cycle_moved) {
     us_state *st = &sc.state;
     int x = pod(st, "x-0"), n3 = us_state_node_index(st, "n3");
     us_inv_expect ex = {x, n3, US_INV_EXTERNAL};
-    us_inv inv = {&ex, 1, 1};
+    us_inv inv = {&ex, 1, 1, NULL};
     us_queue_figures figs[1] = {{{{8000, 0, 0}}, {0}}};
     us_err err = {0};
     CHECK(us_inv_check(st, &inv, figs, 10, &err) == 0);
@@ -266,6 +302,7 @@ int main(void) {
     RUN(a_gang_below_min_member);
     RUN(two_live_pods_with_one_name);
     RUN(an_accepted_result_not_applied);
+    RUN(a_kept_physical_use_that_is_not_its_pods);
     RUN(queue_usage_that_is_not_its_pods);
     RUN(external_pods_are_node_usage_and_nothing_else);
     RUN(an_external_pod_that_the_cycle_moved);

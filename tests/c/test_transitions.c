@@ -124,6 +124,7 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
     us_cycle_log log;
     us_cycle_opts o;
     us_err err = {0};
+    us_phys ph;
     us_cycle_opts_default(&o);
     us_cycle_log_init(&log);
     if (us_state_clone(&c, st) < 0) {
@@ -131,7 +132,7 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
         return;
     }
     us_life_expire(&c, now);
-    CHECK(us_commit_cycle_start(&c, now, NULL, &log, &err) == 0);
+    CHECK(us_commit_cycle_start(&c, now, NULL, &log, &ph, &err) == 0);
     CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log) == 0);
     CHECK(us_fairshare_compute(&p, &err) == 0);
     CHECK(us_allocate(&p, &err) == 0);
@@ -144,7 +145,8 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
         pods[k] = bg.pending[k];
         nodes[k] = bg.place[k];
     }
-    CHECK(us_commit(&p, &bg, NULL, &err) == 0);
+    CHECK(us_commit(&p, &bg, &ph, NULL, &err) == 0);
+    us_phys_free(&ph);
     /* placements only append pods: the indices of those placed hold */
     for (size_t k = 0; k < npending; k++) {
         if (nodes[k] < 0) continue;
