@@ -342,8 +342,22 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
     int *first = calloc(nn + 1, sizeof *first), *fill = calloc(nn + 1, sizeof *fill);
     int *bynode = malloc((p->nplaced + 1) * sizeof *bynode);
     us_use *base = malloc((nn + 1) * sizeof *base);  /* [pos] held AI + kept background */
+    bool *need = calloc(nn + 1, sizeof *need);       /* [pos] a background pod is evicted there */
     int rc = -1;
-    if (!first || !fill || !bynode || !base) goto out;
+    if (!first || !fill || !bynode || !base || !need) goto out;
+    /* only the nodes of evicted pods are read: a quiet cycle evicts few */
+    size_t evicted = 0;
+    for (size_t k = 0; k < bg->nrunning; k++) {
+        evictor[k] = -1;
+        if (!bg->keep[k]) {
+            need[p->pos[st->pods[bg->running[k]].node]] = true;
+            evicted++;
+        }
+    }
+    if (evicted == 0) {
+        rc = 0;
+        goto out;
+    }
     /* the cycle's AI placements by node, in placement order */
     for (size_t k = 0; k < p->nplaced; k++) first[p->pos[p->pnode[p->placed[k]]] + 1]++;
     for (size_t i = 0; i < nn; i++) first[i + 1] += first[i];
@@ -352,6 +366,7 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
         bynode[first[pos] + fill[pos]++] = p->placed[k];
     }
     for (size_t pos = 0; pos < nn; pos++) {
+        if (!need[pos]) continue;
         base[pos] = p->ai[pos];
         for (int j = first[pos]; j < first[pos + 1]; j++)
             us_use_remove(&base[pos], st->workloads[st->pods[bynode[j]].workload].request,
@@ -359,7 +374,7 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
     }
     for (size_t m = 0; m < bg->nrunning; m++) {
         const us_pod *pd = &st->pods[bg->running[m]];
-        if (bg->keep[m])
+        if (bg->keep[m] && need[p->pos[pd->node]])
             us_use_add(&base[p->pos[pd->node]], &st->nodes[pd->node],
                        st->workloads[pd->workload].request, -1);
     }
@@ -390,6 +405,7 @@ out:
     free(fill);
     free(bynode);
     free(base);
+    free(need);
     return rc;
 }
 
