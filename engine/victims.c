@@ -180,29 +180,37 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
 
 /* Index the pods that may ever be victims (AI pods held at the snapshot
  * whose workload is not non-preemptible) by queue, so a search looks only
- * at the queues that may give.  0 or -1 (out of memory). */
+ * at the queues that may give.  One pass over the pods' flags lists the
+ * held ones (only AI pods are, US_PF_HELD) with their queue; a counting
+ * sort of that list orders them by queue, pod order inside a queue.
+ * 0 or -1 (out of memory). */
 static int build_index(us_plan *p) {
     const us_state *st = p->st;
     int *first = calloc(st->nqueues + 1, sizeof *first), *fill = calloc(st->nqueues + 1, sizeof *fill);
     int *pods = malloc((p->npods + 1) * sizeof *pods);
-    if (!first || !fill || !pods) {
+    int *held = malloc((p->npods + 1) * sizeof *held), *queue = malloc((p->npods + 1) * sizeof *queue);
+    size_t n = 0;
+    if (!first || !fill || !pods || !held || !queue) {
         free(first);
         free(fill);
         free(pods);
+        free(held);
+        free(queue);
         return -1;
     }
     for (size_t i = 0; i < p->npods; i++) {
+        if (!(p->flags[i] & US_PF_HELD)) continue;
         const us_workload *w = &st->workloads[st->pods[i].workload];
-        if ((p->flags[i] & US_PF_HELD) && us_plan_is_ai(p, (int)i) && w->preemptibility != US_NON_PREEMPTIBLE)
-            first[w->queue + 1]++;
+        if (w->preemptibility == US_NON_PREEMPTIBLE) continue;
+        held[n] = (int)i;
+        queue[n++] = w->queue;
+        first[w->queue + 1]++;
     }
     for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
-    for (size_t i = 0; i < p->npods; i++) {
-        const us_workload *w = &st->workloads[st->pods[i].workload];
-        if ((p->flags[i] & US_PF_HELD) && us_plan_is_ai(p, (int)i) && w->preemptibility != US_NON_PREEMPTIBLE)
-            pods[first[w->queue] + fill[w->queue]++] = (int)i;
-    }
+    for (size_t k = 0; k < n; k++) pods[first[queue[k]] + fill[queue[k]]++] = held[k];
     free(fill);
+    free(held);
+    free(queue);
     p->victim_first = first;
     p->victim_pods = pods;
     return 0;
