@@ -251,13 +251,13 @@ static void gather(work *w) {
         if (pd->state == US_POD_RUNNING) {  /* on a node of the pool (collect_bg) */
             /* offered pods from the front, staying ones from the back */
             if (w->touched[p->pos[pd->node]]) out->running[out->nrunning++] = i;
-            else out->running[p->npods - ++nstay] = i;
+            else out->running[w->nbg - ++nstay] = i;
         } else if (!wl->blocked) {  /* pending */
             out->pending[out->npending++] = i;
         }
     }
     /* the staying ones follow the offered ones, back in pod order */
-    int *stay = out->running + p->npods - nstay;
+    int *stay = out->running + w->nbg - nstay;
     for (size_t a = 0, b = nstay; a + 1 < b; a++, b--) {
         int t = stay[a];
         stay[a] = stay[b - 1];
@@ -482,8 +482,8 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     memset(out, 0, sizeof *out);
     size_t np = p->npods + 1, nn = p->nnodes + 1;
     work w = {.p = p, .out = out};
-    bool *keep = calloc(np, sizeof *keep);
-    int *place = calloc(np, sizeof *place);
+    bool *keep = NULL;
+    int *place = NULL;
     w.held = calloc(nn, sizeof *w.held);
     w.end = calloc(nn, sizeof *w.end);
     w.idle = calloc(nn, sizeof *w.idle);
@@ -497,22 +497,30 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.nodes = calloc(nn, sizeof *w.nodes);
     w.vend = calloc(nn, sizeof *w.vend);
     w.vidle = calloc(nn, sizeof *w.vidle);
-    w.running = calloc(np, sizeof *w.running);
-    w.offered = calloc(np, sizeof *w.offered);
-    w.pending = calloc(np, sizeof *w.pending);
-    out->running = calloc(np, sizeof *out->running);
-    out->keep = calloc(np, sizeof *out->keep);
-    out->pending = calloc(np, sizeof *out->pending);
-    out->place = calloc(np, sizeof *out->place);
     int rc = -1;
-    if (!keep || !place || !w.held || !w.end || !w.idle || !w.stay || !w.touched || !w.shown || !w.view_of ||
-        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.running || !w.offered || !w.pending ||
-        !w.bg || !w.wl_offer || !out->running ||
-        !out->keep || !out->pending || !out->place) {
+    if (!w.held || !w.end || !w.idle || !w.stay || !w.touched || !w.shown || !w.view_of ||
+        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.bg || !w.wl_offer) {
         us_err_nomem(err);
         goto done;
     }
     collect_bg(&w);
+    /* what follows is per background pod: sized by them, not by every pod
+     * (zeroing arrays of every pod each cycle cost more than using them) */
+    size_t nb = w.nbg + 1;
+    keep = calloc(nb, sizeof *keep);
+    place = calloc(nb, sizeof *place);
+    w.running = malloc(nb * sizeof *w.running);
+    w.offered = malloc(nb * sizeof *w.offered);
+    w.pending = malloc(nb * sizeof *w.pending);
+    out->running = malloc(nb * sizeof *out->running);
+    out->keep = calloc(nb, sizeof *out->keep);
+    out->pending = malloc(nb * sizeof *out->pending);
+    out->place = malloc(nb * sizeof *out->place);
+    if (!keep || !place || !w.running || !w.offered || !w.pending || !out->running || !out->keep ||
+        !out->pending || !out->place) {
+        us_err_nomem(err);
+        goto done;
+    }
     if (mark_touched(&w) < 0) {
         us_err_nomem(err);
         goto done;
