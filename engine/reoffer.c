@@ -484,19 +484,21 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     work w = {.p = p, .out = out};
     bool *keep = NULL;
     int *place = NULL;
-    w.held = calloc(nn, sizeof *w.held);
-    w.end = calloc(nn, sizeof *w.end);
-    w.idle = calloc(nn, sizeof *w.idle);
+    /* node uses are large (a slot count per device): the arrays written
+     * whole before they are read (collect_bg, build_view) are not zeroed */
+    w.held = malloc(nn * sizeof *w.held);
+    w.end = malloc(nn * sizeof *w.end);
+    w.idle = malloc(nn * sizeof *w.idle);
     w.stay = calloc(nn, sizeof *w.stay);
     w.touched = calloc(nn, sizeof *w.touched);
     w.bg = malloc(np * sizeof *w.bg);
     w.wl_offer = malloc((p->st->nworkloads + 1) * sizeof *w.wl_offer);
     w.shown = calloc(nn, sizeof *w.shown);
-    w.view_of = calloc(nn, sizeof *w.view_of);
-    w.pos_of = calloc(nn, sizeof *w.pos_of);
-    w.nodes = calloc(nn, sizeof *w.nodes);
-    w.vend = calloc(nn, sizeof *w.vend);
-    w.vidle = calloc(nn, sizeof *w.vidle);
+    w.view_of = malloc(nn * sizeof *w.view_of);
+    w.pos_of = malloc(nn * sizeof *w.pos_of);
+    w.nodes = malloc(nn * sizeof *w.nodes);
+    w.vend = malloc(nn * sizeof *w.vend);
+    w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
     if (!w.held || !w.end || !w.idle || !w.stay || !w.touched || !w.shown || !w.view_of ||
         !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.bg || !w.wl_offer) {
