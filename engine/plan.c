@@ -121,22 +121,25 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     size_t nq = st->nqueues ? st->nqueues : 1, nw = st->nworkloads ? st->nworkloads : 1;
     size_t np = st->npods ? st->npods : 1, nn = st->nnodes ? st->nnodes : 1;
 
+    /* per-pod arrays set below for every pod (pnode, pslot, evictor) or
+     * read only where written (placed, node_pods, wl_pending) are not
+     * zeroed: on a large cluster that was a cycle's largest memset */
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
     p->ai = calloc(nn, sizeof *p->ai);
     p->flags = calloc(np, sizeof *p->flags);
-    p->pnode = calloc(np, sizeof *p->pnode);
-    p->pslot = calloc(np, sizeof *p->pslot);
+    p->pnode = malloc(np * sizeof *p->pnode);
+    p->pslot = malloc(np * sizeof *p->pslot);
     p->pact = calloc(np, sizeof *p->pact);
-    p->evictor = calloc(np, sizeof *p->evictor);
-    p->placed = calloc(np, sizeof *p->placed);
+    p->evictor = malloc(np * sizeof *p->evictor);
+    p->placed = malloc(np * sizeof *p->placed);
     p->node_first = calloc(nn + 1, sizeof *p->node_first);
-    p->node_pods = calloc(np, sizeof *p->node_pods);
+    p->node_pods = malloc(np * sizeof *p->node_pods);
     p->held = calloc(nw, sizeof *p->held);
     p->wl_ai = calloc(nw, sizeof *p->wl_ai);
     p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
-    p->wl_pending = calloc(np, sizeof *p->wl_pending);
+    p->wl_pending = malloc(np * sizeof *p->wl_pending);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
     p->demand = calloc(nq, sizeof *p->demand);
