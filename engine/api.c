@@ -36,6 +36,7 @@
 #include "statejson.h"
 #include "scenario.h"
 #include "state.h"
+#include "strmap.h"
 #include "utf8.h"
 
 /* Names of an array of objects (workloads, nodes) -> their indices, open
@@ -740,12 +741,6 @@ static int built(const build *b, const cJSON *o, const char *what, us_error *err
 
 /* ---- lookups ------------------------------------------------------------------------ */
 
-static uint64_t hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
 /* Object i of an array of objects of size elem, each starting with its
  * name (us_node, us_workload). */
 static const void *object_at(const void *arr, size_t elem, size_t i) {
@@ -771,7 +766,7 @@ static int name_index_sync(name_index *x, const void *arr, size_t elem, size_t c
         memset(x->slot, 0xff, cap * sizeof *x->slot); /* all -1 */
     }
     for (; x->n < count; x->n++) {
-        size_t k = hash(name_of(object_at(arr, elem, x->n))) & (x->cap - 1);
+        size_t k = us_name_hash(name_of(object_at(arr, elem, x->n))) & (x->cap - 1);
         while (x->slot[k] >= 0) k = (k + 1) & (x->cap - 1);
         x->slot[k] = (int)x->n;
     }
@@ -783,7 +778,7 @@ static int name_index_sync(name_index *x, const void *arr, size_t elem, size_t c
 static int name_index_find(name_index *x, const void *arr, size_t elem, size_t count, const char *name,
                            bool (*wanted)(const void *obj)) {
     if (name_index_sync(x, arr, elem, count) < 0) return -2;
-    for (size_t k = hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
+    for (size_t k = us_name_hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
         const void *o = object_at(arr, elem, (size_t)x->slot[k]);
         if (wanted(o) && strcmp(name_of(o), name) == 0) return x->slot[k];
     }
@@ -812,7 +807,7 @@ static int find_removed_node(us_engine *e, const char *name, const char *pool) {
     name_index *x = &e->nnames;
     int best = -1;
     if (name_index_sync(x, st->nodes, sizeof *st->nodes, st->nnodes) < 0) return -2;
-    for (size_t k = hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
+    for (size_t k = us_name_hash(name) & (x->cap - 1); x->slot[k] >= 0; k = (k + 1) & (x->cap - 1)) {
         const us_node *n = &st->nodes[x->slot[k]];
         if (n->removed && x->slot[k] > best && strcmp(n->name, name) == 0 && strcmp(n->pool, pool) == 0)
             best = x->slot[k];
@@ -839,7 +834,7 @@ static bool pod_live(const us_pod *p) {
  * harmless: lookups compare names. */
 static bool names_add(us_engine *e, size_t i) {
     if (2 * (e->names_used + 1) > e->ncap) return false;
-    size_t k = hash(e->st.pods[i].name) & (e->ncap - 1);
+    size_t k = us_name_hash(e->st.pods[i].name) & (e->ncap - 1);
     while (e->names[k] >= 0) k = (k + 1) & (e->ncap - 1);
     e->names[k] = (int)i;
     e->names_used++;
@@ -895,7 +890,7 @@ static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *r
     const us_state *st = &e->st;
     *live = *releasing = -1;
     if (index_names(e) < 0) return -1;
-    for (size_t k = hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
+    for (size_t k = us_name_hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
         int i = e->names[k];
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
@@ -918,7 +913,7 @@ static int forget_terminating_elsewhere(us_engine *e, const char *name, int on) 
     us_state *st = &e->st;
     if (!e->copts.reported_pods) return 0;
     if (index_names(e) < 0) return -1;
-    for (size_t k = hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
+    for (size_t k = us_name_hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
         us_pod *p = &st->pods[e->names[k]];
         if (!p->gone && p->state == US_POD_RELEASING && p->node != on && strcmp(p->name, name) == 0) {
             p->gone = true;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "sort.h"
+#include "strmap.h"
 
 struct us_hv_wait {
     char *pod;
@@ -283,39 +284,26 @@ cleanup:
 /* ---- waits on grace periods ------------------------------------------------ */
 
 /* Pods by name, for the cycle's lookups: the incarnations of one name
- * belong to one workload, so any of them answers. */
+ * belong to one workload, so any of them answers (the first in pod order
+ * here).  Built on the first lookup of a cycle that needs one. */
 typedef struct pod_index {
     const us_state *st;
-    size_t *idx, n;
+    us_strmap names;
+    bool built;
 } pod_index;
 
-static int by_pod_name(const void *a, const void *b, void *ctx) {
-    const us_state *st = ctx;
-    size_t x = *(const size_t *)a, y = *(const size_t *)b;
-    int c = strcmp(st->pods[x].name, st->pods[y].name);
-    return c ? c : x < y ? -1 : x > y;
-}
-
-static int pod_index_build(pod_index *pi, const us_state *st) {
-    pi->st = st;
-    pi->n = 0;
-    if (!(pi->idx = malloc((st->npods ? st->npods : 1) * sizeof *pi->idx))) return -1;
+static int pod_index_build(pod_index *pi) {
+    const us_state *st = pi->st;
+    pi->built = true;
+    if (us_strmap_reserve(&pi->names, st->npods) < 0) return -1;
     for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone) pi->idx[pi->n++] = i;
-    us_sort(pi->idx, pi->n, sizeof *pi->idx, by_pod_name, (void *)st);
+        if (!st->pods[i].gone && us_strmap_add(&pi->names, st->pods[i].name, (int)i) < 0) return -1;
     return 0;
 }
 
 static const us_pod *pod_named(const pod_index *pi, const char *name) {
-    size_t lo = 0, hi = pi->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        int c = strcmp(pi->st->pods[pi->idx[mid]].name, name);
-        if (c == 0) return &pi->st->pods[pi->idx[mid]];
-        if (c < 0) lo = mid + 1;
-        else hi = mid;
-    }
-    return NULL;
+    int i = us_strmap_get(&pi->names, name);
+    return i >= 0 ? &pi->st->pods[i] : NULL;
 }
 
 static int push_wait(us_harvest *h, size_t k, double w) {
@@ -336,14 +324,8 @@ typedef struct open_index {
     size_t *slot, cap;
 } open_index;
 
-static uint64_t name_hash(const char *s) {
-    uint64_t x = 1469598103934665603u;
-    for (; *s; s++) x = (x ^ (unsigned char)*s) * 1099511628211u;
-    return x;
-}
-
 static void open_add(open_index *oi, const us_harvest *h, size_t i) {
-    size_t k = name_hash(h->open[i].pod) & (oi->cap - 1);
+    size_t k = us_name_hash(h->open[i].pod) & (oi->cap - 1);
     while (oi->slot[k]) k = (k + 1) & (oi->cap - 1);
     oi->slot[k] = i + 1;
 }
@@ -360,7 +342,7 @@ static int open_index_build(open_index *oi, const us_harvest *h, size_t room) {
 /* The first open wait of pod (in h->open order), or h->nopen. */
 static size_t open_wait(const open_index *oi, const us_harvest *h, const char *pod) {
     size_t found = h->nopen;
-    for (size_t k = name_hash(pod) & (oi->cap - 1); oi->slot[k]; k = (k + 1) & (oi->cap - 1)) {
+    for (size_t k = us_name_hash(pod) & (oi->cap - 1); oi->slot[k]; k = (k + 1) & (oi->cap - 1)) {
         size_t i = oi->slot[k] - 1;
         if (h->open[i].pod && i < found && strcmp(h->open[i].pod, pod) == 0) found = i;
     }
@@ -384,7 +366,7 @@ static void compact_open(us_harvest *h) {
  * bind once the room is free ends it; an eviction before that drops it. */
 static int read_decisions(us_harvest *h, const us_state *st, double now, const us_cycle_log *log,
                           us_hv_pool *pools) {
-    pod_index pi = {st, NULL, 0};
+    pod_index pi = {st, {0}, false};
     open_index oi = {NULL, 0};
     int rc = -1;
     if (open_index_build(&oi, h, log->ndecisions) < 0) return -1;
@@ -404,7 +386,7 @@ static int read_decisions(us_harvest *h, const us_state *st, double now, const u
             drop_open(h, o);
         }
         if (d->op != US_OP_PIPELINE) continue;
-        if (!pi.idx && pod_index_build(&pi, st) < 0) goto cleanup;
+        if (!pi.built && pod_index_build(&pi) < 0) goto cleanup;
         const us_pod *p = pod_named(&pi, d->pod);
         if (!p || st->workloads[p->workload].background) continue;
         bool on_bg = false;
@@ -425,7 +407,7 @@ static int read_decisions(us_harvest *h, const us_state *st, double now, const u
 cleanup:
     compact_open(h);
     free(oi.slot);
-    free(pi.idx);
+    us_strmap_free(&pi.names);
     return rc;
 }
 
@@ -433,17 +415,20 @@ cleanup:
  * cycle (action stalegangeviction), whatever AI needs: its background pods
  * are not room AI took, so they are left out of the bound. */
 static int drop_stale_gangs(us_harvest *h, const us_state *st, const us_cycle_log *log) {
-    pod_index pi = {st, NULL, 0};
+    pod_index pi = {st, {0}, false};
     for (size_t i = 0; i < log->ndecisions; i++) {
         const us_decision *d = &log->decisions[i];
         if (d->op != US_OP_EVICT || d->action != US_ACT_STALE_GANG || !d->pod) continue;
-        if (!pi.idx && pod_index_build(&pi, st) < 0) return -1;
+        if (!pi.built && pod_index_build(&pi) < 0) {
+            us_strmap_free(&pi.names);
+            return -1;
+        }
         const us_pod *p = pod_named(&pi, d->pod);
         if (!p) continue;
         for (size_t k = 0; k < h->nbg; k++)
             if (h->bg[k].wl == p->workload) h->bg[k].pool = -1;
     }
-    free(pi.idx);
+    us_strmap_free(&pi.names);
     return 0;
 }
 

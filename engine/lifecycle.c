@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "sort.h"
+#include "strmap.h"
 
 static bool live(const us_pod *p) {
     return !p->gone && (p->state == US_POD_PENDING || p->state == US_POD_PIPELINED ||
@@ -51,55 +52,28 @@ static char *pod_name(char *buf, const char *workload, const char *suffix) {
  * that creates no pod pays nothing); the pods created after are added.
  * Or the caller's own index answers (held), which follows the pods. */
 typedef struct taken {
-    const char **slot;   /* open addressing, power-of-two cap; the pods' own strings */
-    size_t cap, n;
+    us_strmap names;      /* the pods' own strings */
     bool built;
     us_life_held_fn held; /* NULL: the set above */
     void *ctx;
 } taken;
 
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
-static const char **taken_slot(const taken *t, const char *name) {
-    size_t i = name_hash(name) & (t->cap - 1);
-    while (t->slot[i] && strcmp(t->slot[i], name) != 0) i = (i + 1) & (t->cap - 1);
-    return &t->slot[i];
-}
-
-static int taken_add(taken *t, const char *name) {
-    if (2 * (t->n + 1) > t->cap) {
-        taken g = {NULL, t->cap ? 2 * t->cap : 64, 0, true, NULL, NULL};
-        if (!(g.slot = calloc(g.cap, sizeof *g.slot))) return -1;
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->slot[i]) *taken_slot(&g, t->slot[i]) = t->slot[i];
-        free(t->slot);
-        t->slot = g.slot;
-        t->cap = g.cap;
-    }
-    const char **s = taken_slot(t, name);
-    if (!*s) {
-        *s = name;
-        t->n++;
-    }
-    return 0;
-}
+static int taken_add(taken *t, const char *name) { return us_strmap_add(&t->names, name, 0) < 0 ? -1 : 0; }
 
 /* Does a live pod hold name?  -1 when out of memory. */
 static int taken_has(const us_state *st, taken *t, const char *name) {
     if (t->held) return t->held(t->ctx, name);
     if (!t->built) {
         t->built = true;
+        /* sized once for every pod (the pods created after grow it) */
+        if (us_strmap_reserve(&t->names, st->npods) < 0) return -1;
         for (size_t i = 0; i < st->npods; i++)
             if (live(&st->pods[i]) && taken_add(t, st->pods[i].name) < 0) return -1;
     }
-    return t->cap && *taken_slot(t, name) ? 1 : 0;
+    return us_strmap_get(&t->names, name) >= 0 ? 1 : 0;
 }
 
-static void taken_free(taken *t) { free(t->slot); }
+static void taken_free(taken *t) { us_strmap_free(&t->names); }
 
 /* A new pending pod of w named name, unless a live pod has that name
  * (then 0, and nothing is created).  1 when created, -1 out of memory. */

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "jsonsplit.h"
+#include "strmap.h"
 #include "use.h"
 #include "utf8.h"
 
@@ -203,17 +204,8 @@ typedef struct names {
     size_t cap, n;
 } names;
 
-/* FNV-1a, then mixed: a product carries only upward, so without the mix
- * the low bits the table indexes by depend only on the low bits of each
- * byte, and names that differ in their digits crowd together. */
-static uint32_t hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdu;
-    h ^= h >> 33;
-    return (uint32_t)h;
-}
+/* us_name_hash's low half: the table keeps it to compare before strcmp. */
+static uint32_t hash(const char *s) { return (uint32_t)us_name_hash(s); }
 
 /* The slot holding k, or the empty one where k would go (the table has
  * room: names_put grows it first). */

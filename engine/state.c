@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strmap.h"
+
 const char *const us_res_names[US_NRES] = {"gpu", "cpu", "memory"};
 const char us_background_label_blocked[] =
     "the label " US_BACKGROUND_LABEL " must be \"true\" (background work) or \"false\" (AI work); "
@@ -222,12 +224,6 @@ int us_state_node_index(const us_state *st, const char *name) {
     return -1;
 }
 
-static uint64_t name_hash(const char *s) {
-    uint64_t h = 1469598103934665603u;
-    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211u;
-    return h;
-}
-
 void us_state_queues_renumbered(us_state *st) { st->qnamed = 0; }
 
 /* The name index covers every queue: the ones appended since are added,
@@ -248,7 +244,7 @@ static bool queue_names_sync(us_state *st) {
         st->qnamed = 0;
     }
     for (; st->qnamed < st->nqueues; st->qnamed++) {
-        size_t k = name_hash(st->queues[st->qnamed].name) & (st->qcap - 1);
+        size_t k = us_name_hash(st->queues[st->qnamed].name) & (st->qcap - 1);
         while (st->qslot[k] >= 0) k = (k + 1) & (st->qcap - 1);
         st->qslot[k] = (int)st->qnamed;
     }
@@ -262,7 +258,7 @@ int us_state_queue_index(const us_state *cst, const char *name) {
             if (strcmp(st->queues[i].name, name) == 0) return (int)i;
         return -1;
     }
-    for (size_t k = name_hash(name) & (st->qcap - 1); st->qslot[k] >= 0; k = (k + 1) & (st->qcap - 1))
+    for (size_t k = us_name_hash(name) & (st->qcap - 1); st->qslot[k] >= 0; k = (k + 1) & (st->qcap - 1))
         if (strcmp(st->queues[st->qslot[k]].name, name) == 0) return st->qslot[k];
     return -1;
 }
