@@ -285,19 +285,25 @@ cleanup:
 
 /* Pods by name, for the cycle's lookups: the incarnations of one name
  * belong to one workload, so any of them answers (the first in pod order
- * here).  Built on the first lookup of a cycle that needs one. */
+ * here).  Built on the first lookup of a cycle that needs one, of the pods
+ * in the states the lookups can name (waiting: a pipelined pod and the
+ * pods terminating where it waits; else every pod): a map of every pod's
+ * name cost more than the rest of a large cluster's harvest. */
 typedef struct pod_index {
     const us_state *st;
     us_strmap names;
-    bool built;
+    bool built, waiting;
 } pod_index;
 
 static int pod_index_build(pod_index *pi) {
     const us_state *st = pi->st;
     pi->built = true;
-    if (us_strmap_reserve(&pi->names, st->npods) < 0) return -1;
-    for (size_t i = 0; i < st->npods; i++)
-        if (!st->pods[i].gone && us_strmap_add(&pi->names, st->pods[i].name, (int)i) < 0) return -1;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        if (p->gone || (pi->waiting && p->state != US_POD_PIPELINED && p->state != US_POD_RELEASING))
+            continue;
+        if (us_strmap_add(&pi->names, p->name, (int)i) < 0) return -1;
+    }
     return 0;
 }
 
@@ -366,7 +372,7 @@ static void compact_open(us_harvest *h) {
  * bind once the room is free ends it; an eviction before that drops it. */
 static int read_decisions(us_harvest *h, const us_state *st, double now, const us_cycle_log *log,
                           us_hv_pool *pools) {
-    pod_index pi = {st, {0}, false};
+    pod_index pi = {st, {0}, false, true};
     open_index oi = {NULL, 0};
     int rc = -1;
     if (open_index_build(&oi, h, log->ndecisions) < 0) return -1;
@@ -415,7 +421,7 @@ cleanup:
  * cycle (action stalegangeviction), whatever AI needs: its background pods
  * are not room AI took, so they are left out of the bound. */
 static int drop_stale_gangs(us_harvest *h, const us_state *st, const us_cycle_log *log) {
-    pod_index pi = {st, {0}, false};
+    pod_index pi = {st, {0}, false, false};
     for (size_t i = 0; i < log->ndecisions; i++) {
         const us_decision *d = &log->decisions[i];
         if (d->op != US_OP_EVICT || d->action != US_ACT_STALE_GANG || !d->pod) continue;
