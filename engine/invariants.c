@@ -66,6 +66,14 @@ static int capacity(const us_state *st, us_pod_state a, us_pod_state b, const ch
         if (pd->gone || pd->node < 0 || (pd->state != a && pd->state != b)) continue;
         const us_node *n = &st->nodes[pd->node];
         us_res req = st->workloads[pd->workload].request;
+        /* a pod sharing a device holds one: the uses the cycle keeps take
+         * such a pod off the device it recorded */
+        if (us_req_is_fractional(req) && pd->shared_dev < 0) {
+            rc = BROKEN(err, "capacity",
+                        "pod \"%s\" (%s on node \"%s\") asks a fraction of a GPU but holds no "
+                        "device", now, pd->name, us_pod_state_names[pd->state], n->name);
+            break;
+        }
         if (!us_use_fits(&u[pd->node], n, req, pd->shared_dev)) {
             char held[96], cap[96];
             res_text(u[pd->node].used, held, sizeof held);

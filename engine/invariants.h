@@ -4,7 +4,8 @@
  *
  *   capacity     no node is over capacity, physically (running and
  *                terminating pods) nor as planned (running and pipelined
- *                pods: where the AI plan ends);
+ *                pods: where the AI plan ends), and each such pod that
+ *                asks a fraction of a GPU holds a device;
  *   gang         every active AI workload holds 0 or at least min_member
  *                pods (running or pipelined);
  *   names        live pod names are unique (pending, pipelined, running;

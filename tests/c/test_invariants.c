@@ -101,6 +101,27 @@ TEST(a_node_over_capacity_physically) {
     us_scenario_free(&sc);
 }
 
+/* A pod that shares a device holds one: the cycle's kept uses take it off
+ * the device it recorded, so one without is a state the engine never makes. */
+TEST(a_fractional_pod_without_its_device) {
+    us_scenario sc;
+    us_err err;
+    if (load_with(&sc, ",{\"name\":\"f\",\"queue\":\"ml\",\"requests\":{\"gpu\":0.5},"
+                       "\"pods\":[{\"name\":\"f-0\",\"node\":\"n3\",\"state\":\"running\"}]}") < 0) {
+        CHECK(0);
+        return;
+    }
+    us_state *st = &sc.state;
+    CHECK(st->pods[pod(st, "f-0")].shared_dev == 0);  /* the loader gave it device 0 */
+    CHECK(cycle(st, true, &err) == 0);
+    st->pods[pod(st, "f-0")].shared_dev = -1;
+    CHECK(cycle(st, true, &err) == -1);
+    CHECK(err.code == US_EINVARIANT);
+    CHECK_HAS(err.msg, "invariant \"capacity\"");
+    CHECK_HAS(err.msg, "pod \"f-0\" (running on node \"n3\") asks a fraction of a GPU but holds no device");
+    us_scenario_free(&sc);
+}
+
 TEST(a_node_over_capacity_as_planned) {
     us_scenario sc;
     us_err err;
@@ -299,6 +320,7 @@ int main(void) {
     RUN(a_sound_cluster_passes);
     RUN(a_node_over_capacity_physically);
     RUN(a_node_over_capacity_as_planned);
+    RUN(a_fractional_pod_without_its_device);
     RUN(a_gang_below_min_member);
     RUN(two_live_pods_with_one_name);
     RUN(an_accepted_result_not_applied);
