@@ -25,6 +25,7 @@ typedef struct us_strmap_slot {
 typedef struct us_strmap {
     us_strmap_slot *slot;  /* power-of-two count, at most three quarters full */
     size_t cap, n;
+    size_t ntomb;          /* slots of removed keys, reused or freed by a rebuild */
 } us_strmap;
 
 /* The engine's hash of a name (FNV-1a, mixed so that every bit counts):
@@ -37,8 +38,13 @@ int us_strmap_reserve(us_strmap *m, size_t n);
 /* key -> value, unless key is there already: then 0 and its value stays.
  * 1 when added, -1 when memory runs out. */
 int us_strmap_add(us_strmap *m, const char *key, int value);
+/* key -> value whether or not key was there (then the map keeps this key
+ * string, which must equal the old).  0, or -1 when memory runs out. */
+int us_strmap_set(us_strmap *m, const char *key, int value);
 /* key's value, or -1 when it is not there. */
 int us_strmap_get(const us_strmap *m, const char *key);
+/* key removed; false when it was not there. */
+bool us_strmap_del(us_strmap *m, const char *key);
 void us_strmap_free(us_strmap *m);
 
 #endif

@@ -1,12 +1,20 @@
 /*
- * cache.c — objects by key, in a sorted array (see cache.h).
+ * cache.c — objects by key, in a sorted array, or in an unordered one
+ * with a hash map of positions (see cache.h).
  */
 #include "cache.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+void sv_cache_unordered(sv_cache *c) { c->unordered = true; }
+
 long sv_cache_find(const sv_cache *c, const char *key, bool *found) {
+    if (c->unordered) {
+        int i = us_strmap_get(&c->index, key);
+        *found = i >= 0;
+        return i >= 0 ? i : (long)c->n;
+    }
     size_t lo = 0, hi = c->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -58,6 +66,10 @@ int sv_cache_put(sv_cache *c, const char *key, cJSON *obj, double t) {
     }
     char *copy = strdup(key);
     if (!copy) goto nomem;
+    if (c->unordered && us_strmap_add(&c->index, copy, (int)c->n) < 0) {
+        free(copy);
+        goto nomem;
+    }
     size_t m = c->n - (size_t)i;
     memmove(c->keys + i + 1, c->keys + i, m * sizeof *c->keys);
     memmove(c->objs + i + 1, c->objs + i, m * sizeof *c->objs);
@@ -73,6 +85,21 @@ nomem:
 }
 
 void sv_cache_drop_at(sv_cache *c, size_t i) {
+    if (c->unordered) {
+        /* the last entry takes its place: its key is there already, so
+         * setting its position allocates nothing */
+        us_strmap_del(&c->index, c->keys[i]);
+        free(c->keys[i]);
+        cJSON_Delete(c->objs[i]);
+        size_t last = --c->n;
+        if (i != last) {
+            c->keys[i] = c->keys[last];
+            c->objs[i] = c->objs[last];
+            c->when[i] = c->when[last];
+            (void)us_strmap_set(&c->index, c->keys[i], (int)i);
+        }
+        return;
+    }
     free(c->keys[i]);
     cJSON_Delete(c->objs[i]);
     size_t m = c->n - i - 1;
@@ -89,9 +116,15 @@ void sv_cache_drop(sv_cache *c, const char *key) {
 }
 
 void sv_cache_clear(sv_cache *c) {
-    while (c->n) sv_cache_drop_at(c, c->n - 1);
+    bool unordered = c->unordered;
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->keys[i]);
+        cJSON_Delete(c->objs[i]);
+    }
     free(c->keys);
     free(c->objs);
     free(c->when);
+    us_strmap_free(&c->index);
     memset(c, 0, sizeof *c);
+    c->unordered = unordered;
 }

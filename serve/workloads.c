@@ -45,6 +45,11 @@ sv_workloads *sv_workloads_new(us_engine *e, const char *scheduler, double epoch
     }
     w->engine = e;
     w->epoch = epoch;
+    /* the caches of every pod are only looked up, never walked: unordered,
+     * so that a watch adding pods in any order costs no move of the rest */
+    sv_cache_unordered(&w->kinds[SV_PODS]);
+    sv_cache_unordered(&w->pod_wl);
+    sv_cache_unordered(&w->pending);
     return w;
 }
 

@@ -55,6 +55,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache.h"
 #include "cycle.h"
 #include "cyclecache.h"
 #include "lifecycle.h"
@@ -1165,6 +1166,39 @@ static double bench_sim_timeouts(int n) {
     return t;
 }
 
+/* serve's cache of every pod (serve/cache.c, unordered as serve makes it):
+ * n pod keys added in a random order (a watch sees new pods' generated
+ * names in no order), each looked up, then removed in another order.
+ * Timed. */
+static double bench_pod_cache(int n) {
+    sv_cache c = {0};
+    sv_cache_unordered(&c);
+    char (*keys)[40] = malloc((size_t)n * sizeof *keys);
+    int *order = malloc((size_t)n * sizeof *order);
+    if (!keys || !order) abort();
+    uint64_t x = 99;
+    for (int i = 0; i < n; i++) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        snprintf(keys[i], sizeof keys[i], "ns-%d/train-%08llx-%d", i % 50, (unsigned long long)(x >> 24), i);
+        order[i] = i;
+    }
+    double t0 = cpu(), t = 0;
+    for (int i = 0; i < n && t >= 0; i++)
+        if (sv_cache_put(&c, keys[i], cJSON_CreateTrue(), 0) < 0 || !sv_cache_lookup(&c, keys[i])) t = -1;
+    for (int i = n - 1; i > 0; i--) {  /* removed in a shuffled order */
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int j = (int)((x >> 33) % (uint64_t)(i + 1)), k = order[i];
+        order[i] = order[j];
+        order[j] = k;
+    }
+    for (int i = 0; i < n; i++) sv_cache_drop(&c, keys[order[i]]);
+    if (t == 0) t = c.n == 0 ? cpu() - t0 : -1;
+    sv_cache_clear(&c);
+    free(keys);
+    free(order);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
@@ -1173,9 +1207,10 @@ static int run_scale_cases(int n) {
     /* at m and at 2m: the second time twice the first is linear */
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
-                                           bench_node_removals, bench_workload_resync, bench_node_growth};
-    for (int k = 0; k < 9; k++) {
-        int m = k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
+                                           bench_node_removals, bench_workload_resync, bench_node_growth,
+                                           bench_pod_cache};
+    for (int k = 0; k < 10; k++) {
+        int m = k == 9 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
@@ -1185,7 +1220,8 @@ static int run_scale_cases(int n) {
         else if (k == 5) snprintf(what, sizeof what, "%d finished jobs removed one by one", m);
         else if (k == 6) snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
         else if (k == 7) snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
-        else snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
+        else if (k == 8) snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
+        else snprintf(what, sizeof what, "serve: %d pods cached in any order, removed", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

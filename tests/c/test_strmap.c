@@ -80,9 +80,53 @@ TEST(the_hash_spreads_names_that_differ_in_digits) {
     CHECK(same_tag == 0);
 }
 
+/* Adds, replacements and removals in a random order, against a plain
+ * table of which names are in and with what value: the map must answer as
+ * the table does after every step, and its counts must add up (removed
+ * slots are reused or freed, so a long churn never fills it). */
+TEST(random_churn_answers_as_a_plain_table) {
+    enum { NAMES = 3000, STEPS = 200000 };
+    static char names[NAMES][24];
+    static int value[NAMES];  /* -1: not in */
+    us_strmap m = {0};
+    unsigned long x = 12345;
+    for (int i = 0; i < NAMES; i++) {
+        snprintf(names[i], sizeof names[i], "pod-%d", i);
+        value[i] = -1;
+    }
+    int bad = 0;
+    for (int step = 0; step < STEPS && !bad; step++) {
+        x = x * 6364136223846793005UL + 1442695040888963407UL;
+        int i = (int)((x >> 33) % NAMES), op = (int)((x >> 20) % 4);
+        if (op == 0) {
+            int rc = us_strmap_add(&m, names[i], step);
+            bad |= rc != (value[i] < 0 ? 1 : 0);
+            if (value[i] < 0) value[i] = step;
+        } else if (op == 1) {
+            bad |= us_strmap_set(&m, names[i], step) != 0;
+            value[i] = step;
+        } else if (op == 2) {
+            bad |= us_strmap_del(&m, names[i]) != (value[i] >= 0);
+            value[i] = -1;
+        }
+        bad |= us_strmap_get(&m, names[i]) != value[i];
+        bad |= 4 * (m.n + m.ntomb) > 3 * m.cap;
+    }
+    CHECK(!bad);
+    size_t in = 0;
+    for (int i = 0; i < NAMES; i++) {
+        in += value[i] >= 0;
+        CHECK(us_strmap_get(&m, names[i]) == value[i]);
+    }
+    CHECK(m.n == in);
+    CHECK(m.cap <= 8192);  /* 3,000 names: removed slots did not make it grow */
+    us_strmap_free(&m);
+}
+
 int main(void) {
     RUN(every_key_found_with_its_first_value_and_no_other);
     RUN(reserve_keeps_what_is_there_and_sizes_once);
     RUN(the_hash_spreads_names_that_differ_in_digits);
+    RUN(random_churn_answers_as_a_plain_table);
     return check_report();
 }
