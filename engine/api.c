@@ -1356,27 +1356,67 @@ static bool take(us_use *u, const us_node *cap, us_res req, int slot, const char
     return true;
 }
 
+/* Can a fraction of a device (milli) go on slot i of u? */
+static bool slot_has_room(const us_use *u, const us_node *cap, int i, int64_t milli) {
+    return u->shared[i] ? u->shared[i] + milli <= US_GPU_UNIT : us_use_free_gpus(u, cap) >= 1;
+}
+
+/* The device a fractional request takes in both views at once (now: a,
+ * and where the plan ends: b, or NULL when only now counts): a pod holds
+ * one device, so a slot free in each view apart is not enough (fuzz_api
+ * found a pod reported running put on a device that pipelined pods had
+ * filled as planned).  prefer (a slot, or -1) when it has room: a pod keeps
+ * its device.  Else the fullest slot with room in both (packing keeps
+ * whole devices free), ties to the lowest.  -1 when none has room. */
+static int common_slot(const us_use *a, const us_use *b, const us_node *cap, int64_t milli, int prefer) {
+    int best = -1, best_fill = -1;
+    for (int i = 0; i < cap->gpus && i < US_MAX_GPUS; i++) {
+        if (!slot_has_room(a, cap, i, milli) || (b && !slot_has_room(b, cap, i, milli))) continue;
+        if (i == prefer) return i;
+        int fill = a->shared[i] + (b ? b->shared[i] : 0);
+        if (fill > best_fill) {
+            best = i;
+            best_fill = fill;
+        }
+    }
+    return best;
+}
+
 /* Would the pods on node n fit a node shaped like cap, with pod `extra`
  * (or -1) moved onto it?  Checked twice: running and terminating pods (what
  * the node physically holds), and running and pipelined pods (what the
- * engine has planned for it).  On false, *res names the resource short. */
+ * engine has planned for it).  A fractional extra pod needs one device
+ * with room in both (*slot: the one it takes; -1 for other pods; slot may
+ * be NULL); prefer is the device it holds now on n, or -1.  On false, *res
+ * names the resource short. */
 static bool node_holds(const us_state *st, const pod_index *x, int n, const us_node *cap, int extra,
-                       bool extra_releasing, const char **res) {
+                       bool extra_releasing, int prefer, int *slot, const char **res) {
+    us_use u[2] = {{{{0}}, 0, {0}}, {{{0}}, 0, {0}}};
     for (int pass = 0; pass < 2; pass++) {
         us_pod_state other = pass == 0 ? US_POD_RELEASING : US_POD_PIPELINED;
-        us_use u = {0};
         for (int i = next_on(st, x, n, -1); i >= 0; i = next_on(st, x, n, i)) {
             const us_pod *p = &st->pods[i];
             if (i == extra || p->gone || p->node != n ||
                 (p->state != US_POD_RUNNING && p->state != other))
                 continue;
-            if (!take(&u, cap, st->workloads[p->workload].request, p->shared_dev, res)) return false;
+            if (!take(&u[pass], cap, st->workloads[p->workload].request, p->shared_dev, res)) return false;
         }
-        /* a terminating pod holds its room now, not where the plan ends */
-        if (extra >= 0 && !(extra_releasing && pass == 1) &&
-            !take(&u, cap, st->workloads[st->pods[extra].workload].request, -1, res))
-            return false;
     }
+    if (slot) *slot = -1;
+    if (extra < 0) return true;
+    us_res req = st->workloads[st->pods[extra].workload].request;
+    int s = -1;
+    if (us_req_is_fractional(req)) {
+        /* a terminating pod holds its room now, not where the plan ends */
+        s = common_slot(&u[0], extra_releasing ? NULL : &u[1], cap, req.v[US_GPU], prefer);
+        if (s < 0 && us_use_fits(&u[0], cap, req, -1) && (extra_releasing || us_use_fits(&u[1], cap, req, -1))) {
+            *res = "gpu"; /* room on a device in each view, but not on one device in both */
+            return false;
+        }
+    }
+    for (int pass = 0; pass < 2; pass++)
+        if (!(extra_releasing && pass == 1) && !take(&u[pass], cap, req, s, res)) return false;
+    if (slot) *slot = s;
     return true;
 }
 
@@ -1457,7 +1497,7 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
         goto out;
     }
     pod_index *x = pods_index(e);
-    if (!node_holds(st, x, idx, &n, -1, false, &res)) {
+    if (!node_holds(st, x, idx, &n, -1, false, -1, NULL, &res)) {
         rc = fail(err, US_EINVAL,
                   "node.%s: the pods on \"%s\" hold more than that; report them gone or let them "
                   "finish first", res, cur->name);
@@ -1947,19 +1987,6 @@ static int adoptable(const us_state *st, pod_index *x, int w, int n, const char 
     return best;
 }
 
-/* The device slot pod p takes on node n next to the pods running or
- * terminating there now. */
-static int slot_on(const us_state *st, const pod_index *x, int n, int p) {
-    us_use u = {0};
-    for (int i = next_on(st, x, n, -1); i >= 0; i = next_on(st, x, n, i)) {
-        const us_pod *q = &st->pods[i];
-        if (i != p && !q->gone && q->node == n &&
-            (q->state == US_POD_RUNNING || q->state == US_POD_RELEASING))
-            us_use_add(&u, &st->nodes[n], st->workloads[q->workload].request, q->shared_dev);
-    }
-    return us_use_add(&u, &st->nodes[n], st->workloads[st->pods[p].workload].request, -1);
-}
-
 /* The real pod name is being deleted on node n, not by a decision of the
  * engine (a user, a controller scaling down, a node drain): it terminates
  * there, holding its room, until the caller removes it, and it is no
@@ -2014,13 +2041,14 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     st->pods[p].release_at = INFINITY;
     st->pods[p].named = true;
     /* the lists do not hold p yet: node_holds adds it as the extra pod */
-    if (!node_holds(st, x, n, &st->nodes[n], p, true, &res)) {
+    int slot;
+    if (!node_holds(st, x, n, &st->nodes[n], p, true, -1, &slot, &res)) {
         rollback(e, m);
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
                     "running or terminating there", r->node, res, r->name);
     }
-    st->pods[p].shared_dev = slot_on(st, x, n, p);
+    st->pods[p].shared_dev = slot;
     pods_index_add(e, p, true);
     return ok(err);
 }
@@ -2132,7 +2160,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return fail(err, US_EINVAL, "pod.node: \"%s\" is in pool \"%s\", not workload \"%s\"'s pool \"%s\"",
                     node, st->nodes[n].pool, wl->name, wl->pool);
     pod_index *x = pods_index(e);
-    if (!node_holds(st, x, n, &st->nodes[n], p, false, &res))
+    int slot;
+    if (!node_holds(st, x, n, &st->nodes[n], p, false, pd->node == n ? pd->shared_dev : -1, &slot, &res))
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for pod \"%s\" besides the pods running, "
                     "terminating or pipelined there", node, res, name);
@@ -2145,7 +2174,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     }
     repin(e, p, pin);
     pd->named = true;
-    pd->shared_dev = slot_on(st, x, n, p);
+    pd->shared_dev = slot;
     if (x) list_move(&x->on, p, pd->node, n);
     pd->node = n;
     pd->state = US_POD_RUNNING;

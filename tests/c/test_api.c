@@ -949,6 +949,56 @@ TEST(pipelined_pod_reported_pinned_elsewhere_is_planned_anew) {
     us_engine_destroy(e);
 }
 
+/* A pod sharing a device holds one device, in what the node holds now and
+ * where the plan ends alike: a pod reported running takes a device with
+ * room in both (fuzz_api found one put on a device that was free now but
+ * filled by pipelined pods, a plan over capacity). */
+TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(node(e, "n0", 3) == US_OK);
+    CHECK(queue(e, "q", NULL, 3) == US_OK);
+    /* device 0 held by two half-GPU pods terminating until removed */
+    CHECK(workload(e, "t", "q", 2, 0.5, 0) == US_OK);
+    for (int k = 0; k < 2; k++) {
+        us_pod_spec run = {.name = k ? "t-1" : "t-0", .workload = "t", .node = "n0"};
+        CHECK(us_engine_upsert_pod(e, &run, &err) == US_OK);
+        run.terminating = 1;
+        CHECK(us_engine_upsert_pod(e, &run, &err) == US_OK);
+    }
+    CHECK(us_engine_remove_workload(e, "t", 0, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RELEASING) == 2);
+    /* four half-GPU pods planned on the node, all waiting behind them:
+     * devices 0 and 1 are full where the plan ends, device 1 free now */
+    CHECK(workload(e, "a", "q", 4, 0.5, 1) == US_OK);
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_PIPELINED) == 4);
+    /* a pod reported running there takes device 2, free in both */
+    CHECK(workload(e, "b", "q", 1, 0.5, 1) == US_OK);
+    us_pod_spec b = {.name = "b-0", .workload = "b", .node = "n0"};
+    CHECK(us_engine_upsert_pod(e, &b, &err) == US_OK);
+    char *state = NULL;
+    CHECK(us_engine_state_json(e, &state, NULL, &err) == US_OK);
+    const char *at = state ? strstr(state, "\"b-0\"") : NULL;
+    const char *dev = at ? strstr(at, "\"device\":") : NULL;
+    CHECK(dev && strtol(dev + strlen("\"device\":"), NULL, 10) == 2);
+    us_free(state);
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK); /* the plan is within capacity */
+    /* with device 2 taken too, no device has room in both: refused */
+    CHECK(workload(e, "c", "q", 2, 0.5, 2) == US_OK);
+    us_pod_spec c = {.name = "c-0", .workload = "c", .node = "n0"};
+    CHECK(us_engine_upsert_pod(e, &c, &err) == US_OK); /* device 2's other half */
+    c.name = "c-1";
+    REFUSED(e, us_engine_upsert_pod(e, &c, &err), US_EINVAL,
+            "pod.node: \"n0\" has not enough gpu for pod \"c-1\"");
+    CHECK(us_engine_run_cycle(e, 3, &err) == US_OK);
+    us_engine_destroy(e);
+}
+
 TEST(many_pods_reported_gone_then_read) {
     us_engine *e = engine();
     us_error err;
@@ -1573,6 +1623,7 @@ int main(void) {
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);
     RUN(pipelined_pod_reported_unbound_stays_pipelined);
     RUN(pipelined_pod_reported_pinned_elsewhere_is_planned_anew);
+    RUN(reported_fractional_pod_takes_a_device_free_now_and_as_planned);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
     RUN(invariant_checks_on_request);
