@@ -107,14 +107,14 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
     return NULL;
 }
 
-/* The re-offer of one pool being put together.  Positions (pos) index the
- * plan's nodes; view indices (v) index the nodes the policy is shown. */
 /* What staying pods add to a node, summed (stay_add). */
 typedef struct us_stay {
     us_res used;
     int whole;
 } us_stay;
 
+/* The re-offer of one pool being put together.  Positions (pos) index the
+ * plan's nodes; view indices (v) index the nodes the policy is shown. */
 typedef struct work {
     us_plan *p;
     us_reoffer *out;
