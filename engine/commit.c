@@ -39,6 +39,12 @@ static void pre_free(pre *x) {
     memset(x, 0, sizeof *x);
 }
 
+/* Does the pod hold room on its node physically (running or terminating)? */
+static bool holds_physically(const us_pod *pd) {
+    return !pd->gone && pd->node >= 0 &&
+           (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING);
+}
+
 /* 0, or -1 when memory runs out (x freed); the pipelined pods are listed
  * when with_pipelined, holding counted when with_holding. */
 static int pre_take(const us_state *st, pre *x, bool with_pipelined, bool with_holding) {
@@ -55,7 +61,7 @@ static int pre_take(const us_state *st, pre *x, bool with_pipelined, bool with_h
         }
         if (x->holding && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
             x->holding[pd->workload]++;
-        if (pd->node >= 0 && (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING))
+        if (holds_physically(pd))
             us_use_add(&x->phys[pd->node], &st->nodes[pd->node], st->workloads[pd->workload].request,
                        pd->shared_dev);
     }
@@ -93,11 +99,6 @@ void us_phys_free(us_phys *ph) {
     free(ph->use);
     free(ph->waiting);
     memset(ph, 0, sizeof *ph);
-}
-
-static bool holds_physically(const us_pod *pd) {
-    return !pd->gone && pd->node >= 0 &&
-           (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING);
 }
 
 /* Evict pod i (us_life_evict) and have the ledger follow: a pod stopped at
