@@ -28,6 +28,8 @@
  *                    [--write FILE]   (write the scenario for N nodes, no run)
  *                    [--scale N]      (size of the paths that must stay
  *                                      linear; default 1000000, 0: skip)
+ *                    [--perf-fifo CTL,ACK] (perf record's control FIFOs:
+ *                                      record only the C run's +1% cycle)
  *
  * The cluster, for N nodes of 8 GPUs (128 cores, 1 TiB):
  *   - 50 leaf queues in a three-level tree (2 orgs x 5 departments x 5 teams)
@@ -43,6 +45,7 @@
  *     ahead) for the 1% change.
  * At 10,000 nodes that is about 105,000 pods, 10,000 of them pending AI.
  */
+#include <fcntl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -320,6 +323,26 @@ static size_t change_one_percent(us_state *st, double t) {
 
 static long hwm_kib(void);
 
+/* --perf-fifo CTL,ACK: `perf record --control fifo:CTL,ACK -D -1` records
+ * only while the incremental cycle of the built-in C run runs (the one
+ * cycle a profile of "what a quiet cycle costs" wants, without the load
+ * and the first cycles).  Each command waits for perf's ack. */
+static const char *perf_ctl_fifo, *perf_ack_fifo;
+
+static void perf_ctl(const char *what) {
+    if (!perf_ctl_fifo) return;
+    int fd = open(perf_ctl_fifo, O_WRONLY);
+    if (fd < 0) return;
+    char m[16];
+    int n = snprintf(m, sizeof m, "%s\n", what);
+    bool sent = write(fd, m, (size_t)n) == n;
+    close(fd);
+    if (!sent || (fd = open(perf_ack_fifo, O_RDONLY)) < 0) return;
+    char ack[16];
+    if (read(fd, ack, sizeof ack) < 0) fprintf(stderr, "understory-bench: no ack from perf\n");
+    close(fd);
+}
+
 /* full: every cycle recomputes everything (no cycle cache, as
  * --full-cycles); else each cycle reuses what the last one left. */
 static void measure(int nodes, uint64_t seed, bool real, const char *policies, bool full, result *r) {
@@ -387,9 +410,12 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
         us_cycle_log_init(&log);
         o.profile = &r->inc_prof;
         if (pol) us_policy_seed(pol, (uint64_t)ncycles + 1);
+        bool profiled = !pol && !full;
+        if (profiled) perf_ctl("enable");
         t0 = cpu();
         r->ok = r->ok && us_cycle_run(st, pol, t, &o, &log, NULL, NULL, &err) == 0;
         r->inc = cpu() - t0;
+        if (profiled) perf_ctl("disable");
         us_cycle_log_free(&log);
     }
     us_policy_free(pol);
@@ -1284,10 +1310,19 @@ int main(int argc, char **argv) {
             write_to = argv[++i];
         } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
             scale = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--perf-fifo") == 0 && i + 1 < argc) {
+            char *v = argv[++i], *comma = strchr(v, ',');
+            if (!comma || comma == v || !comma[1]) {
+                fprintf(stderr, "understory-bench: --perf-fifo: expected CTL,ACK (two FIFOs)\n");
+                return 2;
+            }
+            *comma = '\0';
+            perf_ctl_fifo = v;
+            perf_ack_fifo = comma + 1;
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
                             "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] "
-                            "[--scale N]\n");
+                            "[--scale N] [--perf-fifo CTL,ACK]\n");
             return 2;
         }
     }
