@@ -19,6 +19,7 @@
 
 #include "lifecycle.h"
 #include "sort.h"
+#include "usesum.h"
 
 /* What the start of a cycle reads of every pod, in one pass: the physical
  * use of every node (running and terminating pods); the pipelined pods, in
@@ -51,20 +52,27 @@ static int pre_take(const us_state *st, pre *x, bool with_pipelined, bool with_h
     memset(x, 0, sizeof *x);
     x->phys = calloc(st->nnodes ? st->nnodes : 1, sizeof *x->phys);
     if (with_holding) x->holding = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *x->holding);
-    if (!x->phys || (with_holding && !x->holding)) goto fail;
+    us_usesum phys;  /* one addition per node, not per pod (usesum.h) */
+    if (!x->phys || (with_holding && !x->holding) || us_usesum_init(&phys, st->nnodes, &x->phys, 1) < 0)
+        goto fail;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
         if (pd->gone) continue;
         if (with_pipelined && pd->state == US_POD_PIPELINED) {
-            if (us_grow((void **)&x->pipelined, &x->cap, x->npipelined, sizeof *x->pipelined) < 0) goto fail;
+            if (us_grow((void **)&x->pipelined, &x->cap, x->npipelined, sizeof *x->pipelined) < 0) {
+                us_usesum_free(&phys);
+                goto fail;
+            }
             x->pipelined[x->npipelined++] = (int)i;
         }
         if (x->holding && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
             x->holding[pd->workload]++;
         if (holds_physically(pd))
-            us_use_add(&x->phys[pd->node], &st->nodes[pd->node], st->workloads[pd->workload].request,
-                       pd->shared_dev);
+            us_usesum_add(&phys, (size_t)pd->node, &st->nodes[pd->node],
+                          st->workloads[pd->workload].request, pd->shared_dev);
     }
+    us_usesum_flush_all(&phys);
+    us_usesum_free(&phys);
     return 0;
 fail:
     pre_free(x);

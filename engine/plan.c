@@ -13,6 +13,7 @@
 #include "nodeclass.h"
 #include "nodelabels.h"
 #include "sort.h"
+#include "usesum.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,8 +51,9 @@ static bool holds(us_pod_state s) {
  * the demand; queue_sums adds them up); background pods, whatever their
  * state, are left out.  Pods of external workloads hold their room in the
  * AI view as AI pods do, but in no queue and with no flag: nothing may move
- * or evict them.  Called in pod order. */
-static void evict_background(us_plan *p, size_t i, int *wanted) {
+ * or evict them.  Called in pod order; room held in the AI view is added
+ * through ai, a sum of p->ai (usesum.h). */
+static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
     us_state *st = p->st;
     const us_pod *pod = &st->pods[i];
     const us_workload *w = &st->workloads[pod->workload];
@@ -65,13 +67,14 @@ static void evict_background(us_plan *p, size_t i, int *wanted) {
         bool held = w->external || (w->blocked && w->state == US_WL_ACTIVE);
         if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
             !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
-            us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request,
-                       pod->shared_dev);
+            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
+                          pod->shared_dev);
         return;
     }
     if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
         p->pos[pod->node] >= 0) {
-        us_use_add(&p->ai[p->pos[pod->node]], &st->nodes[pod->node], w->request, pod->shared_dev);
+        us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
+                      pod->shared_dev);
         p->flags[i] |= US_PF_HELD;
         p->held[pod->workload]++;
     }
@@ -173,10 +176,14 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * (a pass over every pod is most of a quiet cycle's cost on a large
      * cluster) */
     int *wanted = calloc(nw, sizeof *wanted);  /* [nworkloads] AI pods running or wanting to */
-    if (!wanted) goto fail;
+    us_usesum ai;
+    if (!wanted || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
+        free(wanted);
+        goto fail;
+    }
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        evict_background(p, i, wanted);
+        evict_background(p, i, wanted, &ai);
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
@@ -186,6 +193,8 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
             p->node_first[p->pos[pod->node] + 1]++;
     }
+    us_usesum_flush_all(&ai);
+    us_usesum_free(&ai);
     queue_sums(p, wanted);
     free(wanted);
     for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];

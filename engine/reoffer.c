@@ -34,6 +34,7 @@
 #include "cyclecache.h"
 #include "placement.h"
 #include "sort.h"
+#include "usesum.h"
 
 static int by_pod_name(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
@@ -107,12 +108,6 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
     return NULL;
 }
 
-/* What staying pods add to a node, summed (stay_add). */
-typedef struct us_stay {
-    us_res used;
-    int whole;
-} us_stay;
-
 /* The re-offer of one pool being put together.  Positions (pos) index the
  * plan's nodes; view indices (v) index the nodes the policy is shown. */
 typedef struct work {
@@ -121,7 +116,7 @@ typedef struct work {
     us_use *held;          /* [pos] what is taken now, whatever the policy says */
     us_use *end;           /* [pos] what is taken once the AI plan ends */
     us_use *idle;          /* [pos] held plus every offered running pod */
-    us_stay *stay;         /* [pos] staying pods not yet added (stay_add) */
+    us_usesum stay;        /* staying pods, added to held, end and idle alike */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
@@ -202,42 +197,14 @@ static int mark_touched(work *w) {
     return 0;
 }
 
-/* A staying pod holds its room in held, end and idle alike.  Whole-GPU
- * requests (all a runnable background pod asks) are summed per node first
- * (stay, a small array) and added to the three at once: three additions
- * per pod into arrays of whole node uses were most of a quiet cycle's
- * re-offer.  A fractional request takes a device slot, which depends on
- * what was added before it, so the node's sum is added first. */
-static void stay_flush(work *w, size_t pos) {
-    us_stay *x = &w->stay[pos];
-    if (x->whole == 0 && !x->used.v[US_GPU] && !x->used.v[US_CPU] && !x->used.v[US_MEM]) return;
-    us_use *u[] = {&w->held[pos], &w->end[pos], &w->idle[pos]};
-    for (int k = 0; k < 3; k++) {
-        u[k]->used = us_res_add(u[k]->used, x->used);
-        u[k]->whole += x->whole;
-    }
-    memset(x, 0, sizeof *x);
-}
-
-static void stay_add(work *w, int pos, us_res req) {
-    if (!us_req_is_fractional(req)) {
-        w->stay[pos].used = us_res_add(w->stay[pos].used, req);
-        w->stay[pos].whole += us_req_whole_gpus(req);
-        return;
-    }
-    const us_node *n = &w->p->st->nodes[w->p->nodes[pos]];
-    stay_flush(w, (size_t)pos);
-    us_use_add(&w->held[pos], n, req, -1);
-    us_use_add(&w->end[pos], n, req, -1);
-    us_use_add(&w->idle[pos], n, req, -1);
-}
-
 /* Background pods of the pool: running ones (out->running), those offered
  * first by name, then the ones that stay, in pod order; and pending ones of
  * schedulable workloads by name (out->pending).  Running pods on untouched
  * nodes stay and keep holding their room: only the offered ones are sorted
  * (commit evicts in this order, and only offered pods are ever evicted), so
- * a quiet cycle sorts few. */
+ * a quiet cycle sorts few.  A staying pod holds its room in held, end and
+ * idle alike, added through w->stay (usesum.h): three additions per pod
+ * into arrays of whole node uses were most of a quiet cycle's re-offer. */
 static void gather(work *w) {
     us_plan *p = w->p;
     us_state *st = p->st;
@@ -283,10 +250,10 @@ static void gather(work *w) {
             us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
         } else {
             out->keep[i] = true;
-            stay_add(w, pos, wl->request);
+            us_usesum_add(&w->stay, (size_t)pos, &st->nodes[p->nodes[pos]], wl->request, -1);
         }
     }
-    for (size_t pos = 0; pos < p->nnodes; pos++) stay_flush(w, pos);
+    us_usesum_flush_all(&w->stay);
 }
 
 /* Same selector, tolerations and request: pods that may go to the same nodes. */
@@ -489,7 +456,6 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.held = malloc(nn * sizeof *w.held);
     w.end = malloc(nn * sizeof *w.end);
     w.idle = malloc(nn * sizeof *w.idle);
-    w.stay = calloc(nn, sizeof *w.stay);
     w.touched = calloc(nn, sizeof *w.touched);
     w.bg = malloc(np * sizeof *w.bg);
     w.wl_offer = malloc((p->st->nworkloads + 1) * sizeof *w.wl_offer);
@@ -500,7 +466,9 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.vend = malloc(nn * sizeof *w.vend);
     w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
-    if (!w.held || !w.end || !w.idle || !w.stay || !w.touched || !w.shown || !w.view_of ||
+    us_use *stay_in[] = {w.held, w.end, w.idle};
+    bool summing = w.held && w.end && w.idle && us_usesum_init(&w.stay, p->nnodes, stay_in, 3) == 0;
+    if (!summing || !w.touched || !w.shown || !w.view_of ||
         !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.bg || !w.wl_offer) {
         us_err_nomem(err);
         goto done;
@@ -545,7 +513,7 @@ done:
     free(w.held);
     free(w.end);
     free(w.idle);
-    free(w.stay);
+    us_usesum_free(&w.stay);
     free(w.touched);
     free(w.shown);
     free(w.view_of);
