@@ -164,9 +164,9 @@ test: deps-check
 	@$(MAKE) --no-print-directory fuzz >/dev/null
 	@tests/run.sh
 
-$(BUILD)/bench/understory-bench: tests/bench/bench.c $(BUILD)/serve/cache.o $(LIB_A)
+$(BUILD)/bench/understory-bench: tests/bench/bench.c $(SERVE_OBJ) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/serve/cache.o $(LIB_A) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -Iserve -o $@ $< $(SERVE_OBJ) $(LIB_A) $(LDFLAGS) $(LDLIBS)
 
 bench: $(BUILD)/bench/understory-bench
 	@$(BUILD)/bench/understory-bench $(BENCH_ARGS)

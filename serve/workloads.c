@@ -19,6 +19,7 @@
 
 #include "cache.h"
 #include "objects.h"
+#include "strmap.h"
 
 
 struct sv_workloads {
@@ -28,7 +29,13 @@ struct sv_workloads {
     bool all_dirty;    /* map every workload again (a node came or went) */
     sv_cache kinds[SV_NKINDS];
     sv_cache pod_wl;      /* pod key -> its workload's name (a cJSON string) */
-    sv_cache wl_pods;     /* workload name -> its pods' keys (a cJSON array) */
+    sv_cache wl_pods;     /* workload name -> its slot in sets (a cJSON number) */
+    sv_cache **sets;      /* [slot] a workload's pod keys: unordered, so that a
+                             pod comes and goes in constant time (a list
+                             searched on each removal was quadratic in a
+                             large workload's pods) */
+    int *free_slots;      /* slots of sets no workload holds */
+    size_t nsets, nfree;
     sv_cache dirty;       /* workloads touched since the last sync */
     sv_cache reported;    /* workload name -> the pod names reported for it */
     sv_cache pending;     /* the unbound pods of ours reported pending */
@@ -58,6 +65,12 @@ void sv_workloads_free(sv_workloads *w) {
     for (int k = 0; k < SV_NKINDS; k++) sv_cache_clear(&w->kinds[k]);
     sv_cache *all[] = {&w->pod_wl, &w->wl_pods, &w->dirty, &w->reported, &w->pending, &w->wls_put, &w->assumed};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sv_cache_clear(all[i]);
+    for (size_t i = 0; i < w->nsets; i++) {
+        if (w->sets[i]) sv_cache_clear(w->sets[i]);
+        free(w->sets[i]);
+    }
+    free(w->sets);
+    free(w->free_slots);
     free(w->scheduler);
     free(w);
 }
@@ -80,23 +93,60 @@ static int mark(sv_workloads *w, const char *wl) {
     return sv_cache_has(&w->dirty, wl) ? 0 : sv_cache_put(&w->dirty, wl, NULL, 0);
 }
 
-/* The string items of array a equal to s are removed. */
-static void remove_string(cJSON *a, const char *s) {
-    for (int i = cJSON_GetArraySize(a) - 1; i >= 0; i--) {
-        const cJSON *v = cJSON_GetArrayItem(a, i);
-        if (cJSON_IsString(v) && !strcmp(v->valuestring, s)) cJSON_DeleteItemFromArray(a, i);
+/* The pod keys of workload wl, or NULL when it has none. */
+static sv_cache *pods_of(const sv_workloads *w, const char *wl) {
+    const cJSON *slot = sv_cache_lookup(&w->wl_pods, wl);
+    return slot ? w->sets[slot->valueint] : NULL;
+}
+
+/* The pod keys of workload wl, made empty when it has none; NULL when
+ * out of memory. */
+static sv_cache *pods_made(sv_workloads *w, const char *wl) {
+    sv_cache *set = pods_of(w, wl);
+    if (set) return set;
+    if (!w->nfree) { /* every slot taken: twice as many, the new ones free */
+        size_t ncap = w->nsets ? 2 * w->nsets : 16;
+        sv_cache **sets = realloc(w->sets, ncap * sizeof *sets);
+        if (sets) w->sets = sets;
+        int *free_slots = realloc(w->free_slots, ncap * sizeof *free_slots);
+        if (free_slots) w->free_slots = free_slots;
+        if (!sets || !free_slots) return NULL;
+        /* pushed highest first: slots are taken from the lowest */
+        for (size_t k = ncap; k > w->nsets; k--) {
+            w->sets[k - 1] = NULL;
+            w->free_slots[w->nfree++] = (int)(k - 1);
+        }
+        w->nsets = ncap;
     }
+    int slot = w->free_slots[w->nfree - 1];
+    if (!(set = calloc(1, sizeof *set))) return NULL;
+    sv_cache_unordered(set);
+    if (sv_cache_put(&w->wl_pods, wl, cJSON_CreateNumber(slot), 0) < 0 || !sv_cache_lookup(&w->wl_pods, wl)) {
+        sv_cache_drop(&w->wl_pods, wl);
+        free(set);
+        return NULL;
+    }
+    w->nfree--;
+    w->sets[slot] = set;
+    return set;
 }
 
 /* Pod key leaves the index (its old workload is marked). */
 static int unindex_pod(sv_workloads *w, const char *key) {
     const cJSON *old = sv_cache_lookup(&w->pod_wl, key);
     if (!old) return 0;
-    cJSON *list = sv_cache_lookup(&w->wl_pods, old->valuestring);
     int rc = mark(w, old->valuestring);
-    if (list) {
-        remove_string(list, key);
-        if (!cJSON_GetArraySize(list)) sv_cache_drop(&w->wl_pods, old->valuestring);
+    sv_cache *set = pods_of(w, old->valuestring);
+    if (set) {
+        sv_cache_drop(set, key);
+        if (!set->n) { /* the workload's last pod: its slot is free again */
+            int slot = sv_cache_lookup(&w->wl_pods, old->valuestring)->valueint;
+            sv_cache_clear(set);
+            free(set);
+            w->sets[slot] = NULL;
+            w->free_slots[w->nfree++] = slot;
+            sv_cache_drop(&w->wl_pods, old->valuestring);
+        }
     }
     sv_cache_drop(&w->pod_wl, key);
     return rc;
@@ -107,15 +157,8 @@ static int index_pod(sv_workloads *w, const char *key, const char *wl) {
     const cJSON *old = sv_cache_lookup(&w->pod_wl, key);
     if (old && !strcmp(old->valuestring, wl)) return mark(w, wl);
     if (unindex_pod(w, key) < 0) return -1;
-    cJSON *list = sv_cache_lookup(&w->wl_pods, wl), *name = cJSON_CreateString(key);
-    if (!name) return -1;
-    if (!list) {
-        if (!(list = cJSON_CreateArray()) || sv_cache_put(&w->wl_pods, wl, list, 0) < 0) {
-            cJSON_Delete(name);
-            return -1;
-        }
-    }
-    cJSON_AddItemToArray(list, name);
+    sv_cache *set = pods_made(w, wl);
+    if (!set || sv_cache_put(set, key, NULL, 0) < 0) return -1;
     cJSON *s = cJSON_CreateString(wl);
     if (!s || sv_cache_put(&w->pod_wl, key, s, 0) < 0) return -1;
     return mark(w, wl);
@@ -348,8 +391,8 @@ typedef struct inputs {
 } inputs;
 
 static int gather(const sv_workloads *w, const char *wl, inputs *in) {
-    const cJSON *list = sv_cache_lookup(&w->wl_pods, wl), *k;
-    size_t n = (size_t)cJSON_GetArraySize(list);
+    const sv_cache *set = pods_of(w, wl);
+    size_t n = set ? set->n : 0;
     memset(in, 0, sizeof *in);
     static const char *const kind_names[SV_NKINDS] = {"node", "pod", "namespace", "podgroup", "priorityclass"};
     size_t most = n > w->kinds[SV_PRIORITYCLASSES].n ? n : w->kinds[SV_PRIORITYCLASSES].n;
@@ -360,16 +403,22 @@ static int gather(const sv_workloads *w, const char *wl, inputs *in) {
         if (!(in->paths[k] = malloc((most ? most : 1) * sizeof *in->paths[k]))) return -1;
         for (size_t i = 0; i < most; i++) in->paths[k][i] = kind_names[k];
     }
-    cJSON_ArrayForEach(k, list) {
-        const cJSON *pod = sv_cache_lookup(&w->kinds[SV_PODS], k->valuestring);
+    /* each node once, in the order its pods come: found by name (a walk
+     * of the nodes gathered so far was quadratic for a DaemonSet's pods) */
+    us_strmap seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        const cJSON *pod = sv_cache_lookup(&w->kinds[SV_PODS], set->keys[i]);
         if (!pod) continue;
         in->pods[in->npods++] = pod;
         const char *nn = gstr(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeName");
         const cJSON *node = nn ? sv_cache_lookup(&w->kinds[SV_NODES], nn) : NULL;
-        bool seen = false;
-        for (size_t i = 0; i < in->nnodes; i++) seen = seen || in->nodes[i] == node;
-        if (node && !seen) in->nodes[in->nnodes++] = node;
+        int added = node ? us_strmap_add(&seen, nn, 0) : 0;
+        if (added < 0) rc = -1;
+        if (added == 1) in->nodes[in->nnodes++] = node;
     }
+    us_strmap_free(&seen);
+    if (rc < 0) return -1;
     in->pg[0] = sv_cache_lookup(&w->kinds[SV_PODGROUPS], wl);
     char ns[640];
     snprintf(ns, sizeof ns, "%s", wl);

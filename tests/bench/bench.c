@@ -67,6 +67,7 @@
 #include "scenario.h"
 #include "sim.h"
 #include "understory.h"
+#include "workloads.h"
 
 /* ---- a growing text buffer ---------------------------------------------- */
 
@@ -1225,6 +1226,53 @@ static double bench_pod_cache(int n) {
     return t;
 }
 
+/* serve's index of a workload's pods (serve/workloads.c): the n pods of
+ * one Job come, as a watch delivers them, then go one by one in another
+ * order (a large Job finishing, a DaemonSet rolled).  Timed; each pod's
+ * removal once searched the workload's list of pods. */
+static double bench_workload_index(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    sv_workloads *w = sv_workloads_new(e, "understory", 1);
+    cJSON *pod = cJSON_Parse("{\"metadata\":{\"name\":\"\",\"namespace\":\"t\",\"ownerReferences\":"
+                             "[{\"kind\":\"Job\",\"name\":\"big\",\"controller\":true}]},"
+                             "\"spec\":{\"schedulerName\":\"understory\",\"containers\":[]}}");
+    int *order = malloc((size_t)n * sizeof *order);
+    double t = -1;
+    if (!w || !pod || !order) goto out;
+    cJSON *name = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "name");
+    char buf[32];
+    for (int i = 0; i < n; i++) order[i] = i;
+    uint64_t x = 7;
+    for (int i = n - 1; i > 0; i--) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        int j = (int)((x >> 33) % (uint64_t)(i + 1)), k = order[i];
+        order[i] = order[j];
+        order[j] = k;
+    }
+    double t0 = cpu();
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            snprintf(buf, sizeof buf, "big-%d", pass ? order[i] : i);
+            if (!cJSON_SetValuestring(name, buf) ||
+                sv_workloads_event(w, SV_PODS, pass ? SV_DELETED : SV_ADDED, pod) < 0)
+                goto out;
+        }
+    t = cpu() - t0;
+    /* every pod gone: the workload maps to nothing, and nothing is left */
+    snprintf(buf, sizeof buf, "t/big-%d", n / 2);
+    if (sv_workloads_get(w, SV_PODS, buf) || sv_workloads_sync(w, 2) < 0 || us_engine_workload_count(e) != 0 ||
+        sv_workloads_mapped(w) != 1)
+        t = -1;
+out:
+    free(order);
+    cJSON_Delete(pod);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
@@ -1234,9 +1282,9 @@ static int run_scale_cases(int n) {
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
                                            bench_node_removals, bench_workload_resync, bench_node_growth,
-                                           bench_pod_cache};
-    for (int k = 0; k < 10; k++) {
-        int m = k == 9 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
+                                           bench_pod_cache, bench_workload_index};
+    for (int k = 0; k < 11; k++) {
+        int m = k >= 9 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
@@ -1247,7 +1295,8 @@ static int run_scale_cases(int n) {
         else if (k == 6) snprintf(what, sizeof what, "%d nodes removed one by one, 2 pods each", m);
         else if (k == 7) snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
         else if (k == 8) snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
-        else snprintf(what, sizeof what, "serve: %d pods cached in any order, removed", m);
+        else if (k == 9) snprintf(what, sizeof what, "serve: %d pods cached in any order, removed", m);
+        else snprintf(what, sizeof what, "serve: a Job's %d pods indexed, then gone", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

@@ -317,11 +317,98 @@ TEST(an_evicted_pod_bound_but_not_seen_bound_is_deleted) {
     us_engine_destroy(e);
 }
 
+/* The index behind a sync (each workload's pods, each pod's workload, and
+ * the nodes a workload's pods name, each once) against a plain model,
+ * under random churn: pods of three Jobs come, go and bind to nodes, in
+ * any order.  After every sync the engine holds exactly the
+ * model's pods, grouped into workloads as the model groups them, each
+ * running pod on its own node. */
+TEST(random_churn_leaves_the_engine_the_pods_the_cluster_has) {
+    enum { PODS = 60, OWNERS = 3, NODES = 4, STEPS = 1500 };
+    sv_workloads *w;
+    us_engine *e = setup(&w);
+    feed(e, w, SV_NODES, SV_ADDED, NODE("n3", "default"));
+    feed(e, w, SV_NODES, SV_ADDED, NODE("n4", "default"));
+    int owner[PODS], node[PODS]; /* owner -1: the pod is not in the cluster */
+    for (int i = 0; i < PODS; i++) owner[i] = node[i] = -1;
+    unsigned x = 7;
+    bool good = true;
+    for (int step = 0; step < STEPS && good; step++) {
+        x = x * 1103515245u + 12345u;
+        /* a pod keeps its owner: serve reports an adopted pod (its owner
+         * changed) as a new pod of the new workload while the engine
+         * still holds its name for the old one, and the engine refuses
+         * it until it is gone (not modelled here) */
+        int i = (int)((x >> 8) % PODS), o = i % OWNERS, n = (int)((x >> 24) % (NODES + 1)) - 1;
+        char text[1024], meta[160], spec[64];
+        snprintf(meta, sizeof meta, ",'ownerReferences':[{'kind':'Job','name':'job%d','controller':true}]", o);
+        snprintf(spec, sizeof spec, n >= 0 ? ",'nodeName':'n%d'" : "", n + 1);
+        char name[16];
+        snprintf(name, sizeof name, "pod%02d", i);
+        /* a Job's pods may bind anywhere (a tenth of a core each: any node
+         * has room for all of them); the pod's own text, ' for " */
+        snprintf(text, sizeof text,
+                 "{'metadata':{'name':'%s','namespace':'t','creationTimestamp':'2026-12-01T00:00:00Z'%s},"
+                 "'spec':{'schedulerName':'understory'%s,'containers':[{'name':'c','resources':{"
+                 "'requests':{'cpu':'10m'}}}]},'status':{'phase':'%s'}}",
+                 name, meta, spec, n >= 0 ? "Running" : "Pending");
+        if (owner[i] >= 0 && (x >> 4) % 4 == 0) {
+            feed(e, w, SV_PODS, SV_DELETED, text);
+            owner[i] = node[i] = -1;
+        } else {
+            /* a pod bound stays on its node: Kubernetes never moves one */
+            if (owner[i] >= 0 && node[i] >= 0) {
+                n = node[i];
+                snprintf(spec, sizeof spec, ",'nodeName':'n%d'", n + 1);
+                snprintf(text, sizeof text,
+                         "{'metadata':{'name':'%s','namespace':'t','creationTimestamp':'2026-12-01T00:00:00Z'%s},"
+                         "'spec':{'schedulerName':'understory'%s,'containers':[{'name':'c','resources':{"
+                         "'requests':{'cpu':'10m'}}}]},'status':{'phase':'Running'}}",
+                         name, meta, spec);
+            }
+            feed(e, w, SV_PODS, owner[i] >= 0 ? SV_MODIFIED : SV_ADDED, text);
+            owner[i] = o;
+            node[i] = n;
+        }
+        if ((x >> 12) % 10 != 0) continue;
+        CHECK(sv_workloads_sync(w, step) == 0);
+        /* the engine's pods: the model's, grouped as the model groups them */
+        const char *wl_of_owner[OWNERS] = {0};
+        size_t want = 0;
+        for (int k = 0; k < PODS; k++) want += owner[k] >= 0;
+        size_t have = 0;
+        for (size_t k = 0; k < us_engine_pod_count(e); k++) {
+            us_pod_info p;
+            if (us_engine_pod(e, k, &p) != US_OK || p.phase == US_PHASE_RELEASING) continue;
+            have++;
+            int j = -1;
+            if (sscanf(p.name, "t/pod%d", &j) != 1 || j < 0 || j >= PODS || owner[j] < 0) {
+                good = false;  /* a pod the cluster does not have */
+                continue;
+            }
+            if (!wl_of_owner[owner[j]]) wl_of_owner[owner[j]] = p.workload;
+            good = good && !strcmp(wl_of_owner[owner[j]], p.workload);
+            char on[16];
+            snprintf(on, sizeof on, "n%d", node[j] + 1);
+            good = good && (node[j] < 0 ? p.node == NULL : p.node && !strcmp(p.node, on));
+        }
+        good = good && have == want;
+        for (int a = 0; a < OWNERS; a++)
+            for (int b = a + 1; b < OWNERS; b++)
+                good = good && !(wl_of_owner[a] && wl_of_owner[b] && !strcmp(wl_of_owner[a], wl_of_owner[b]));
+        if (!good) fprintf(stderr, "  step %d: the engine's pods differ from the cluster's\n", step);
+    }
+    CHECK(good);
+    sv_workloads_free(w);
+    us_engine_destroy(e);
+}
+
 int main(void) {
     RUN(an_unmappable_workload_is_left_out_alone);
     RUN(a_sync_maps_only_what_changed);
     RUN(a_daemonset_pod_binds_on_the_node_it_names);
     RUN(a_pod_being_deleted_is_releasing_until_gone);
     RUN(an_evicted_pod_bound_but_not_seen_bound_is_deleted);
+    RUN(random_churn_leaves_the_engine_the_pods_the_cluster_has);
     return check_report();
 }
