@@ -421,7 +421,10 @@ US_API int us_engine_upsert_pod_json(us_engine *e, const char *json, us_error *e
 /* The pod is gone.  A terminating pod frees its resources now rather than
  * at the end of its grace period; any other pod is lost, and its controller
  * recreates it pending under the same name (a gang below min_member goes
- * back to pending whole).  US_ENOENT when no pod has that name. */
+ * back to pending whole).  That name is the replacement's only until it is
+ * reported under another workload (the pod was adopted by another owner):
+ * then the replacement takes the first "<workload>-<k>" no pod holds.
+ * US_ENOENT when no pod has that name. */
 US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err);
 
 /* ---- cycles --------------------------------------------------------------- */

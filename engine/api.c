@@ -2063,6 +2063,35 @@ static void repin(us_engine *e, int p, int pin) {
     pd->pin = pin;
 }
 
+/* A pending pod the caller never named is a controller's replacement for
+ * a pod that was lost, keeping the lost pod's name (us_life_pod_lost).
+ * When the caller reports that name under another workload, the real pod
+ * was not lost but adopted by another owner (its ownerReferences
+ * changed): the replacement keeps its place in its own workload under a
+ * name of its own, "<workload>-<k>" for the first k no live or
+ * terminating pod holds, and the name goes to the report.  0, or -1 when
+ * out of memory (nothing changed). */
+static int rename_placeholder(us_engine *e, int p) {
+    us_state *st = &e->st;
+    const char *wl = st->workloads[st->pods[p].workload].name;
+    size_t len = strlen(wl) + 24;
+    char *name = malloc(len);
+    if (!name) return -1;
+    for (unsigned k = 0;; k++) {
+        int live, rel;
+        snprintf(name, len, "%s-%u", wl, k);
+        if (find_pod_on(e, name, -1, &live, &rel) < 0) {
+            free(name);
+            return -1;
+        }
+        if (live < 0 && rel < 0) break;
+    }
+    free(st->pods[p].name);
+    st->pods[p].name = name;
+    names_renamed(e, p);
+    return 0;
+}
+
 static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     us_state *st = &e->st;
     const char *res, *name = r->name, *workload = r->workload, *node = r->node;
@@ -2091,6 +2120,12 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return ok(err);
     }
     if (r->terminating) return report_terminating(e, r, n, live, err);
+    int placeholder = -1; /* renamed once the report is accepted */
+    if (live >= 0 && workload && strcmp(workload, st->workloads[st->pods[live].workload].name) != 0 &&
+        st->pods[live].state == US_POD_PENDING && !st->pods[live].named) {
+        placeholder = live;
+        live = -1;
+    }
     if (live >= 0) {
         w = st->pods[live].workload;
         if (workload && strcmp(workload, st->workloads[w].name) != 0)
@@ -2120,7 +2155,10 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
             char *copy = strdup(name);
-            if (!copy) return nomem(err);
+            if (!copy || (placeholder >= 0 && rename_placeholder(e, placeholder) < 0)) {
+                free(copy);
+                return nomem(err);
+            }
             free(pd->name);
             pd->name = copy;
             pd->named = true;
@@ -2167,7 +2205,10 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
                     "terminating or pipelined there", node, res, name);
     if (live < 0) {
         char *copy = strdup(name);
-        if (!copy) return nomem(err);
+        if (!copy || (placeholder >= 0 && rename_placeholder(e, placeholder) < 0)) {
+            free(copy);
+            return nomem(err);
+        }
         free(pd->name);
         pd->name = copy;
         names_renamed(e, p);

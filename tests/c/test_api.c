@@ -999,6 +999,56 @@ TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
     us_engine_destroy(e);
 }
 
+/* A pod the caller reports gone is recreated pending under its name by its
+ * controller (us_engine_remove_pod).  When the same name is then reported
+ * under another workload, the real pod was adopted by another owner (its
+ * ownerReferences changed, as `understory serve` sees it): it joins that
+ * workload, and the old one keeps its replacement under a name of its own,
+ * the first "<workload>-<k>" no pod holds.  A pod the caller itself named
+ * in one workload is still refused in another, and a refused report
+ * renames nothing. */
+TEST(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info pi;
+    CHECK(node(e, "n0", 4) == US_OK);
+    CHECK(queue(e, "q", NULL, 4) == US_OK);
+    CHECK(workload(e, "b", "q", 2, 1, 0) == US_OK);
+    us_pod_spec p = {.name = "p", .workload = "b", .node = "n0"}, b0 = {.name = "b-0", .workload = "b", .node = "n0"};
+    CHECK(us_engine_upsert_pod(e, &p, &err) == US_OK);
+    CHECK(us_engine_upsert_pod(e, &b0, &err) == US_OK);
+    CHECK(us_engine_remove_pod(e, "p", &err) == US_OK);
+    CHECK(pod_named(e, "p", &pi) && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_PENDING);
+    /* a pending pod the caller named stays its workload's */
+    CHECK(workload(e, "c", "q", 1, 1, 0) == US_OK);
+    us_pod_spec cp = {.name = "cp", .workload = "c"};
+    CHECK(us_engine_upsert_pod(e, &cp, &err) == US_OK);
+    CHECK(workload(e, "a", "q", 1, 1, 0) == US_OK);
+    us_pod_spec stolen = {.name = "cp", .workload = "a", .node = "n0"};
+    REFUSED(e, us_engine_upsert_pod(e, &stolen, &err), US_EINVAL, "pod \"cp\" belongs to workload \"c\"");
+    /* a refused adoption (no room for it on n1) renames nothing */
+    us_node_spec n1 = {.name = "n1", .capacity = {0, 32000, 256LL << 30}};
+    CHECK(us_engine_upsert_node(e, &n1, &err) == US_OK);
+    us_pod_spec nowhere = {.name = "p", .workload = "a", .node = "n1"};
+    REFUSED(e, us_engine_upsert_pod(e, &nowhere, &err), US_EINVAL, "has not enough gpu");
+    /* adopted: p runs in a, b's replacement takes "b-1" (b-0 is held) */
+    us_pod_spec adopted = {.name = "p", .workload = "a", .node = "n0"};
+    CHECK(us_engine_upsert_pod(e, &adopted, &err) == US_OK);
+    CHECK(pod_named(e, "p", &pi) && !strcmp(pi.workload, "a") && pi.phase == US_PHASE_RUNNING &&
+          pi.node && !strcmp(pi.node, "n0"));
+    CHECK(pod_named(e, "b-1", &pi) && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_PENDING);
+    CHECK(pod_named(e, "b-0", &pi) && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_RUNNING);
+    CHECK(us_engine_pod_count(e) == 4); /* p, b-0, b-1 and cp: a's place went to p */
+    /* the same adoption of a pending pod: reported pending in a */
+    CHECK(us_engine_remove_pod(e, "b-0", &err) == US_OK);
+    CHECK(workload(e, "a", "q", 2, 1, 0) == US_OK);
+    us_pod_spec pending = {.name = "b-0", .workload = "a"};
+    CHECK(us_engine_upsert_pod(e, &pending, &err) == US_OK);
+    CHECK(pod_named(e, "b-0", &pi) && !strcmp(pi.workload, "a") && pi.phase == US_PHASE_PENDING);
+    CHECK(pod_named(e, "b-2", &pi) && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_PENDING);
+    us_engine_destroy(e);
+}
+
 TEST(many_pods_reported_gone_then_read) {
     us_engine *e = engine();
     us_error err;
@@ -1624,6 +1674,7 @@ int main(void) {
     RUN(pipelined_pod_reported_unbound_stays_pipelined);
     RUN(pipelined_pod_reported_pinned_elsewhere_is_planned_anew);
     RUN(reported_fractional_pod_takes_a_device_free_now_and_as_planned);
+    RUN(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
     RUN(invariant_checks_on_request);
