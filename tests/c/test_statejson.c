@@ -294,6 +294,30 @@ TEST(a_pin_from_the_api_is_written) {
     us_engine_destroy(e);
 }
 
+/* A pinned pod of a removed workload, still terminating, is written under
+ * the live workload of that name: when that one is a DaemonSet (whose pods
+ * carry no pin in the document), the pin is not written either, so that
+ * the state loads back and writes the same (found by fuzz_api). */
+TEST(a_pinned_pod_of_a_former_workload_under_a_daemonset_round_trips) {
+    us_engine *e;
+    us_error err;
+    CHECK(us_engine_create(NULL, &e, &err) == US_OK);
+    CHECK(us_engine_upsert_node_json(e, "{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}", &err) == US_OK);
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":8}}}", &err) == US_OK);
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
+                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 0, &err) == US_OK);
+    us_pod_spec pinned = {.name = "w-a", .workload = "w", .node = "n1", .pin = "n1"};
+    CHECK(us_engine_upsert_pod(e, &pinned, &err) == US_OK);
+    pinned.terminating = 1;
+    CHECK(us_engine_upsert_pod(e, &pinned, &err) == US_OK);
+    CHECK(us_engine_remove_workload(e, "w", 1, &err) == US_OK);
+    CHECK(round_trip("a pinned pod of a removed workload", e));
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"controller\":\"daemonset\","
+                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 1, &err) == US_OK);
+    CHECK(round_trip("the same under a daemonset of its name", e));
+    us_engine_destroy(e);
+}
+
 /* A pod someone else deletes (us_pod_spec.terminating) holds its room
  * until it is removed: the state says so with until_removed (no time to
  * write), loads back the same, and the loader refuses the field where it
@@ -347,6 +371,7 @@ int main(void) {
     RUN(every_example_round_trips_through_its_state);
     RUN(state_content_and_accessors);
     RUN(a_pin_from_the_api_is_written);
+    RUN(a_pinned_pod_of_a_former_workload_under_a_daemonset_round_trips);
     RUN(a_deletion_nobody_times_is_until_removed);
     return check_report();
 }
