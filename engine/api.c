@@ -1987,6 +1987,35 @@ static int adoptable(const us_state *st, pod_index *x, int w, int n, const char 
     return best;
 }
 
+/* A pending pod the caller never named is a controller's replacement for
+ * a pod that was lost, keeping the lost pod's name (us_life_pod_lost).
+ * When the caller reports that name under another workload, the real pod
+ * was not lost but adopted by another owner (its ownerReferences
+ * changed): the replacement keeps its place in its own workload under a
+ * name of its own, "<workload>-<k>" for the first k no live or
+ * terminating pod holds, and the name goes to the report.  0, or -1 when
+ * out of memory (nothing changed). */
+static int rename_placeholder(us_engine *e, int p) {
+    us_state *st = &e->st;
+    const char *wl = st->workloads[st->pods[p].workload].name;
+    size_t len = strlen(wl) + 24;
+    char *name = malloc(len);
+    if (!name) return -1;
+    for (unsigned k = 0;; k++) {
+        int live, rel;
+        snprintf(name, len, "%s-%u", wl, k);
+        if (find_pod_on(e, name, -1, &live, &rel) < 0) {
+            free(name);
+            return -1;
+        }
+        if (live < 0 && rel < 0) break;
+    }
+    free(st->pods[p].name);
+    st->pods[p].name = name;
+    names_renamed(e, p);
+    return 0;
+}
+
 /* The real pod name is being deleted on node n, not by a decision of the
  * engine (a user, a controller scaling down, a node drain): it terminates
  * there, holding its room, until the caller removes it, and it is no
@@ -1997,6 +2026,12 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     const char *res;
     int w;
     pod_index *x = pods_index(e);
+    int placeholder = -1; /* renamed once the report is accepted (rename_placeholder) */
+    if (live >= 0 && r->workload && strcmp(r->workload, st->workloads[st->pods[live].workload].name) != 0 &&
+        st->pods[live].state == US_POD_PENDING && !st->pods[live].named) {
+        placeholder = live;
+        live = -1;
+    }
     if (live >= 0) {
         w = st->pods[live].workload;
         if (r->workload && strcmp(r->workload, st->workloads[w].name) != 0)
@@ -2048,6 +2083,10 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
                     "pod.node: \"%s\" has not enough %s for terminating pod \"%s\" besides the pods "
                     "running or terminating there", r->node, res, r->name);
     }
+    if (placeholder >= 0 && rename_placeholder(e, placeholder) < 0) {
+        rollback(e, m);
+        return nomem(err);
+    }
     st->pods[p].shared_dev = slot;
     pods_index_add(e, p, true);
     return ok(err);
@@ -2061,35 +2100,6 @@ static void repin(us_engine *e, int p, int pin) {
     if (e->st.workloads[pd->workload].controller == US_CTRL_DAEMONSET) return;
     if (e->pods.valid) list_move(&e->pods.pinned, p, pd->pin, pin);
     pd->pin = pin;
-}
-
-/* A pending pod the caller never named is a controller's replacement for
- * a pod that was lost, keeping the lost pod's name (us_life_pod_lost).
- * When the caller reports that name under another workload, the real pod
- * was not lost but adopted by another owner (its ownerReferences
- * changed): the replacement keeps its place in its own workload under a
- * name of its own, "<workload>-<k>" for the first k no live or
- * terminating pod holds, and the name goes to the report.  0, or -1 when
- * out of memory (nothing changed). */
-static int rename_placeholder(us_engine *e, int p) {
-    us_state *st = &e->st;
-    const char *wl = st->workloads[st->pods[p].workload].name;
-    size_t len = strlen(wl) + 24;
-    char *name = malloc(len);
-    if (!name) return -1;
-    for (unsigned k = 0;; k++) {
-        int live, rel;
-        snprintf(name, len, "%s-%u", wl, k);
-        if (find_pod_on(e, name, -1, &live, &rel) < 0) {
-            free(name);
-            return -1;
-        }
-        if (live < 0 && rel < 0) break;
-    }
-    free(st->pods[p].name);
-    st->pods[p].name = name;
-    names_renamed(e, p);
-    return 0;
 }
 
 static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {

@@ -39,6 +39,8 @@ struct sv_workloads {
     sv_cache dirty;       /* workloads touched since the last sync */
     sv_cache reported;    /* workload name -> the pod names reported for it */
     sv_cache pending;     /* the unbound pods of ours reported pending */
+    sv_cache gone;        /* pods deleted since the last sync (true once
+                             the engine was told) */
     sv_cache wls_put;     /* workloads upserted */
     sv_cache assumed;     /* bound by us, not yet seen bound */
     unsigned long mapped; /* workloads mapped by syncs so far */
@@ -57,13 +59,15 @@ sv_workloads *sv_workloads_new(us_engine *e, const char *scheduler, double epoch
     sv_cache_unordered(&w->kinds[SV_PODS]);
     sv_cache_unordered(&w->pod_wl);
     sv_cache_unordered(&w->pending);
+    sv_cache_unordered(&w->gone);
     return w;
 }
 
 void sv_workloads_free(sv_workloads *w) {
     if (!w) return;
     for (int k = 0; k < SV_NKINDS; k++) sv_cache_clear(&w->kinds[k]);
-    sv_cache *all[] = {&w->pod_wl, &w->wl_pods, &w->dirty, &w->reported, &w->pending, &w->wls_put, &w->assumed};
+    sv_cache *all[] = {&w->pod_wl, &w->wl_pods, &w->dirty, &w->reported, &w->pending, &w->wls_put, &w->assumed,
+                       &w->gone};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) sv_cache_clear(all[i]);
     for (size_t i = 0; i < w->nsets; i++) {
         if (w->sets[i]) sv_cache_clear(w->sets[i]);
@@ -185,7 +189,12 @@ static const char *node_pool(const cJSON *n) {
 static int touch(sv_workloads *w, sv_kind kind, sv_event ev, const char *key, const cJSON *obj) {
     switch (kind) {
     case SV_PODS: {
-        if (ev == SV_DELETED) return unindex_pod(w, key);
+        if (ev == SV_DELETED) {
+            /* told to the engine at the next sync, whatever comes after:
+             * a new pod of the same name (a StatefulSet's) is another pod */
+            if (sv_cache_has(&w->pod_wl, key) && sv_cache_put(&w->gone, key, NULL, 0) < 0) return -1;
+            return unindex_pod(w, key);
+        }
         kube_opts o = {w->scheduler, "serve", w->epoch, 1, 1};
         char *wl = kube_pod_workload(obj, &o);
         /* a pod whose workload cannot be read is one of its own, which
@@ -306,7 +315,7 @@ static void remove_reported(sv_workloads *w, const char *wl, const cJSON *keep) 
         }
     cJSON_ArrayForEach(p, list) {
         const char *pn = p->valuestring;
-        if (sv_cache_has(&kept, pn)) continue;
+        if (sv_cache_has(&kept, pn) || sv_cache_has(&w->gone, pn)) continue;
         sv_cache_drop(&w->pending, pn);
         if (sv_cache_has(&w->assumed, pn)) continue;
         if (us_engine_remove_pod(w->engine, pn, &err) == US_OK) printf("pod %s: gone\n", pn);
@@ -356,16 +365,24 @@ static bool put_workload(sv_workloads *w, cJSON *wl, double now, cJSON **pods) {
 
 /* The pods of workload name reported by their real names (map_one
  * removed those gone). */
-static void put_pods(sv_workloads *w, const char *name, const cJSON *pods) {
+/* One pass over a workload's pods into the engine: the ones being deleted
+ * (terminating), or the others; the names reported are added to reported
+ * (when not NULL). */
+static void report_pods(sv_workloads *w, const char *name, const cJSON *pods, bool terminating,
+                        cJSON *reported) {
     us_error err;
     const cJSON *p;
-    cJSON *reported = cJSON_CreateArray();
     cJSON_ArrayForEach(p, pods) {
         const char *pn = gstr(p, "name"), *node = gstr(p, "node"), *state = gstr(p, "state");
         bool releasing = state && !strcmp(state, "releasing");
-        if (!pn) continue;
+        if (!pn || releasing != terminating) continue;
+        bool was_pending = sv_cache_has(&w->pending, pn);
         sv_cache_drop(&w->pending, pn);
-        /* a pending pod being deleted holds nothing: not reported */
+        /* a pod being deleted is no longer a replica: reported pending
+         * before (bound since, or not), the engine's pending pod is this
+         * one and goes (its controller's replacement takes its place);
+         * unbound, it holds nothing and is not reported */
+        if (releasing && was_pending) (void)us_engine_remove_pod(w->engine, pn, &err);
         if (releasing && !node) continue;
         if (reported) cJSON_AddItemToArray(reported, cJSON_CreateString(pn));
         /* bound by us and not seen bound yet: the engine's view (running) stands */
@@ -378,6 +395,20 @@ static void put_pods(sv_workloads *w, const char *name, const cJSON *pods) {
         }
         if (!node) sv_cache_put(&w->pending, pn, NULL, 0);
     }
+}
+
+/* A workload's pods into the engine, the ones being deleted first: one
+ * the engine knew running is then no longer one of the workload's
+ * replicas, and the pending place its controller makes for the
+ * replacement is there when the replacement's report comes (in name
+ * order, a new pod named before the one it replaces found every place
+ * taken).  Those of a workload the engine had are reported before its
+ * new replica count too (sv_workloads_sync): a replica fewer, the
+ * deleted pod's, would otherwise scale down a pod that stays. */
+static void put_pods(sv_workloads *w, const char *name, const cJSON *pods) {
+    cJSON *reported = cJSON_CreateArray();
+    report_pods(w, name, pods, true, reported);
+    report_pods(w, name, pods, false, reported);
     if (!reported || sv_cache_put(&w->reported, name, reported, 0) < 0)
         fprintf(stderr, "understory serve: workload %s: out of memory\n", name);
 }
@@ -479,12 +510,32 @@ out:
     cJSON_Delete(doc);
 }
 
+/* The pods deleted since the last sync leave the engine first: a
+ * terminating one frees its room, another is lost (its controller's
+ * replacement takes its place).  Before the mapping, so that a new pod of
+ * the same name is reported as the new pod it is; the mapping's own
+ * removals pass over them (remove_reported). */
+static void tell_gone(sv_workloads *w) {
+    us_error err;
+    for (size_t i = 0; i < w->gone.n; i++) {
+        if (w->gone.objs[i]) continue; /* told already (a sync that ran out of memory) */
+        const char *pn = w->gone.keys[i];
+        sv_cache_drop(&w->pending, pn);
+        if (us_engine_remove_pod(w->engine, pn, &err) == US_OK) printf("pod %s: gone\n", pn);
+        w->gone.objs[i] = cJSON_CreateTrue();
+    }
+}
+
 int sv_workloads_sync(sv_workloads *w, double now) {
     if (w->all_dirty) {
         if (mark_prefix(w, "") < 0) return -1;
         w->all_dirty = false;
     }
-    if (!w->dirty.n) return 0;
+    tell_gone(w);
+    if (!w->dirty.n) {
+        sv_cache_clear(&w->gone);
+        return 0;
+    }
     /* taken first: the set a sync walks stays still */
     sv_cache touched = w->dirty;
     memset(&w->dirty, 0, sizeof w->dirty);
@@ -497,6 +548,13 @@ int sv_workloads_sync(sv_workloads *w, double now) {
         return -1;
     }
     for (size_t i = 0; i < touched.n; i++) map_one(w, touched.keys[i], now, &mapped[i]);
+    /* the pods being deleted of the workloads the engine has, before any
+     * new replica count (put_pods) */
+    for (size_t i = 0; i < touched.n; i++) {
+        const char *name = mapped[i] ? gstr(mapped[i], "name") : NULL;
+        if (name && sv_cache_has(&w->wls_put, name))
+            report_pods(w, name, cJSON_GetObjectItemCaseSensitive(mapped[i], "pods"), true, NULL);
+    }
     /* every workload, then every pod: the engine creates the new
      * workloads' pods in one pass before the first pod report, not one
      * pass per workload */
@@ -514,6 +572,7 @@ int sv_workloads_sync(sv_workloads *w, double now) {
     free(mapped);
     free(pods);
     sv_cache_clear(&touched);
+    sv_cache_clear(&w->gone);
     fflush(stdout);
     return 0;
 }

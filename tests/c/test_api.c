@@ -1046,6 +1046,19 @@ TEST(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement) {
     CHECK(us_engine_upsert_pod(e, &pending, &err) == US_OK);
     CHECK(pod_named(e, "b-0", &pi) && !strcmp(pi.workload, "a") && pi.phase == US_PHASE_PENDING);
     CHECK(pod_named(e, "b-2", &pi) && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_PENDING);
+    /* and of a pod being deleted: reported terminating in b, where a's
+     * replacement holds its name; the replacement keeps its place in a */
+    CHECK(us_engine_remove_pod(e, "p", &err) == US_OK);
+    us_pod_spec dying = {.name = "p", .workload = "b", .node = "n0", .terminating = 1};
+    CHECK(us_engine_upsert_pod(e, &dying, &err) == US_OK);
+    size_t releasing = 0, in_a = 0;
+    for (size_t i = 0; i < us_engine_pod_count(e); i++) {
+        CHECK(us_engine_pod(e, i, &pi) == US_OK);
+        releasing += !strcmp(pi.name, "p") && !strcmp(pi.workload, "b") && pi.phase == US_PHASE_RELEASING;
+        in_a += !strcmp(pi.workload, "a");
+    }
+    CHECK(releasing == 1 && in_a == 2);
+    CHECK(pod_named(e, "a-0", &pi) && !strcmp(pi.workload, "a") && pi.phase == US_PHASE_PENDING);
     us_engine_destroy(e);
 }
 
