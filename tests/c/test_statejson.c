@@ -294,18 +294,28 @@ TEST(a_pin_from_the_api_is_written) {
     us_engine_destroy(e);
 }
 
+/* An engine with node n1 (8 GPUs), queue q and workload w of one
+ * single-GPU replica; NULL when that fails (checked). */
+static us_engine *one_workload(void) {
+    us_engine *e = NULL;
+    us_error err;
+    CHECK(us_engine_create(NULL, &e, &err) == US_OK);
+    if (!e) return NULL;
+    CHECK(us_engine_upsert_node_json(e, "{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}", &err) == US_OK);
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":8}}}", &err) == US_OK);
+    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
+                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 0, &err) == US_OK);
+    return e;
+}
+
 /* A pinned pod of a removed workload, still terminating, is written under
  * the live workload of that name: when that one is a DaemonSet (whose pods
  * carry no pin in the document), the pin is not written either, so that
  * the state loads back and writes the same (found by fuzz_api). */
 TEST(a_pinned_pod_of_a_former_workload_under_a_daemonset_round_trips) {
-    us_engine *e;
+    us_engine *e = one_workload();
     us_error err;
-    CHECK(us_engine_create(NULL, &e, &err) == US_OK);
-    CHECK(us_engine_upsert_node_json(e, "{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}", &err) == US_OK);
-    CHECK(us_engine_upsert_queue_json(e, "{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":8}}}", &err) == US_OK);
-    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
-                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 0, &err) == US_OK);
+    if (!e) return;
     us_pod_spec pinned = {.name = "w-a", .workload = "w", .node = "n1", .pin = "n1"};
     CHECK(us_engine_upsert_pod(e, &pinned, &err) == US_OK);
     pinned.terminating = 1;
@@ -323,13 +333,9 @@ TEST(a_pinned_pod_of_a_former_workload_under_a_daemonset_round_trips) {
  * write), loads back the same, and the loader refuses the field where it
  * has no meaning. */
 TEST(a_deletion_nobody_times_is_until_removed) {
-    us_engine *e;
+    us_engine *e = one_workload();
     us_error err;
-    CHECK(us_engine_create(NULL, &e, &err) == US_OK);
-    CHECK(us_engine_upsert_node_json(e, "{\"name\":\"n1\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"512Gi\"}", &err) == US_OK);
-    CHECK(us_engine_upsert_queue_json(e, "{\"name\":\"q\",\"resources\":{\"gpu\":{\"quota\":8}}}", &err) == US_OK);
-    CHECK(us_engine_upsert_workload_json(e, "{\"name\":\"w\",\"queue\":\"q\",\"replicas\":1,"
-                                         "\"requests\":{\"gpu\":1,\"cpu\":\"1\",\"memory\":\"1Gi\"}}", 0, &err) == US_OK);
+    if (!e) return;
     us_pod_spec dying = {.name = "w-a", .workload = "w", .node = "n1", .terminating = 1};
     CHECK(us_engine_upsert_pod(e, &dying, &err) == US_OK);
     char *a = NULL;
