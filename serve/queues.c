@@ -12,42 +12,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct waiting {
-    char *name, *parent, *json;
-} waiting;
+#include "cache.h"
 
 struct sv_queues {
     us_engine *engine;
-    waiting *w;
-    size_t n, cap;
+    /* unordered, so that each is a constant-time lookup: a listing of n
+     * queues whose parents come later was a scan of every queue per
+     * queue, and freeing a chain of them rescanned the waiting list for
+     * each one put, cubic in all */
+    sv_cache known;    /* the queues the engine has (put, not removed) */
+    sv_cache waiting;  /* name -> {"parent": ..., "json": ...} */
+    sv_cache children; /* parent -> the names waiting for it (an array, in arrival order) */
 };
 
 sv_queues *sv_queues_new(us_engine *e) {
     sv_queues *q = calloc(1, sizeof *q);
-    if (q) q->engine = e;
+    if (!q) return NULL;
+    q->engine = e;
+    sv_cache_unordered(&q->known);
+    sv_cache_unordered(&q->waiting);
+    sv_cache_unordered(&q->children);
     return q;
-}
-
-static void drop(sv_queues *q, size_t i) {
-    free(q->w[i].name);
-    free(q->w[i].parent);
-    free(q->w[i].json);
-    q->w[i] = q->w[--q->n];
 }
 
 void sv_queues_free(sv_queues *q) {
     if (!q) return;
-    while (q->n) drop(q, q->n - 1);
-    free(q->w);
+    sv_cache_clear(&q->known);
+    sv_cache_clear(&q->waiting);
+    sv_cache_clear(&q->children);
     free(q);
-}
-
-static bool engine_has(const us_engine *e, const char *name) {
-    for (size_t i = 0; i < us_engine_queue_count(e); i++) {
-        us_queue_info x;
-        if (us_engine_queue(e, i, &x) == US_OK && strcmp(x.name, name) == 0) return true;
-    }
-    return false;
 }
 
 static const cJSON *at(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
@@ -105,32 +98,66 @@ static int put(sv_queues *q, const char *name, const char *json) {
         fprintf(stderr, "understory serve: queue %s not taken: %s\n", name, err.message);
         return -1;
     }
+    if (sv_cache_put(&q->known, name, NULL, 0) < 0)
+        fprintf(stderr, "understory serve: queue %s: out of memory\n", name);
     printf("queue %s: %s\n", name, json);
     fflush(stdout);
     return 0;
 }
 
-/* Queues waiting for a parent that is now there go in, until none can. */
-static void flush(sv_queues *q) {
-    bool progress = true;
-    while (progress) {
-        progress = false;
-        for (size_t i = 0; i < q->n; i++)
-            if (engine_has(q->engine, q->w[i].parent)) {
-                put(q, q->w[i].name, q->w[i].json);
-                drop(q, i);
-                progress = true;
-                break;
-            }
+/* Queue name waits for parent, with json to put then; json is owned. */
+static void wait_for(sv_queues *q, const char *name, const char *parent, char *json) {
+    cJSON *w = cJSON_CreateObject(), *kids = sv_cache_lookup(&q->children, parent);
+    bool ok = w && cJSON_AddStringToObject(w, "parent", parent) && cJSON_AddStringToObject(w, "json", json);
+    free(json);
+    if (ok && !kids) {
+        ok = (kids = cJSON_CreateArray()) && sv_cache_put(&q->children, parent, kids, 0) == 0;
+        kids = ok ? sv_cache_lookup(&q->children, parent) : NULL;
     }
+    ok = ok && kids && cJSON_AddItemToArray(kids, cJSON_CreateString(name)) && kids->child;
+    if (!ok || sv_cache_put(&q->waiting, name, w, 0) < 0) {
+        if (!ok) cJSON_Delete(w);
+        fprintf(stderr, "understory serve: queue %s: out of memory\n", name);
+        return;
+    }
+    fprintf(stderr, "understory serve: queue %s waits for its parent %s\n", name, parent);
 }
 
+/* Queue name waits no more (sent again, or deleted). */
 static void unwait(sv_queues *q, const char *name) {
-    for (size_t i = 0; i < q->n; i++)
-        if (strcmp(q->w[i].name, name) == 0) {
-            drop(q, i);
-            return;
+    const cJSON *w = sv_cache_lookup(&q->waiting, name);
+    if (!w) return;
+    const char *parent = cJSON_GetObjectItemCaseSensitive(w, "parent")->valuestring;
+    cJSON *kids = sv_cache_lookup(&q->children, parent);
+    for (cJSON *k = kids ? kids->child : NULL; k; k = k->next)
+        if (!strcmp(k->valuestring, name)) {
+            cJSON_Delete(cJSON_DetachItemViaPointer(kids, k));
+            break;
         }
+    if (kids && !kids->child) sv_cache_drop(&q->children, parent);
+    sv_cache_drop(&q->waiting, name);
+}
+
+/* The queues waiting for first, now in the engine, go in, and the ones
+ * waiting for them after them: each waiting queue is looked at once. */
+static void flush(sv_queues *q, const char *first) {
+    cJSON *todo = cJSON_CreateArray(), *t;
+    if (!todo || !cJSON_AddItemToArray(todo, cJSON_CreateString(first)) || !todo->child) {
+        cJSON_Delete(todo);
+        fprintf(stderr, "understory serve: queue %s: out of memory\n", first);
+        return;
+    }
+    for (t = todo->child; t; t = t->next) { /* the names put, appended as they are */
+        cJSON *kids = sv_cache_lookup(&q->children, t->valuestring);
+        for (const cJSON *k = kids ? kids->child : NULL; k; k = k->next) {
+            const cJSON *w = sv_cache_lookup(&q->waiting, k->valuestring);
+            if (w && put(q, k->valuestring, cJSON_GetObjectItemCaseSensitive(w, "json")->valuestring) == 0)
+                cJSON_AddItemToArray(todo, cJSON_CreateString(k->valuestring));
+            sv_cache_drop(&q->waiting, k->valuestring);
+        }
+        if (kids) sv_cache_drop(&q->children, t->valuestring);
+    }
+    cJSON_Delete(todo);
 }
 
 void sv_queues_event(void *ud, sv_event ev, const cJSON *obj) {
@@ -141,8 +168,12 @@ void sv_queues_event(void *ud, sv_event ev, const cJSON *obj) {
     const char *name = nm->valuestring;
     unwait(q, name);
     if (ev == SV_DELETED) {
-        if (us_engine_remove_queue(q->engine, name, &err) == US_OK) printf("queue %s: removed\n", name);
-        else fprintf(stderr, "understory serve: queue %s stays: %s\n", name, err.message);
+        if (us_engine_remove_queue(q->engine, name, &err) == US_OK) {
+            sv_cache_drop(&q->known, name);
+            printf("queue %s: removed\n", name);
+        } else {
+            fprintf(stderr, "understory serve: queue %s stays: %s\n", name, err.message);
+        }
         fflush(stdout);
         return;
     }
@@ -151,29 +182,14 @@ void sv_queues_event(void *ud, sv_event ev, const cJSON *obj) {
     const cJSON *parent = at(o, "parent");
     if (!json) {
         fprintf(stderr, "understory serve: queue %s: out of memory\n", name);
-    } else if (cJSON_IsString(parent) && !engine_has(q->engine, parent->valuestring)) {
-        if (q->n == q->cap) {
-            size_t ncap = q->cap ? q->cap * 2 : 8;
-            waiting *w = realloc(q->w, ncap * sizeof *w);
-            if (!w) goto done;
-            q->w = w;
-            q->cap = ncap;
-        }
-        waiting x = {strdup(name), strdup(parent->valuestring), json};
-        if (!x.name || !x.parent) {
-            free(x.name);
-            free(x.parent);
-            goto done;
-        }
-        q->w[q->n++] = x;
+    } else if (cJSON_IsString(parent) && !sv_cache_has(&q->known, parent->valuestring)) {
+        wait_for(q, name, parent->valuestring, json);
         json = NULL; /* owned by the waiting list */
-        fprintf(stderr, "understory serve: queue %s waits for its parent %s\n", name, x.parent);
     } else if (put(q, name, json) == 0) {
-        flush(q);
+        flush(q, name);
     }
-done:
     free(json);
     cJSON_Delete(o);
 }
 
-size_t sv_queues_waiting(const sv_queues *q) { return q->n; }
+size_t sv_queues_waiting(const sv_queues *q) { return q->waiting.n; }

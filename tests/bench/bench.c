@@ -67,6 +67,7 @@
 #include "scenario.h"
 #include "sim.h"
 #include "understory.h"
+#include "queues.h"
 #include "workloads.h"
 
 /* ---- a growing text buffer ---------------------------------------------- */
@@ -1273,6 +1274,54 @@ out:
     return t;
 }
 
+/* serve's Queue objects (serve/queues.c): a chain of n queues listed
+ * deepest first, as an informer lists them when names sort children
+ * before parents; each waits until the root comes last, then all go in.
+ * Timed; each queue's parent was looked for by a scan of the engine's
+ * queues, and each one put rescanned the waiting list. */
+static double bench_queue_chain(int n) {
+    us_engine *e = NULL;
+    us_error err;
+    if (us_engine_create(NULL, &e, &err) != US_OK) return -1;
+    sv_queues *q = sv_queues_new(e);
+    double t = -1;
+    char text[160];
+    if (!q) goto out;
+    /* its lines ("queue ...: ...", "... waits for its parent") are not the point */
+    fflush(stdout);
+    fflush(stderr);
+    int out = dup(1), errfd = dup(2), null = open("/dev/null", O_WRONLY);
+    if (out < 0 || errfd < 0 || null < 0) {
+        if (out >= 0) close(out);
+        if (errfd >= 0) close(errfd);
+        if (null >= 0) close(null);
+        goto out;
+    }
+    dup2(null, 1);
+    dup2(null, 2);
+    double t0 = cpu();
+    for (int i = n - 1; i >= 0; i--) {
+        if (i) snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"c%d\"},\"spec\":{\"parentQueue\":\"c%d\"}}", i, i - 1);
+        else snprintf(text, sizeof text, "{\"metadata\":{\"name\":\"c0\"},\"spec\":{}}");
+        cJSON *o = cJSON_Parse(text);
+        if (o) sv_queues_event(q, SV_ADDED, o);
+        cJSON_Delete(o);
+    }
+    t = cpu() - t0;
+    fflush(stdout);
+    fflush(stderr);
+    dup2(out, 1);
+    dup2(errfd, 2);
+    close(out);
+    close(errfd);
+    close(null);
+    if (sv_queues_waiting(q) != 0 || us_engine_queue_count(e) != (size_t)n) t = -1;
+out:
+    sv_queues_free(q);
+    us_engine_destroy(e);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
@@ -1282,9 +1331,9 @@ static int run_scale_cases(int n) {
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
                                            bench_node_removals, bench_workload_resync, bench_node_growth,
-                                           bench_pod_cache, bench_workload_index};
-    for (int k = 0; k < 11; k++) {
-        int m = k >= 9 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 ? n / 250 : n / 100;
+                                           bench_pod_cache, bench_workload_index, bench_queue_chain};
+    for (int k = 0; k < 12; k++) {
+        int m = k == 9 || k == 10 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 || k == 11 ? n / 250 : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
@@ -1296,7 +1345,8 @@ static int run_scale_cases(int n) {
         else if (k == 7) snprintf(what, sizeof what, "%d workloads resynced, each then its pod", m);
         else if (k == 8) snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
         else if (k == 9) snprintf(what, sizeof what, "serve: %d pods cached in any order, removed", m);
-        else snprintf(what, sizeof what, "serve: a Job's %d pods indexed, then gone", m);
+        else if (k == 10) snprintf(what, sizeof what, "serve: a Job's %d pods indexed, then gone", m);
+        else snprintf(what, sizeof what, "serve: a chain of %d queues, deepest first", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;
