@@ -141,23 +141,23 @@ static void unwait(sv_queues *q, const char *name) {
 /* The queues waiting for first, now in the engine, go in, and the ones
  * waiting for them after them: each waiting queue is looked at once. */
 static void flush(sv_queues *q, const char *first) {
-    cJSON *todo = cJSON_CreateArray(), *t;
-    if (!todo || !cJSON_AddItemToArray(todo, cJSON_CreateString(first)) || !todo->child) {
-        cJSON_Delete(todo);
+    cJSON *worklist = cJSON_CreateArray(), *t;
+    if (!worklist || !cJSON_AddItemToArray(worklist, cJSON_CreateString(first)) || !worklist->child) {
+        cJSON_Delete(worklist);
         fprintf(stderr, "understory serve: queue %s: out of memory\n", first);
         return;
     }
-    for (t = todo->child; t; t = t->next) { /* the names put, appended as they are */
+    for (t = worklist->child; t; t = t->next) { /* the names put, appended as they are */
         cJSON *kids = sv_cache_lookup(&q->children, t->valuestring);
         for (const cJSON *k = kids ? kids->child : NULL; k; k = k->next) {
             const cJSON *w = sv_cache_lookup(&q->waiting, k->valuestring);
             if (w && put(q, k->valuestring, cJSON_GetObjectItemCaseSensitive(w, "json")->valuestring) == 0)
-                cJSON_AddItemToArray(todo, cJSON_CreateString(k->valuestring));
+                cJSON_AddItemToArray(worklist, cJSON_CreateString(k->valuestring));
             sv_cache_drop(&q->waiting, k->valuestring);
         }
         if (kids) sv_cache_drop(&q->children, t->valuestring);
     }
-    cJSON_Delete(todo);
+    cJSON_Delete(worklist);
 }
 
 void sv_queues_event(void *ud, sv_event ev, const cJSON *obj) {
