@@ -2016,6 +2016,31 @@ static int rename_placeholder(us_engine *e, int p) {
     return 0;
 }
 
+/* live (the live pod of a reported name), when it is a replacement
+ * rename_placeholder may rename: a pending pod the caller never named, of
+ * another workload than the report's; else -1. */
+static int replacement_for(const us_state *st, int live, const char *workload) {
+    if (live < 0 || !workload || st->pods[live].state != US_POD_PENDING || st->pods[live].named ||
+        strcmp(workload, st->workloads[st->pods[live].workload].name) == 0)
+        return -1;
+    return live;
+}
+
+/* Pod p, a pending place of the report's workload, takes the reported
+ * name, and the replacement that held it (placeholder, when >= 0) one of
+ * its own.  0, or -1 when out of memory (nothing changed). */
+static int take_reported_name(us_engine *e, int p, const char *name, int placeholder) {
+    char *copy = strdup(name);
+    if (!copy || (placeholder >= 0 && rename_placeholder(e, placeholder) < 0)) {
+        free(copy);
+        return -1;
+    }
+    free(e->st.pods[p].name);
+    e->st.pods[p].name = copy;
+    names_renamed(e, p);
+    return 0;
+}
+
 /* The real pod name is being deleted on node n, not by a decision of the
  * engine (a user, a controller scaling down, a node drain): it terminates
  * there, holding its room, until the caller removes it, and it is no
@@ -2026,12 +2051,8 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
     const char *res;
     int w;
     pod_index *x = pods_index(e);
-    int placeholder = -1; /* renamed once the report is accepted (rename_placeholder) */
-    if (live >= 0 && r->workload && strcmp(r->workload, st->workloads[st->pods[live].workload].name) != 0 &&
-        st->pods[live].state == US_POD_PENDING && !st->pods[live].named) {
-        placeholder = live;
-        live = -1;
-    }
+    int placeholder = replacement_for(st, live, r->workload); /* renamed once the report is accepted */
+    if (placeholder >= 0) live = -1;
     if (live >= 0) {
         w = st->pods[live].workload;
         if (r->workload && strcmp(r->workload, st->workloads[w].name) != 0)
@@ -2130,12 +2151,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return ok(err);
     }
     if (r->terminating) return report_terminating(e, r, n, live, err);
-    int placeholder = -1; /* renamed once the report is accepted */
-    if (live >= 0 && workload && strcmp(workload, st->workloads[st->pods[live].workload].name) != 0 &&
-        st->pods[live].state == US_POD_PENDING && !st->pods[live].named) {
-        placeholder = live;
-        live = -1;
-    }
+    int placeholder = replacement_for(st, live, workload); /* renamed once the report is accepted */
+    if (placeholder >= 0) live = -1;
     if (live >= 0) {
         w = st->pods[live].workload;
         if (workload && strcmp(workload, st->workloads[w].name) != 0)
@@ -2164,15 +2181,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
                     r->pin, st->nodes[pin].pool, wl->name, wl->pool);
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
-            char *copy = strdup(name);
-            if (!copy || (placeholder >= 0 && rename_placeholder(e, placeholder) < 0)) {
-                free(copy);
-                return nomem(err);
-            }
-            free(pd->name);
-            pd->name = copy;
+            if (take_reported_name(e, p, name, placeholder) < 0) return nomem(err);
             pd->named = true;
-            names_renamed(e, p);
             repin(e, p, pin);
             return ok(err);
         }
@@ -2213,16 +2223,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
         return fail(err, US_EINVAL,
                     "pod.node: \"%s\" has not enough %s for pod \"%s\" besides the pods running, "
                     "terminating or pipelined there", node, res, name);
-    if (live < 0) {
-        char *copy = strdup(name);
-        if (!copy || (placeholder >= 0 && rename_placeholder(e, placeholder) < 0)) {
-            free(copy);
-            return nomem(err);
-        }
-        free(pd->name);
-        pd->name = copy;
-        names_renamed(e, p);
-    }
+    if (live < 0 && take_reported_name(e, p, name, placeholder) < 0) return nomem(err);
     repin(e, p, pin);
     pd->named = true;
     pd->shared_dev = slot;

@@ -363,11 +363,9 @@ static bool put_workload(sv_workloads *w, cJSON *wl, double now, cJSON **pods) {
     return sv_cache_put(&w->wls_put, name, NULL, 0) == 0;
 }
 
-/* The pods of workload name reported by their real names (map_one
- * removed those gone). */
-/* One pass over a workload's pods into the engine: the ones being deleted
- * (terminating), or the others; the names reported are added to reported
- * (when not NULL). */
+/* One pass over a workload's pods into the engine, by their real names
+ * (map_one removed those gone): the ones being deleted (terminating), or
+ * the others; the names reported are added to reported (when not NULL). */
 static void report_pods(sv_workloads *w, const char *name, const cJSON *pods, bool terminating,
                         cJSON *reported) {
     us_error err;
