@@ -31,10 +31,14 @@ int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
             return -1;
     for (size_t k = 0; k < bg->npending; k++)
         if (bg->place[k] >= 0 && push(inv, bg->pending[k], bg->place[k], US_INV_PLACED) < 0) return -1;
+    /* pods nothing may move, from the workloads alone (not from
+     * us_plan_holds_fixed, the plan's own test) */
     for (size_t i = 0; i < p->npods; i++) {
         const us_pod *pd = &st->pods[i];
-        if (st->workloads[pd->workload].external && !pd->gone && pd->state == US_POD_RUNNING &&
-            pd->node >= 0 && p->pos[pd->node] >= 0 && push(inv, (int)i, pd->node, US_INV_EXTERNAL) < 0)
+        const us_workload *w = &st->workloads[pd->workload];
+        bool fixed = w->external || (w->blocked && w->state == US_WL_ACTIVE);
+        if (fixed && !pd->gone && pd->state == US_POD_RUNNING && pd->node >= 0 &&
+            p->pos[pd->node] >= 0 && push(inv, (int)i, pd->node, US_INV_FIXED) < 0)
             return -1;
     }
     return 0;
@@ -167,11 +171,12 @@ static int applied(const us_state *st, const us_inv *inv, double now, us_err *er
                               "background pod \"%s\" was kept on node \"%s\" but is %s", now,
                               pd->name, node, pd->gone ? "gone" : us_pod_state_names[pd->state]);
             break;
-        case US_INV_EXTERNAL:
+        case US_INV_FIXED:
             if (!on || pd->state != US_POD_RUNNING)
                 return BROKEN(err, "applied",
-                              "pod \"%s\" of an external workload ran on node \"%s\" but is %s", now,
-                              pd->name, node, pd->gone ? "gone" : us_pod_state_names[pd->state]);
+                              "pod \"%s\" of %s workload ran on node \"%s\" but is %s", now, pd->name,
+                              st->workloads[pd->workload].external ? "an external" : "a blocked", node,
+                              pd->gone ? "gone" : us_pod_state_names[pd->state]);
             break;
         case US_INV_STOPPED:
             /* terminating, or (nothing to release) already the controller's

@@ -12,9 +12,11 @@
  *                a terminating incarnation may share its successor's name);
  *   applied      every placement, keep and eviction the cycle accepted,
  *                from AI placement and from the background policy, is what
- *                the state now shows, and every running pod of an
- *                external workload (another scheduler's: it counts on its
- *                node in every view) still runs where it ran;
+ *                the state now shows, and every running pod nothing may
+ *                move still runs where it ran: an external workload's
+ *                (another scheduler's: it counts on its node in every
+ *                view) and an active workload's that breaks a rule (AI or
+ *                background: never scheduled, so never evicted either);
  *   queue-usage  each queue's allocation as the cycle reports it equals the
  *                sum of the requests of its AI pods (running or pipelined),
  *                its children's included;
@@ -41,10 +43,10 @@
 typedef struct us_inv_expect {
     int pod;      /* index in the state (stable for the cycle: pods only append) */
     int node;     /* node index */
-    int what;     /* US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED or US_INV_EXTERNAL */
+    int what;     /* US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED or US_INV_FIXED */
 } us_inv_expect;
 
-enum { US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED, US_INV_EXTERNAL };
+enum { US_INV_PLACED, US_INV_KEPT, US_INV_STOPPED, US_INV_FIXED };
 
 typedef struct us_inv {
     us_inv_expect *e;

@@ -33,6 +33,14 @@ static uint64_t node_key(int node, void *ctx) {
 
 bool us_plan_is_ai(const us_plan *p, int pod) { return p->wl_ai[p->st->pods[pod].workload]; }
 
+bool us_plan_holds_fixed(const us_plan *p, int pod) {
+    const us_pod *pd = &p->st->pods[pod];
+    const us_workload *w = &p->st->workloads[pd->workload];
+    return (w->external || (w->blocked && w->state == US_WL_ACTIVE)) &&
+           (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) && !pd->gone &&
+           pd->node >= 0 && p->pos[pd->node] >= 0;
+}
+
 static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     for (; q >= 0; q = p->st->queues[q].parent) {
         for (int r = 0; r < US_NRES; r++) {
@@ -64,9 +72,7 @@ static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
          * evicts it).  Planning through them would pipeline onto room
          * that never frees (found by tests/fuzz/fuzz_scenario, and for
          * background work by tests/fuzz/fuzz_api). */
-        bool held = w->external || (w->blocked && w->state == US_WL_ACTIVE);
-        if (held && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
-            !pod->gone && pod->node >= 0 && p->pos[pod->node] >= 0)
+        if (us_plan_holds_fixed(p, (int)i))
             us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
                           pod->shared_dev);
         return;

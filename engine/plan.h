@@ -117,6 +117,13 @@ void us_plan_free(us_plan *p);
 
 /* Is the pod an AI pod of an active, schedulable workload in this pool? */
 bool us_plan_is_ai(const us_plan *p, int pod);
+/* Does the pod hold room in the AI view that nothing may move or evict?
+ * Running and pipelined pods of an external workload (another scheduler
+ * placed them) and of an active workload that breaks a rule (never
+ * scheduled, AI or background alike), on a node of the pool.  Placement
+ * plans around them, the tie-break never swaps their node's bundle, and
+ * the re-offer never offers them. */
+bool us_plan_holds_fixed(const us_plan *p, int pod);
 /* Node the pod occupies in the AI view (its own node or planned node), or -1. */
 int us_plan_node_of(const us_plan *p, int pod);
 

@@ -148,7 +148,11 @@ static void collect_bg(work *w) {
     const us_state *st = p->st;
     for (size_t k = 0; k < st->nworkloads; k++) {
         const us_workload *wl = &st->workloads[k];
-        w->wl_offer[k] = wl->background && wl->state == US_WL_ACTIVE && strcmp(wl->pool, p->pool) == 0;
+        /* a blocked workload's running pods hold their room in the AI view
+         * already (us_plan_holds_fixed): offering them would count them
+         * twice and evict what nothing may evict */
+        w->wl_offer[k] = wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
+                         strcmp(wl->pool, p->pool) == 0;
     }
     for (size_t k = 0; k < p->nnodes; k++) {
         w->held[k] = p->ai[k];
@@ -187,7 +191,8 @@ static int mark_touched(work *w) {
     for (size_t k = 0; k < w->nbg; k++) {
         const us_pod *pd = &st->pods[w->bg[k]];
         const us_workload *wl = &st->workloads[pd->workload];
-        if (pd->state != US_POD_RUNNING) continue;  /* pending */
+        /* pending, or held in the AI view already (wl_offer) */
+        if (pd->state != US_POD_RUNNING || !w->wl_offer[pd->workload]) continue;
         int pos = p->pos[pd->node];
         if (w->touched[pos]) continue;
         if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], wl->request, -1)) w->touched[pos] = true;
@@ -213,13 +218,12 @@ static void gather(work *w) {
     for (size_t k = 0; k < w->nbg; k++) {
         int i = w->bg[k];
         const us_pod *pd = &st->pods[i];
-        const us_workload *wl = &st->workloads[pd->workload];
         if (!w->wl_offer[pd->workload]) continue;
         if (pd->state == US_POD_RUNNING) {  /* on a node of the pool (collect_bg) */
             /* offered pods from the front, staying ones from the back */
             if (w->touched[p->pos[pd->node]]) out->running[out->nrunning++] = i;
             else out->running[w->nbg - ++nstay] = i;
-        } else if (!wl->blocked) {  /* pending */
+        } else {  /* pending, of a workload that breaks no rule (wl_offer) */
             out->pending[out->npending++] = i;
         }
     }

@@ -7,8 +7,9 @@
  *
  * Interchangeable: same pool, labels that matter (nodelabels.h: a unique
  * hostname does not tell nodes apart), taints, capacity, GPU devices and
- * cordon, no AI pod holding room on the node at the snapshot (running or
- * pipelined: a terminating one holds none in the AI view and is no victim),
+ * cordon, no pod holding room on the node in the AI view at the snapshot
+ * (an AI pod running or pipelined, or one nothing may move: a terminating
+ * one holds none in the AI view and is no victim),
  * and no bundle pinned there (a DaemonSet pod).  Every such
  * node looks the same to every AI pod of the cycle — to feasibility, to
  * the placement policy's score (which may not depend on names), to victim
@@ -181,10 +182,14 @@ int us_ties_spare_background(us_plan *p, us_err *err) {
         w.to[pos] = -1;
         for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
             const us_pod *pd = &st->pods[p->node_pods[k]];
-            /* an AI pod that holds room in the AI view; one terminating holds
-             * none there and is no victim: the node is still empty for AI */
-            if (!st->workloads[pd->workload].background &&
-                (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
+            /* a pod that holds room in the AI view: an AI pod, or one
+             * nothing may move (us_plan_holds_fixed: an external or blocked
+             * workload's, background ones too), whose room stays on this
+             * node whichever bundle lands here.  One terminating holds none
+             * there and is no victim: the node is still empty for AI. */
+            if ((!st->workloads[pd->workload].background &&
+                 (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) ||
+                us_plan_holds_fixed(p, p->node_pods[k]))
                 w.npl[pos] = -1;
             else if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
         }

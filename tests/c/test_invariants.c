@@ -301,7 +301,7 @@ TEST(an_external_pod_that_the_cycle_moved) {
     }
     us_state *st = &sc.state;
     int x = pod(st, "x-0"), n3 = us_state_node_index(st, "n3");
-    us_inv_expect ex = {x, n3, US_INV_EXTERNAL};
+    us_inv_expect ex = {x, n3, US_INV_FIXED};
     us_inv inv = {&ex, 1, 1, NULL};
     us_queue_figures figs[1] = {{{{8000, 0, 0}}, {0}}};
     us_err err = {0};

@@ -9,7 +9,9 @@
  *              least-displacement tie-break (ties.c) as with plain ties
  *              by node name, from the same state;
  *   invisible  every cycle decides the same AI outcome with the cluster's
- *              background workloads as without them, from the same state;
+ *              background workloads as without them, from the same state
+ *              (background work that breaks a rule stays in both: nothing
+ *              evicts it, so it holds its room as an external pod does);
  *   state      the state written as a scenario (statejson.h, serve's
  *              /debug/state) at every cycle loads back and writes
  *              identically;
@@ -132,7 +134,8 @@ static void existing(rng *r, buf *b, room *rm, bool p2, int gpu, int cpu, int co
  * fractional GPUs, selectors, tolerations, priorities and
  * preemptibility), some of them already running at t=0 (AI pods also
  * terminating or pipelined), and a timeline that deletes, completes,
- * removes nodes and cordons; one seed in three, an external workload.
+ * removes nodes and cordons; one seed in three, an external workload, and
+ * one in three, a background workload that breaks a rule, already running.
  * With hostname, every node also carries a unique kubernetes.io/hostname
  * and an instance id, as real nodes do: nothing selects on them, and they
  * draw nothing from the generator. */
@@ -198,6 +201,18 @@ static char *scenario(uint64_t seed, bool hostname) {
             rm.used[k][0][0] += 1;
             rm.used[k][0][1] += 1;
         }
+        first = false;
+    }
+    /* one seed in three: background work that breaks a rule (a fractional
+     * GPU), one pod already running on n2's device 0.  Nothing schedules
+     * or evicts it, so it holds that room in every view; drawn from the
+     * seed, as the external workload is */
+    if (seed % 3 == 1) {
+        put(&b, "%s{\"name\":\"infra/frac\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/"
+                "background\":\"true\"},\"requests\":{\"gpu\":0.5},\"pool\":\"%s\",\"pods\":[{\"name\":"
+                "\"infra/frac-0\",\"node\":\"n2\",\"state\":\"running\",\"device\":0}]}",
+            first ? "" : ",", rm.pool[1] ? "p2" : "default");
+        for (int k = 0; k < 2; k++) rm.used[k][1][0] += 1; /* all of device 0, to be simple */
         first = false;
     }
     for (int k = 0; k < nbg; k++) {
@@ -437,10 +452,15 @@ static void one_cycle(const us_state *st, us_policy *pol, double now, int cycle,
     memset(out, 0, sizeof *out);
     if (us_state_clone(&copy, st) < 0) abort();
     if (!background) {
+        /* work that breaks a rule is not invisible: nothing evicts it, so
+         * it holds its room as another scheduler's pods do, and stays */
         for (size_t w = 0; w < copy.nworkloads; w++)
-            if (copy.workloads[w].background) copy.workloads[w].state = US_WL_DELETED;
+            if (copy.workloads[w].background && !copy.workloads[w].blocked)
+                copy.workloads[w].state = US_WL_DELETED;
         for (size_t i = 0; i < copy.npods; i++)
-            if (copy.workloads[copy.pods[i].workload].background) copy.pods[i].gone = true;
+            if (copy.workloads[copy.pods[i].workload].state == US_WL_DELETED &&
+                copy.workloads[copy.pods[i].workload].background)
+                copy.pods[i].gone = true;
         us_state_compact_pods(&copy);
     }
     us_queue_figures *figs = calloc(copy.nqueues ? copy.nqueues : 1, sizeof *figs);
@@ -580,16 +600,17 @@ static void unique_labels_change_nothing(uint64_t seed, const char *text) {
     free(tagged);
 }
 
-/* Decisions of a run that name a pod of the external workload: never one
- * (nothing places, moves or evicts another scheduler's pods). */
-static int n_external_seeds;
-static int external_decisions(const cJSON *doc) {
+/* Decisions of a run that name a pod whose name starts with prefix: none
+ * for the external workload's (nothing places, moves or evicts another
+ * scheduler's pods) nor for the blocked background workload's. */
+static int n_external_seeds, n_blocked_seeds;
+static int decisions_naming(const cJSON *doc, const char *prefix) {
     int n = 0;
     const cJSON *c, *d;
     cJSON_ArrayForEach(c, cJSON_GetObjectItem(doc, "cycles"))
         cJSON_ArrayForEach(d, cJSON_GetObjectItem(c, "decisions")) {
             const cJSON *pod = cJSON_GetObjectItem(d, "pod");
-            if (cJSON_IsString(pod) && strncmp(pod->valuestring, "kube-system/", 12) == 0) n++;
+            if (cJSON_IsString(pod) && strncmp(pod->valuestring, prefix, strlen(prefix)) == 0) n++;
         }
     return n;
 }
@@ -608,9 +629,15 @@ static void one_seed(uint64_t seed, bool verbose) {
     CHECK(ran("full cycles", seed, &full));
     if (base.doc && seed % 3 == 0) {
         n_external_seeds++;
-        if (external_decisions(base.doc))
+        if (decisions_naming(base.doc, "kube-system/"))
             printf("seed %llu: a decision names a pod of the external workload\n", (unsigned long long)seed);
-        CHECK(external_decisions(base.doc) == 0);
+        CHECK(decisions_naming(base.doc, "kube-system/") == 0);
+    }
+    if (base.doc && seed % 3 == 1) {
+        n_blocked_seeds++;
+        if (decisions_naming(base.doc, "infra/frac"))
+            printf("seed %llu: a decision names the blocked background pod\n", (unsigned long long)seed);
+        CHECK(decisions_naming(base.doc, "infra/frac") == 0);
     }
     if (base.json && uncached.json)
         CHECK(same("cached and uncached scores: outputs", seed, base.json, uncached.json));
@@ -640,6 +667,7 @@ TEST(random_scenarios_keep_invariants_and_differential_properties) {
     CHECK(n_bg_evictions > 0);
     CHECK(n_spared > 0);
     CHECK(n_external_seeds > 0);
+    CHECK(n_blocked_seeds > 0);
     CHECK(n_round_trips == n_cycles);
 }
 
