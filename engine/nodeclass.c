@@ -2,11 +2,12 @@
  * nodeclass.c — equivalence classes of nodes and pods, and the score cache
  * keyed by them (see nodeclass.h).
  *
- * Node classes live in an open-addressing hash table keyed by the node's
- * view; each class keeps a min-heap of member positions so that the first
- * member by name is found at once.  Members that left are dropped from the
- * heap lazily.  Pod classes are few (one per distinct pod view), found by a
- * short linear search and cached per workload.
+ * Node classes are found by the hash of the node's view (hashidx.h); each
+ * class keeps a min-heap of member positions so that the first member by
+ * name is found at once.  Members that left are dropped from the heap
+ * lazily.  Pod classes (one per distinct pod view) are found by hash too,
+ * and cached per workload: a cluster of many distinct pending jobs made a
+ * scan of them quadratic.
  */
 #include "nodeclass.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashidx.h"
 #include "nodelabels.h"
 
 
@@ -28,7 +30,6 @@ typedef struct nkey {
 
 typedef struct nclass {
     nkey key;
-    uint64_t hash;
     int count;         /* members now */
     int *heap, nheap, capheap;
 } nclass;
@@ -51,64 +52,26 @@ typedef struct pclass {
 struct us_classes {
     nclass *cls;
     int ncls, capcls;
-    int *table;        /* class id + 1, or 0 for empty */
-    size_t tcap;
+    us_hashidx table;  /* node classes by their key's hash */
     int *node_class;   /* [nnodes] */
     int *live;         /* ids of the classes with members, ascending */
     int nlive, caplive;
     pclass *pcs;
     int npcs, cappcs;
+    us_hashidx pc_table;  /* pod classes by their key's hash */
     int *wl_class;     /* [nworkloads]: pod class, or -1 not known yet */
 };
 
 /* ---- hashing ---------------------------------------------------------- */
 
-static uint64_t mix(uint64_t h, const void *data, size_t n) {
-    const unsigned char *s = data;
-    for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ULL;
-    return h;
-}
-
-static uint64_t mix_str(uint64_t h, const char *s) { return mix(h, s, strlen(s) + 1); }
-
-static uint64_t hash_labels(uint64_t h, const us_labels *l) {
-    for (size_t i = 0; i < l->n; i++) h = mix_str(mix_str(h, l->items[i].key), l->items[i].value);
-    return mix(h, &l->n, sizeof l->n);
-}
-
-
-static uint64_t hash_taints(uint64_t h, const us_taints *t) {
-    for (size_t i = 0; i < t->n; i++)
-        h = mix(mix_str(mix_str(h, t->items[i].key), t->items[i].value), &t->items[i].effect,
-                sizeof t->items[i].effect);
-    return mix(h, &t->n, sizeof t->n);
-}
-
 /* The fixed part of a key (capacity and use: about 200 bytes, most of
  * them the zero shared-slot counts) a word at a time: hashing it byte by
- * byte was most of what joining a node to its class cost.  The shift
- * folds high bits down, as the table's slot is the hash's low bits and
- * memory sizes differ only in high ones. */
-static uint64_t mix_words(uint64_t h, const void *data, size_t n) {
-    const unsigned char *s = data;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        uint64_t w;
-        memcpy(&w, s + i, sizeof w);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 32;
-    }
-    return mix(h, s + i, n - i);
-}
-
+ * byte was most of what joining a node to its class cost. */
 static uint64_t hash_key(const nkey *k) {
-    uint64_t h = hash_taints(hash_labels(0xcbf29ce484222325ULL, k->labels), k->taints);
+    uint64_t h = us_hash_taints(us_hash_labels(US_HASH_SEED, k->labels), k->taints);
     /* the key is zero-filled before it is set, so padding hashes the same */
-    h = mix_words(h, &k->cap, sizeof *k - offsetof(nkey, cap));
-    /* MurmurHash3's finaliser: every bit of h reaches the low ones */
-    h ^= h >> 33;
-    h *= 0xFF51AFD7ED558CCDULL;
-    return h ^ (h >> 33);
+    h = us_hash_words(h, &k->cap, sizeof *k - offsetof(nkey, cap));
+    return us_hash_finish(h);
 }
 
 static bool key_equal(const nkey *a, const nkey *b) {
@@ -129,30 +92,16 @@ static void make_key(const us_plan *p, int pos, nkey *k) {
     k->ai = p->ai[pos];
 }
 
-static int grow_table(us_classes *c) {
-    size_t ncap = c->tcap ? c->tcap * 2 : 256;
-    int *t = calloc(ncap, sizeof *t);
-    if (!t) return -1;
-    for (int id = 0; id < c->ncls; id++) {
-        size_t h = c->cls[id].hash & (ncap - 1);
-        while (t[h]) h = (h + 1) & (ncap - 1);
-        t[h] = id + 1;
-    }
-    free(c->table);
-    c->table = t;
-    c->tcap = ncap;
-    return 0;
+static bool class_is(int id, const void *key, void *ctx) {
+    const us_classes *c = ctx;
+    return key_equal(&c->cls[id].key, key);
 }
 
 /* The class of key k, created when new; -1 when memory runs out. */
 static int class_of(us_classes *c, const nkey *k) {
     uint64_t h = hash_key(k);
-    if ((size_t)(c->ncls + 1) * 2 > c->tcap && grow_table(c) < 0) return -1;
-    size_t slot = h & (c->tcap - 1);
-    for (; c->table[slot]; slot = (slot + 1) & (c->tcap - 1)) {
-        nclass *x = &c->cls[c->table[slot] - 1];
-        if (x->hash == h && key_equal(&x->key, k)) return c->table[slot] - 1;
-    }
+    int id = us_hashidx_find(&c->table, h, class_is, k, c);
+    if (id >= 0) return id;
     if (c->ncls == c->capcls) {
         int ncap = c->capcls ? c->capcls * 2 : 64;
         nclass *x = realloc(c->cls, (size_t)ncap * sizeof *x);
@@ -160,11 +109,10 @@ static int class_of(us_classes *c, const nkey *k) {
         c->cls = x;
         c->capcls = ncap;
     }
+    if (us_hashidx_add(&c->table, h, c->ncls) < 0) return -1;
     nclass *x = &c->cls[c->ncls];
     memset(x, 0, sizeof *x);
     x->key = *k;
-    x->hash = h;
-    c->table[slot] = c->ncls + 1;
     return c->ncls++;
 }
 
@@ -268,10 +216,11 @@ void us_classes_free(us_classes *c) {
         free(c->pcs[i].cells);
     }
     free(c->cls);
-    free(c->table);
+    us_hashidx_free(&c->table);
     free(c->node_class);
     free(c->live);
     free(c->pcs);
+    us_hashidx_free(&c->pc_table);
     free(c->wl_class);
     free(c);
 }
@@ -297,19 +246,30 @@ int us_classes_first(us_classes *c, int id) {
 
 /* ---- pod classes and the score cache --------------------------------------- */
 
+static uint64_t hash_pclass(const pclass *k) {
+    uint64_t h = us_hash_words(US_HASH_SEED, &k->req, sizeof k->req);
+    int ints[3] = {k->priority, k->queue, k->background};
+    h = us_hash_words(h, ints, sizeof ints);
+    h = us_hash_tolerations(us_hash_labels(us_hash_labels(h, k->sel), k->labels), k->tol);
+    return us_hash_finish(h);
+}
+
+static bool pclass_is(int id, const void *key, void *ctx) {
+    const pclass *x = &((const us_classes *)ctx)->pcs[id], *k = key;
+    return memcmp(&x->req, &k->req, sizeof k->req) == 0 && x->priority == k->priority &&
+           x->queue == k->queue && x->background == k->background && us_labels_equal(x->sel, k->sel) &&
+           us_labels_equal(x->labels, k->labels) && us_tolerations_equal(x->tol, k->tol);
+}
+
 int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     int w = p->st->pods[pod].workload;
     if (c->wl_class[w] >= 0) return c->wl_class[w];
     const us_workload *wl = &p->st->workloads[w];
     pclass k = {wl->request, &wl->node_selector, &wl->labels, &wl->tolerations, wl->priority,
                 wl->queue, wl->background, NULL, 0};
-    for (int i = 0; i < c->npcs; i++) {
-        const pclass *x = &c->pcs[i];
-        if (memcmp(&x->req, &k.req, sizeof k.req) == 0 && x->priority == k.priority &&
-            x->queue == k.queue && x->background == k.background && us_labels_equal(x->sel, k.sel) &&
-            us_labels_equal(x->labels, k.labels) && us_tolerations_equal(x->tol, k.tol))
-            return c->wl_class[w] = i;
-    }
+    uint64_t h = hash_pclass(&k);
+    int id = us_hashidx_find(&c->pc_table, h, pclass_is, &k, c);
+    if (id >= 0) return c->wl_class[w] = id;
     if (c->npcs == c->cappcs) {
         int ncap = c->cappcs ? c->cappcs * 2 : 16;
         pclass *x = realloc(c->pcs, (size_t)ncap * sizeof *x);
@@ -317,6 +277,7 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
         c->pcs = x;
         c->cappcs = ncap;
     }
+    if (us_hashidx_add(&c->pc_table, h, c->npcs) < 0) return -1;
     c->pcs[c->npcs] = k;
     return c->wl_class[w] = c->npcs++;
 }

@@ -264,6 +264,7 @@ void us_plan_free(us_plan *p) {
     free(p->scratch.fresh);
     free(p->scratch.views);
     free(p->failed_jobs);
+    us_hashidx_free(&p->failed);
     free(p->victim_first);
     free(p->victim_pods);
     memset(p, 0, sizeof *p);

@@ -13,6 +13,7 @@
 
 #include "cycle.h"
 #include "events.h"
+#include "hashidx.h"
 #include "policy.h"
 #include "state.h"
 #include "use.h"
@@ -84,8 +85,9 @@ typedef struct us_plan {
 
     /* victims.c: jobs whose victim search failed since the plan last
      * changed for good; a job just like one of them fails the same way */
-    int *failed_jobs;
+    int *failed_jobs;      /* [2 * nfailed]: job, pods needed */
     size_t nfailed, cap_failed;
+    us_hashidx failed;     /* their indices, by hash (hashidx.h) */
     /* victims.c: AI pods that may ever be victims, by queue (built on the
      * first search): [nqueues + 1] offsets into victim_pods */
     int *victim_first;

@@ -32,6 +32,7 @@
 
 #include "builtin.h"
 #include "cyclecache.h"
+#include "hashidx.h"
 #include "placement.h"
 #include "sort.h"
 #include "usesum.h"
@@ -260,11 +261,28 @@ static void gather(work *w) {
     us_usesum_flush_all(&w->stay);
 }
 
-/* Same selector, tolerations and request: pods that may go to the same nodes. */
+/* Same selector, tolerations and request: pods that may go to the same
+ * nodes.  Groups are found by hash (hashidx.h): many distinct background
+ * workloads pending at once made a scan of the groups quadratic. */
 static bool same_need(const us_workload *a, const us_workload *b) {
     return memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
            us_labels_equal(&a->node_selector, &b->node_selector) &&
            us_tolerations_equal(&a->tolerations, &b->tolerations);
+}
+
+static uint64_t need_hash(const us_workload *w) {
+    uint64_t h = us_hash_words(US_HASH_SEED, &w->request, sizeof w->request);
+    return us_hash_finish(us_hash_tolerations(us_hash_labels(h, &w->node_selector), &w->tolerations));
+}
+
+typedef struct groups {
+    const us_state *st;
+    const int *lead;  /* a pod per group */
+} groups;
+
+static bool group_is(int g, const void *key, void *ctx) {
+    const groups *gs = ctx;
+    return same_need(&gs->st->workloads[gs->st->pods[gs->lead[g]].workload], key);
 }
 
 /* Candidate lists: the nodes a pending pod may go to and has room on.  A
@@ -276,22 +294,30 @@ static int candidates(work *w) {
     const us_state *st = p->st;
     const us_reoffer *out = w->out;
     size_t ngroups = 0, npinned = 0, ncand = 0;
-    int *lead = malloc((out->npending + 1) * sizeof *lead);      /* a pod per group */
+    int *lead = malloc((out->npending + 1) * sizeof *lead);
+    int *group = malloc((out->npending + 1) * sizeof *group);  /* each pending pod's */
     const int **list = malloc((out->npending + 1) * sizeof *list);
     size_t *len = malloc((out->npending + 1) * sizeof *len);
+    us_hashidx byneed = {0};
+    groups gs = {st, lead};
     int rc = -1;
-    if (!lead || !list || !len) goto out;
+    if (!lead || !group || !list || !len) goto out;
     for (size_t i = 0; i < out->npending; i++) {
         const us_pod *pd = &st->pods[out->pending[i]];
+        const us_workload *wl = &st->workloads[pd->workload];
+        group[i] = -1;
         if (pd->pin >= 0) {
             npinned++;
             continue;
         }
-        size_t g = 0;
-        while (g < ngroups && !same_need(&st->workloads[st->pods[lead[g]].workload],
-                                         &st->workloads[pd->workload]))
-            g++;
-        if (g == ngroups) lead[ngroups++] = out->pending[i];
+        uint64_t h = need_hash(wl);
+        int g = us_hashidx_find(&byneed, h, group_is, wl, &gs);
+        if (g < 0) {
+            if (us_hashidx_add(&byneed, h, (int)ngroups) < 0) goto out;
+            g = (int)ngroups;
+            lead[ngroups++] = out->pending[i];
+        }
+        group[i] = g;
     }
     if (!(w->cands = malloc((ngroups * p->nnodes + npinned + 1) * sizeof *w->cands))) goto out;
     for (size_t g = 0; g < ngroups; g++) {
@@ -321,18 +347,18 @@ static int candidates(work *w) {
                 w->shown[k] = true;
             }
         } else {
-            size_t g = 0;
-            while (!same_need(&st->workloads[st->pods[lead[g]].workload], wl)) g++;
-            mine = len[g] ? list[g] : NULL;  /* an empty list has no address */
-            n = len[g];
+            mine = len[group[i]] ? list[group[i]] : NULL;  /* an empty list has no address */
+            n = len[group[i]];
         }
         w->pending[i] = (us_bg_pod){pd, wl, -1, mine, n};
     }
     rc = 0;
 out:
     free(lead);
+    free(group);
     free(list);
     free(len);
+    us_hashidx_free(&byneed);
     return rc;
 }
 

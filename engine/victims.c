@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gang.h"
+#include "hashidx.h"
 #include "queueorder.h"
 #include "sort.h"
 
@@ -313,20 +314,35 @@ out:
 
 /* Would a search for w meet exactly the situation a failed one met?  Same
  * queue, priority, preemptibility, request, pods needed, node selector and
- * tolerations
- * (the memo is per action: reclaim and preempt each start it empty). */
-static bool failed_before(const us_plan *p, int w, int need) {
+ * tolerations (the memo is per action: reclaim and preempt each start it
+ * empty, and it empties whenever the plan changes).  The failures are
+ * found by hash: a cycle of many distinct jobs that all fail made a scan
+ * of them quadratic. */
+typedef struct failed_key {
+    int job, need;
+} failed_key;
+
+static uint64_t failed_hash(const us_plan *p, int w, int need) {
     const us_workload *a = &p->st->workloads[w];
-    for (size_t i = 0; i < p->nfailed; i++) {
-        const us_workload *b = &p->st->workloads[p->failed_jobs[2 * i]];
-        if (p->failed_jobs[2 * i + 1] == need && a->queue == b->queue &&
-            a->priority == b->priority && a->preemptibility == b->preemptibility &&
-            memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
-            us_labels_equal(&a->node_selector, &b->node_selector) &&
-            us_tolerations_equal(&a->tolerations, &b->tolerations))
-            return true;
-    }
-    return false;
+    int ints[4] = {need, a->queue, a->priority, (int)a->preemptibility};
+    uint64_t h = us_hash_words(us_hash_words(US_HASH_SEED, ints, sizeof ints), &a->request, sizeof a->request);
+    return us_hash_finish(us_hash_tolerations(us_hash_labels(h, &a->node_selector), &a->tolerations));
+}
+
+static bool failed_is(int id, const void *key, void *ctx) {
+    const us_plan *p = ctx;
+    const failed_key *k = key;
+    const us_workload *a = &p->st->workloads[k->job];
+    const us_workload *b = &p->st->workloads[p->failed_jobs[2 * id]];
+    return p->failed_jobs[2 * id + 1] == k->need && a->queue == b->queue && a->priority == b->priority &&
+           a->preemptibility == b->preemptibility && memcmp(&a->request, &b->request, sizeof a->request) == 0 &&
+           us_labels_equal(&a->node_selector, &b->node_selector) &&
+           us_tolerations_equal(&a->tolerations, &b->tolerations);
+}
+
+static bool failed_before(us_plan *p, int w, int need) {
+    failed_key k = {w, need};
+    return us_hashidx_find(&p->failed, failed_hash(p, w, need), failed_is, &k, p) >= 0;
 }
 
 static int note_failed(us_plan *p, int w, int need) {
@@ -337,9 +353,16 @@ static int note_failed(us_plan *p, int w, int need) {
         p->failed_jobs = x;
         p->cap_failed = ncap;
     }
+    if (us_hashidx_add(&p->failed, failed_hash(p, w, need), (int)p->nfailed) < 0) return -1;
     p->failed_jobs[2 * p->nfailed] = w;
     p->failed_jobs[2 * p->nfailed++ + 1] = need;
     return 0;
+}
+
+/* The plan changed: earlier failures may succeed now. */
+static void forget_failed(us_plan *p) {
+    p->nfailed = 0;
+    us_hashidx_clear(&p->failed);
 }
 
 static int serve(us_plan *p, int w, us_action act, us_err *err) {
@@ -357,7 +380,7 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
         bool ok;
         if (search_victims(&s, &ok, err) < 0) return -1;
         if (!ok) return note_failed(p, w, s.need) < 0 ? us_err_nomem(err) : 0;
-        p->nfailed = 0;  /* the plan changed: earlier failures may succeed now */
+        forget_failed(p);
     }
 }
 
@@ -365,11 +388,11 @@ static int reclaim_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_A
 static int preempt_job(us_plan *p, int w, us_err *err) { return serve(p, w, US_ACT_PREEMPT, err); }
 
 int us_reclaim(us_plan *p, us_err *err) {
-    p->nfailed = 0;
+    forget_failed(p);
     return us_gang_serve_in_order(p, reclaim_job, err);
 }
 
 int us_preempt(us_plan *p, us_err *err) {
-    p->nfailed = 0;  /* a job reclaim could not help may still preempt */
+    forget_failed(p);  /* a job reclaim could not help may still preempt */
     return us_gang_serve_in_order(p, preempt_job, err);
 }
