@@ -13,11 +13,10 @@
 
 bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }
 
-size_t us_gang_pending(const us_plan *p, int w, int *pods) {
-    size_t n = 0;
-    for (int k = p->wl_first[w]; k < p->wl_first[w + 1]; k++)
-        if (!(p->flags[p->wl_pending[k]] & US_PF_NEW)) pods[n++] = p->wl_pending[k];
-    return n;
+const int *us_gang_pending(const us_plan *p, int w, size_t *n) {
+    int from = p->wl_first[w] + p->wl_placed[w];
+    *n = (size_t)(p->wl_first[w + 1] - from);
+    return p->wl_pending + from;
 }
 
 int us_gang_missing(const us_plan *p, int w) {
@@ -45,10 +44,9 @@ size_t us_gang_jobs(const us_plan *p, int *jobs) {
     const us_state *st = p->st;
     size_t n = 0;
     for (size_t w = 0; w < st->nworkloads; w++) {
-        bool has = false;
-        for (int k = p->wl_first[w]; k < p->wl_first[w + 1] && !has; k++)
-            has = !(p->flags[p->wl_pending[k]] & US_PF_NEW);
-        if (has && us_gang_is_job(p, (int)w)) {
+        size_t pending;
+        (void)us_gang_pending(p, (int)w, &pending);
+        if (pending > 0 && us_gang_is_job(p, (int)w)) {
             if (p->wl_terminating[w] > 0) {
                 /* its own pods still terminate: it waits for them (see us_gang_try) */
                 p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
@@ -71,9 +69,8 @@ int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *e
         p->st->workloads[w].why_pending = US_WHY_OWN_PODS;
         return 0;
     }
-    int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
-    if (!pods) return us_err_nomem(err);
-    size_t n = us_gang_pending(p, w, pods);
+    size_t n;
+    const int *pods = us_gang_pending(p, w, &n);
     size_t mark = us_plan_mark(p);
     int rc = 0, placed = 0;
     bool np = wl->preemptibility != US_PREEMPTIBLE;
@@ -103,7 +100,6 @@ int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *e
             p->st->workloads[w].why_queue = blocker;
         }
     }
-    free(pods);
     return rc;
 }
 

@@ -11,9 +11,13 @@
  * in the plan's pool). */
 bool us_gang_is_job(const us_plan *p, int w);
 
-/* Its pending pods not yet placed by the plan, in creation order.  pods
- * must hold st->npods entries; returns the count. */
-size_t us_gang_pending(const us_plan *p, int w, int *pods);
+/* Its pending pods not yet placed by the plan, in creation order: the end
+ * of its run of wl_pending, *n of them.  The plan places a job's pending
+ * pods only in that order (us_gang_try) and undoes the latest first, so
+ * the placed ones are always the run's first (wl_placed): finding the
+ * rest costs nothing, where a scan made an elastic job that preempts one
+ * pod at a time quadratic. */
+const int *us_gang_pending(const us_plan *p, int w, size_t *n);
 
 /* Jobs of the pool with pending pods, in the order a queue serves them:
  * priority (high first), then creation time, then name.  A job whose own

@@ -149,13 +149,14 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
     p->wl_pending = malloc(np * sizeof *p->wl_pending);
+    p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
     p->demand = calloc(nq, sizeof *p->demand);
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->wl_ai || !p->wl_terminating ||
+        !p->wl_first || !p->wl_pending || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
@@ -249,6 +250,7 @@ void us_plan_free(us_plan *p) {
     free(p->wl_terminating);
     free(p->wl_first);
     free(p->wl_pending);
+    free(p->wl_placed);
     free(p->alloc);
     free(p->alloc_np);
     free(p->demand);
@@ -267,6 +269,11 @@ void us_plan_free(us_plan *p) {
     us_hashidx_free(&p->failed);
     free(p->victim_first);
     free(p->victim_pods);
+    free(p->victim_cands);
+    free(p->victim_units);
+    free(p->victim_queues);
+    free(p->victim_skip);
+    free(p->victim_drop);
     memset(p, 0, sizeof *p);
 }
 
@@ -311,6 +318,7 @@ int us_plan_place(us_plan *p, int pod, int node, us_action act) {
     if (push_undo(p, pod, US_PF_NEW) < 0) return -1;
     account(p, pod, node, -1, 1, &p->pslot[pod]);
     p->flags[pod] |= US_PF_NEW;
+    p->wl_placed[p->st->pods[pod].workload]++;
     p->pnode[pod] = node;
     p->pact[pod] = (uint8_t)act;
     p->placed[p->nplaced++] = pod;
@@ -336,6 +344,7 @@ void us_plan_rollback(us_plan *p, size_t mark) {
         if (u.flag == US_PF_NEW) {
             account(p, u.pod, p->pnode[u.pod], p->pslot[u.pod], -1, NULL);
             p->flags[u.pod] &= (uint8_t)~US_PF_NEW;
+            p->wl_placed[p->st->pods[u.pod].workload]--;
             p->pnode[u.pod] = -1;
             p->pslot[u.pod] = -1;
             p->nplaced--; /* placements are undone in reverse order */

@@ -73,6 +73,8 @@ typedef struct us_plan {
                             victims of this plan that will be (grace > 0) */
     int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
     int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
+    int *wl_placed;      /* [nworkloads] how many of them the plan placed: always
+                            the first (us_plan_place, us_gang_pending) */
 
     /* per queue [st->nqueues]; parents include their children */
     us_res *alloc;       /* AI allocation */
@@ -88,10 +90,14 @@ typedef struct us_plan {
     int *failed_jobs;      /* [2 * nfailed]: job, pods needed */
     size_t nfailed, cap_failed;
     us_hashidx failed;     /* their indices, by hash (hashidx.h) */
-    /* victims.c: AI pods that may ever be victims, by queue (built on the
-     * first search): [nqueues + 1] offsets into victim_pods */
+    /* victims.c: AI pods that may ever be victims, by queue, each queue's
+     * in the order they give (built on the first search): [nqueues + 1]
+     * offsets into victim_pods; and a search's scratch, sized by them */
     int *victim_first;
     int *victim_pods;
+    int *victim_cands, *victim_units, *victim_queues;
+    int *victim_skip;    /* [nqueues] leading entries known to be victims */
+    bool *victim_drop;
     struct us_classes *classes;  /* node and pod classes (nodeclass.h), built on first use */
     bool oom;                 /* memory ran out keeping the classes current */
     us_policy *score_pol;     /* placement version in use this cycle (NULL: built-in);
@@ -129,7 +135,8 @@ bool us_plan_holds_fixed(const us_plan *p, int pod);
 /* Node the pod occupies in the AI view (its own node or planned node), or -1. */
 int us_plan_node_of(const us_plan *p, int pod);
 
-/* Tentative changes; both 0 or -1 (out of memory). */
+/* Tentative changes; both 0 or -1 (out of memory).  A pod placed is the
+ * first of its job's pending pods not placed yet (us_gang_pending). */
 int us_plan_place(us_plan *p, int pod, int node, us_action act);
 int us_plan_evict(us_plan *p, int pod, us_action act, int evictor);
 size_t us_plan_mark(const us_plan *p);

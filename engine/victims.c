@@ -107,17 +107,21 @@ static bool candidate(const search *s, int pod) {
     return v->queue == j->queue && v->priority < j->priority;
 }
 
-static int victim_order(const void *a, const void *b, void *ctx) {
-    const search *s = ctx;
-    const us_plan *cmp_plan = s->p;
-    const us_state *st = cmp_plan->st;
+/* The order victims give in: by queue, the one queue order would serve
+ * last first (give_order); inside a queue (within_queue), lower priority
+ * first, then the newest workload, then the newest pod.  The order inside
+ * a queue never changes during a cycle, so each queue's pods are sorted
+ * once (build_index); the queues, whose order follows the plan, are
+ * sorted per search. */
+static int give_order(const void *a, const void *b, void *ctx) {
+    us_res none = {{0}};
+    return -us_qorder_compare(ctx, *(const int *)a, none, *(const int *)b, none);
+}
+
+static int within_queue(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
     const us_pod *x = &st->pods[*(const int *)a], *y = &st->pods[*(const int *)b];
     const us_workload *wx = &st->workloads[x->workload], *wy = &st->workloads[y->workload];
-    if (wx->queue != wy->queue) {
-        /* the queue that queue order would serve last gives first */
-        us_res none = {{0}};
-        return -us_qorder_compare(cmp_plan, wx->queue, none, wy->queue, none);
-    }
     if (wx->priority != wy->priority) return wx->priority < wy->priority ? -1 : 1;
     if (wx->created_at != wy->created_at) return wx->created_at > wy->created_at ? -1 : 1;
     if (x->seq != y->seq) return x->seq > y->seq ? -1 : 1;  /* newest first */
@@ -183,7 +187,10 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
  * whose workload is not non-preemptible) by queue, so a search looks only
  * at the queues that may give.  One pass over the pods' flags lists the
  * held ones (only AI pods are, US_PF_HELD) with their queue; a counting
- * sort of that list orders them by queue, pod order inside a queue.
+ * sort of that list groups them by queue, and each queue's are sorted in
+ * the order they give.  A search's scratch is sized here once: searches
+ * are many (one per pod an elastic job preempts), and scratch sized by
+ * every pod of the cluster made each one cost the cluster's size.
  * 0 or -1 (out of memory). */
 static int build_index(us_plan *p) {
     const us_state *st = p->st;
@@ -191,14 +198,7 @@ static int build_index(us_plan *p) {
     int *pods = malloc((p->npods + 1) * sizeof *pods);
     int *held = malloc((p->npods + 1) * sizeof *held), *queue = malloc((p->npods + 1) * sizeof *queue);
     size_t n = 0;
-    if (!first || !fill || !pods || !held || !queue) {
-        free(first);
-        free(fill);
-        free(pods);
-        free(held);
-        free(queue);
-        return -1;
-    }
+    if (!first || !fill || !pods || !held || !queue) goto nomem;
     for (size_t i = 0; i < p->npods; i++) {
         if (!(p->flags[i] & US_PF_HELD)) continue;
         const us_workload *w = &st->workloads[st->pods[i].workload];
@@ -209,12 +209,41 @@ static int build_index(us_plan *p) {
     }
     for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
     for (size_t k = 0; k < n; k++) pods[first[queue[k]] + fill[queue[k]]++] = held[k];
+    for (size_t q = 0; q < st->nqueues; q++)
+        us_sort(pods + first[q], (size_t)(first[q + 1] - first[q]), sizeof *pods, within_queue, (void *)st);
     free(fill);
     free(held);
     free(queue);
+    fill = held = queue = NULL;
     p->victim_first = first;
     p->victim_pods = pods;
+    first = pods = NULL;
+    p->victim_cands = malloc((n + 1) * sizeof *p->victim_cands);
+    p->victim_units = malloc((n + 1) * sizeof *p->victim_units);
+    p->victim_drop = malloc((n + 1) * sizeof *p->victim_drop);
+    p->victim_queues = malloc((st->nqueues + 1) * sizeof *p->victim_queues);
+    p->victim_skip = calloc(st->nqueues + 1, sizeof *p->victim_skip);
+    if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_queues || !p->victim_skip)
+        goto nomem;
     return 0;
+nomem:
+    free(first);
+    free(fill);
+    free(pods);
+    free(held);
+    free(queue);
+    /* the index is whole or absent: the next search builds it again */
+    free(p->victim_first);
+    free(p->victim_pods);
+    free(p->victim_cands);
+    free(p->victim_units);
+    free(p->victim_drop);
+    free(p->victim_queues);
+    free(p->victim_skip);
+    p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = p->victim_queues = NULL;
+    p->victim_skip = NULL;
+    p->victim_drop = NULL;
+    return -1;
 }
 
 /* A quick no before a reclaim search: *may = false when some ancestor of
@@ -240,75 +269,101 @@ static int ancestors_may_fit(const search *s, const int *cands, size_t nc, bool 
     return 0;
 }
 
+/* Where a search is in its queues' lists of victims. */
+typedef struct cand_walk {
+    const int *qs;  /* the queues that may give, in the order they give */
+    size_t nq, k;   /* k: the queue walked now */
+    int x;          /* its entry walked last, or -1 before the first */
+} cand_walk;
+
+/* Append the next candidate in victim order to cands; false at the end. */
+static bool next_candidate(const search *s, cand_walk *w, int *cands, size_t *nc) {
+    const us_plan *p = s->p;
+    const us_state *st = p->st;
+    int prio = st->workloads[s->job].priority;
+    for (; w->k < w->nq; w->k++, w->x = -1) {
+        int q = w->qs[w->k];
+        if (w->x < 0) w->x = p->victim_first[q] + p->victim_skip[q] - 1;
+        while (++w->x < p->victim_first[q + 1]) {
+            int pod = p->victim_pods[w->x];
+            /* preempt takes lower priorities only, and they come first */
+            if (s->act == US_ACT_PREEMPT && st->workloads[st->pods[pod].workload].priority >= prio) break;
+            if (candidate(s, pod)) {
+                cands[(*nc)++] = pod;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 /* Find victims for need pods of the job; on success the plan holds the
  * evictions and placements.  *ok tells. */
 static int search_victims(search *s, bool *ok, us_err *err) {
     us_plan *p = s->p;
+    const us_state *st = p->st;
     *ok = false;
-    int *cands = malloc((p->npods ? p->npods : 1) * sizeof *cands);
-    int *units = malloc((p->npods ? p->npods : 1) * sizeof *units);
-    bool *drop = calloc(p->npods ? p->npods : 1, sizeof *drop);
+    if (!p->victim_first && build_index(p) < 0) return us_err_nomem(err);
+    int *cands = p->victim_cands, *units = p->victim_units, *qs = p->victim_queues;
+    bool *drop = p->victim_drop;
+    size_t nc = 0, nu = 0, nq = 0;
     int rc = 0;
-    if (!cands || !units || !drop) {
-        rc = us_err_nomem(err);
-        goto out;
-    }
-    size_t nc = 0, nu = 0;
-    if (!p->victim_first && build_index(p) < 0) {
-        rc = us_err_nomem(err);
-        goto out;
-    }
     /* only the queues that may give: the job's own (preempt), or others
-     * over their share along the tree (reclaim) */
-    const us_workload *j = &p->st->workloads[s->job];
-    for (size_t q = 0; q < p->st->nqueues; q++) {
+     * over their share along the tree (reclaim); listed in the order they
+     * give, so the candidates come out in victim order */
+    const us_workload *j = &st->workloads[s->job];
+    for (size_t q = 0; q < st->nqueues; q++) {
         if (p->victim_first[q] == p->victim_first[q + 1]) continue;
         if (s->act == US_ACT_PREEMPT ? (int)q != j->queue
                                      : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
-        for (int k = p->victim_first[q]; k < p->victim_first[q + 1]; k++)
-            if (candidate(s, p->victim_pods[k])) cands[nc++] = p->victim_pods[k];
+        qs[nq++] = (int)q;
+        /* a victim before this search stays one for the whole plan (every
+         * rollback is inside a search): the leading ones are passed over
+         * for good, so a job that takes one pod per search does not walk
+         * every earlier victim again */
+        int *skip = &p->victim_skip[q];
+        while (p->victim_first[q] + *skip < p->victim_first[q + 1] &&
+               (p->flags[p->victim_pods[p->victim_first[q] + *skip]] & US_PF_VICTIM))
+            ++*skip;
     }
-    if (nc == 0) goto out;
+    us_sort(qs, nq, sizeof *qs, give_order, p);
+    cand_walk walk = {qs, nq, 0, -1};
     if (s->act == US_ACT_RECLAIM) {
-        bool may;
-        if (ancestors_may_fit(s, cands, nc, &may) < 0) {
-            rc = us_err_nomem(err);
-            goto out;
+        /* reclaim judges the ancestors by every candidate first */
+        while (next_candidate(s, &walk, cands, &nc)) {
         }
-        if (!may) goto out;
+        if (nc == 0) return 0;
+        bool may;
+        if (ancestors_may_fit(s, cands, nc, &may) < 0) return us_err_nomem(err);
+        if (!may) return 0;
     }
-    us_sort(cands, nc, sizeof *cands, victim_order, s);
 
+    /* preempt lists candidates as the search takes them: a job that
+     * preempts one pod per search looks at the first few, not at all */
     size_t mark = us_plan_mark(p);
-    for (size_t i = 0; i < nc && !*ok; i++) {
+    for (size_t i = 0; !*ok && (i < nc || next_candidate(s, &walk, cands, &nc)); i++) {
         if (p->flags[cands[i]] & US_PF_VICTIM) continue;  /* went with its gang */
         bool taken;
-        if (evict_unit(s, cands[i], &taken) < 0) {
-            rc = us_err_nomem(err);
-            goto out;
-        }
+        if (evict_unit(s, cands[i], &taken) < 0) return us_err_nomem(err);
         if (!taken) continue;
         units[nu++] = cands[i];
-        if ((rc = try_fit(s, ok, err)) < 0) goto out;
+        if ((rc = try_fit(s, ok, err)) < 0) return rc;
     }
     us_plan_rollback(p, mark);
-    if (!*ok) goto out;
+    if (!*ok) return 0;
 
     /* Drop every unit the gang fits without, earliest first. */
+    memset(drop, 0, nu * sizeof *drop);
     for (size_t i = 0; i < nu; i++) {
         bool fits;
         drop[i] = true;
-        if ((rc = attempt(s, units, drop, nu, &fits, err)) < 0) goto out;
+        if ((rc = attempt(s, units, drop, nu, &fits, err)) < 0) return rc;
         us_plan_rollback(p, mark);
         if (!fits) drop[i] = false;
     }
     rc = attempt(s, units, drop, nu, ok, err);
     if (rc == 0 && !*ok) us_plan_rollback(p, mark);  /* cannot happen: same set fitted */
-out:
-    free(cands);
-    free(units);
-    free(drop);
     return rc;
 }
 
@@ -370,10 +425,8 @@ static int serve(us_plan *p, int w, us_action act, us_err *err) {
     for (;;) {
         int missing = us_gang_missing(p, w);
         search s = {p, w, act, missing > 0 ? missing : 1, us_gang_need(p, w)};
-        int *pods = malloc((size_t)(p->wl_first[w + 1] - p->wl_first[w] + 1) * sizeof *pods);
-        if (!pods) return us_err_nomem(err);
-        size_t pending = us_gang_pending(p, w, pods);
-        free(pods);
+        size_t pending;
+        (void)us_gang_pending(p, w, &pending);
         if (pending < (size_t)s.need) return 0;
         if (act == US_ACT_RECLAIM && !within_fair(p, wl->queue, s.total)) return 0;
         if (failed_before(p, w, s.need)) return 0;
