@@ -511,6 +511,7 @@ static int render_text(FILE *f, const us_sim_result *res, const us_state *final,
     char t1[64], t2[64];
     size_t nq = res->nqueues < final->nqueues ? res->nqueues : final->nqueues;
     us_res *shown = calloc(2 * nq + 1, sizeof *shown);
+    us_rollup_names *ix = NULL;  /* built at the first cycle with decisions */
     if (!shown) {
         us_err_nomem(err);
         goto cleanup;
@@ -555,7 +556,8 @@ static int render_text(FILE *f, const us_sim_result *res, const us_state *final,
         if (new_policy) fprintf(f, "  policy now %s\n", c->policy);
         text_changes(f, c);
         if (verbose) text_decisions(f, &c->log);
-        else if (us_rollup_decisions(f, "  ", &c->log, final) < 0) goto nomem;
+        else if ((!ix && !(ix = us_rollup_names_new(final))) || us_rollup_decisions(f, "  ", &c->log, ix) < 0)
+            goto nomem;
         text_events(f, &c->log);
         text_log_lines(f, &c->log);
         if (text_queue_table(f, final, c, nq, shown) < 0) goto nomem;
@@ -578,5 +580,6 @@ nomem:
     us_err_nomem(err);
 cleanup:
     free(shown);
+    us_rollup_names_free(ix);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hashidx.h"
 #include "sort.h"
 
 /* Names shown in one list before "and N more". */
@@ -24,41 +25,87 @@ static bool all_digits(const char *s) {
     return true;
 }
 
-int us_rollup_workload_of(const us_state *st, const char *pod) {
-    int best = -1;
-    size_t best_len = 0;
-    for (size_t w = 0; pod && w < st->nworkloads; w++) {
-        const us_workload *wl = &st->workloads[w];
-        size_t len = strlen(wl->name);
-        if (len < best_len && best >= 0) continue;
-        if (strncmp(pod, wl->name, len) != 0 || pod[len] != '-') continue;
-        const char *rest = pod + len + 1;
-        bool match = false;
-        if (wl->controller == US_CTRL_DAEMONSET)
-            for (size_t n = 0; n < st->nnodes && !match; n++) match = strcmp(rest, st->nodes[n].name) == 0;
-        else
-            match = all_digits(rest);
-        if (match && (best < 0 || len > best_len)) {
-            best = (int)w;
-            best_len = len;
-        }
+struct us_rollup_names {
+    const us_state *st;
+    us_strmap workloads, nodes;  /* name -> the first index of that name */
+    int *next_same;              /* [nworkloads] the next workload of its name, or -1
+                                    (a removed one still terminating, and its successor) */
+};
+
+us_rollup_names *us_rollup_names_new(const us_state *st) {
+    us_rollup_names *ix = calloc(1, sizeof *ix);
+    if (!ix) return NULL;
+    ix->st = st;
+    ix->next_same = malloc((st->nworkloads + 1) * sizeof *ix->next_same);
+    if (!ix->next_same || us_strmap_reserve(&ix->workloads, st->nworkloads) < 0 ||
+        us_strmap_reserve(&ix->nodes, st->nnodes) < 0)
+        goto nomem;
+    /* from the last, so that each name ends mapped to its first */
+    for (size_t w = st->nworkloads; w-- > 0;) {
+        ix->next_same[w] = us_strmap_get(&ix->workloads, st->workloads[w].name);
+        if (us_strmap_set(&ix->workloads, st->workloads[w].name, (int)w) < 0) goto nomem;
     }
-    return best;
+    for (size_t n = 0; n < st->nnodes; n++)
+        if (us_strmap_add(&ix->nodes, st->nodes[n].name, (int)n) < 0) goto nomem;
+    return ix;
+nomem:
+    us_rollup_names_free(ix);
+    return NULL;
 }
 
-/* A set of names (borrowed), kept unique. */
+void us_rollup_names_free(us_rollup_names *ix) {
+    if (!ix) return;
+    us_strmap_free(&ix->workloads);
+    us_strmap_free(&ix->nodes);
+    free(ix->next_same);
+    free(ix);
+}
+
+/* Each '-' of the name, from the last (the longest workload name first),
+ * ends a prefix looked up by name: a few lookups per pod, where a scan of
+ * every workload per decision was quadratic on a large cluster. */
+int us_rollup_workload_of(const us_rollup_names *ix, const char *pod) {
+    if (!pod) return -1;
+    size_t len = strlen(pod);
+    char small[256], *prefix = len < sizeof small ? small : malloc(len + 1);
+    int found = -1;
+    if (!prefix) return -1;  /* out of memory: shown under the pod's own name */
+    memcpy(prefix, pod, len + 1);
+    for (size_t cut = len; cut-- > 0 && found < 0;) {
+        if (pod[cut] != '-') continue;
+        prefix[cut] = '\0';
+        int w = us_strmap_get(&ix->workloads, prefix);
+        prefix[cut] = '-';
+        const char *rest = pod + cut + 1;
+        for (; w >= 0 && found < 0; w = ix->next_same[w])
+            if (ix->st->workloads[w].controller == US_CTRL_DAEMONSET ? us_strmap_get(&ix->nodes, rest) >= 0
+                                                                      : all_digits(rest))
+                found = w;
+    }
+    if (prefix != small) free(prefix);
+    return found;
+}
+
+/* A set of names (borrowed), kept unique, in the order first added. */
 typedef struct names {
     const char **v;
     size_t n, cap;
+    us_strmap seen;
 } names;
 
 static int names_add(names *s, const char *name) {
     if (!name) return 0;
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->v[i], name) == 0) return 0;
+    int added = us_strmap_add(&s->seen, name, 0);
+    if (added <= 0) return added;
     if (us_grow((void **)&s->v, &s->cap, s->n, sizeof *s->v) < 0) return -1;
     s->v[s->n++] = name;
     return 0;
+}
+
+static void names_free(names *s) {
+    free(s->v);
+    us_strmap_free(&s->seen);
+    memset(s, 0, sizeof *s);
 }
 
 static int by_natural(const void *a, const void *b, void *ctx) {
@@ -110,18 +157,40 @@ static void print_group(FILE *f, const char *lead, group *g, const us_state *st)
     else fprintf(f, "  (%s)\n", us_action_names[g->act]);
 }
 
-int us_rollup_decisions(FILE *f, const char *lead, const us_cycle_log *log, const us_state *st) {
+static uint64_t group_hash(const us_decision *d, int wl) {
+    int ints[4] = {(int)d->op, (int)d->action, wl, d->evictor != NULL};
+    uint64_t h = us_hash_words(US_HASH_SEED, ints, sizeof ints);
+    if (wl < 0) h = us_hash_str(h, d->pod ? d->pod : "");
+    if (d->evictor) h = us_hash_str(h, d->evictor);
+    return us_hash_finish(h);
+}
+
+typedef struct group_key {
+    const us_decision *d;
+    int wl;
+} group_key;
+
+static bool group_is(int id, const void *key, void *ctx) {
+    const group_key *k = key;
+    return same_group(&((const group *)ctx)[id], k->d, k->wl);
+}
+
+int us_rollup_decisions(FILE *f, const char *lead, const us_cycle_log *log, const us_rollup_names *ix) {
     group *gs = NULL;
     size_t n = 0, cap = 0;
+    us_hashidx byk = {0};  /* groups by key: decisions of many workloads made a scan quadratic */
     int rc = -1;
     for (size_t i = 0; i < log->ndecisions; i++) {
         const us_decision *d = &log->decisions[i];
-        int wl = us_rollup_workload_of(st, d->pod);
-        size_t k = 0;
-        while (k < n && !same_group(&gs[k], d, wl)) k++;
-        if (k == n) {
-            if (us_grow((void **)&gs, &cap, n, sizeof *gs) < 0) goto cleanup;
-            gs[n++] = (group){d->op, d->action, wl, d->pod ? d->pod : "-", d->evictor, 0, {0}, {0}};
+        int wl = us_rollup_workload_of(ix, d->pod);
+        group_key key = {d, wl};
+        uint64_t h = group_hash(d, wl);
+        int k = us_hashidx_find(&byk, h, group_is, &key, gs);
+        if (k < 0) {
+            if (us_grow((void **)&gs, &cap, n, sizeof *gs) < 0 || us_hashidx_add(&byk, h, (int)n) < 0)
+                goto cleanup;
+            gs[n] = (group){d->op, d->action, wl, d->pod ? d->pod : "-", d->evictor, 0, {0}, {0}};
+            k = (int)n++;
         }
         group *g = &gs[k];
         g->count++;
@@ -129,14 +198,15 @@ int us_rollup_decisions(FILE *f, const char *lead, const us_cycle_log *log, cons
         for (size_t w = 0; w < d->nwaits; w++)
             if (names_add(&g->waits, d->waits_for[w]) < 0) goto cleanup;
     }
-    for (size_t k = 0; k < n; k++) print_group(f, lead, &gs[k], st);
+    for (size_t k = 0; k < n; k++) print_group(f, lead, &gs[k], ix->st);
     rc = 0;
 cleanup:
     for (size_t k = 0; k < n; k++) {
-        free(gs[k].nodes.v);
-        free(gs[k].waits.v);
+        names_free(&gs[k].nodes);
+        names_free(&gs[k].waits);
     }
     free(gs);
+    us_hashidx_free(&byk);
     return rc;
 }
 
@@ -210,7 +280,7 @@ int us_rollup_pods(FILE *f, const us_state *st) {
     for (int s = US_POD_PENDING; s <= US_POD_COMPLETED; s++) {
         size_t total = 0;
         for (size_t w = 0; w < nw; w++) {
-            nodes[w].n = 0;
+            names_free(&nodes[w]);
             count[w] = 0;
         }
         for (size_t i = 0; i < st->npods; i++) {
@@ -235,7 +305,7 @@ int us_rollup_pods(FILE *f, const us_state *st) {
     }
     rc = 0;
 cleanup:
-    for (size_t w = 0; nodes && w < nw; w++) free(nodes[w].v);
+    for (size_t w = 0; nodes && w < nw; w++) names_free(&nodes[w]);
     free(nodes);
     free(order);
     free(count);

@@ -14,14 +14,23 @@
 
 #include "events.h"
 #include "state.h"
+#include "strmap.h"
 
-/* The workload a pod name belongs to in st (names are <workload>-<i>, or
- * <workload>-<node> for daemonsets), or -1. */
-int us_rollup_workload_of(const us_state *st, const char *pod);
+/* The workloads and nodes of a state by name, to tell which workload a
+ * decision's pod belongs to; built once for every cycle's rollup (it
+ * borrows the state's names: free it before the state). */
+typedef struct us_rollup_names us_rollup_names;
+us_rollup_names *us_rollup_names_new(const us_state *st);  /* NULL: out of memory */
+void us_rollup_names_free(us_rollup_names *ix);
+
+/* The workload a pod name belongs to (names are <workload>-<i>, or
+ * <workload>-<node> for daemonsets; the longest such workload name, the
+ * first of equal ones), or -1. */
+int us_rollup_workload_of(const us_rollup_names *ix, const char *pod);
 
 /* One line per (op, action, workload, evictor) of log, in the order each
  * first appears, each after lead.  0, or -1 when memory runs out. */
-int us_rollup_decisions(FILE *f, const char *lead, const us_cycle_log *log, const us_state *st);
+int us_rollup_decisions(FILE *f, const char *lead, const us_cycle_log *log, const us_rollup_names *ix);
 
 /* The pods not gone, per state, then per workload: how many, on which
  * nodes.  0, or -1 when memory runs out. */
