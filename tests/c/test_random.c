@@ -742,6 +742,79 @@ TEST(tie_break_spares_background_between_identical_nodes) {
  * what terminates is gone where the plan ends: placement picks a2 by name
  * (where hog would go), the tie-break moves new to its twin b1, where it
  * fits beside agent once old has left, and nothing is evicted. */
+/* Wide groups: 5 to 40 identical nodes in two zones, background
+ * deployments of 1 to 3 GPUs already running here and there (so members
+ * differ in what they hold, and many hold the same), and AI jobs of 1 to 8
+ * GPUs.  The tie-break weighs each bundle once per kind of background a
+ * member holds (ties.c); in checking builds (make test's sanitizer run) it
+ * is held to the scan of every member, choice by choice, and everywhere to
+ * the per-cycle properties above. */
+static char *wide_scenario(uint64_t seed) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 7};
+    buf b = {0};
+    int nn = 5 + pick(&r, 36), used[40] = {0};
+    put(&b, "{\"name\":\"wide %llu\",\"cycle_interval\":10,\"horizon\":60,\"nodes\":[", (unsigned long long)seed);
+    for (int i = 0; i < nn; i++) {
+        int zone = pick(&r, 2);
+        put(&b, "%s{\"name\":\"n%02d\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"256Gi\",\"labels\":{\"zone\":\"%c\"}}",
+            i ? "," : "", i, 'a' + zone);
+    }
+    put(&b, "],\"queues\":[{\"name\":\"t0\",\"resources\":{\"gpu\":{\"quota\":%d}}},"
+            "{\"name\":\"infra-bg\",\"resources\":{\"gpu\":{\"quota\":0,\"over_quota_weight\":0},"
+            "\"cpu\":{\"quota\":0,\"over_quota_weight\":0},\"memory\":{\"quota\":0,\"over_quota_weight\":0}}}],"
+            "\"workloads\":[", 8 * nn);
+    int nbg = 1 + pick(&r, 4), nai = 1 + pick(&r, 12);
+    for (int k = 0; k < nbg; k++) {
+        int g = 1 + pick(&r, 3), reps = 1 + pick(&r, nn), grace = pick(&r, 2) * 5, tries = pick(&r, reps + 1);
+        put(&b, "%s{\"name\":\"bg%d\",\"queue\":\"infra-bg\",\"labels\":{\"kai.scheduler/background\":"
+                "\"true\"},\"controller\":\"deployment\",\"replicas\":%d,\"requests\":{\"gpu\":%d},"
+                "\"termination_grace\":%d,\"pods\":[",
+            k ? "," : "", k, reps, g, grace);
+        bool first = true;
+        for (int t = 0; t < tries; t++) {
+            int n = pick(&r, nn);
+            if (used[n] + g > 4) continue;  /* half of a node at most: AI work still fits beside */
+            used[n] += g;
+            put(&b, "%s{\"node\":\"n%02d\",\"state\":\"running\"}", first ? "" : ",", n);
+            first = false;
+        }
+        put(&b, "]}");
+    }
+    for (int k = 0; k < nai; k++) {
+        static const int gpus[] = {1, 2, 4, 8};
+        int reps = 1 + pick(&r, 4), g = gpus[pick(&r, 4)], at = 10 * pick(&r, 4);
+        put(&b, ",{\"name\":\"ai%d\",\"queue\":\"t0\",\"replicas\":%d,\"requests\":{\"gpu\":%d},"
+                "\"submit_at\":%d}",
+            k, reps, g, at);
+    }
+    put(&b, "]}");
+    return b.s;
+}
+
+TEST(tie_break_in_wide_groups_of_identical_nodes) {
+    int spared = 0;
+    policies = policy_set[0];
+    for (uint64_t seed = 1; seed <= 40; seed++) {
+        char *text = wide_scenario(seed);
+        per_seed ps = {seed, false};
+        run aware, plain;
+        simulate(text, true, true, &ps, &aware);
+        simulate(text, true, false, NULL, &plain);
+        CHECK(ran("wide, tie-break on", seed, &aware));
+        CHECK(ran("wide, plain ties", seed, &plain));
+        if (aware.doc && plain.doc) {
+            int ea = cJSON_GetObjectItem(cJSON_GetObjectItem(aware.doc, "summary"), "background_evictions")->valueint;
+            int ep = cJSON_GetObjectItem(cJSON_GetObjectItem(plain.doc, "summary"), "background_evictions")->valueint;
+            spared += ea < ep;
+        }
+        run_free(&aware);
+        run_free(&plain);
+        free(text);
+    }
+    printf("wide groups: 40 seeds, the tie-break spared background work in %d\n", spared);
+    CHECK(spared > 10);  /* the tie-break had choices to make, and made them */
+}
+
 TEST(tie_break_counts_terminating_pods_as_gone) {
     const char *text =
         "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":60,"
@@ -793,6 +866,7 @@ int main(void) {
     RUN(tie_break_spares_background_between_identical_nodes);
     RUN(tie_break_counts_terminating_pods_as_gone);
     RUN(random_scenarios_keep_invariants_and_differential_properties);
+    RUN(tie_break_in_wide_groups_of_identical_nodes);
     for (int i = 0; i < 3; i++) us_policy_free(policy_set[i]);
     return check_report();
 }
