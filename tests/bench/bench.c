@@ -674,7 +674,11 @@ static void print_row(const char *label, const result *r) {
  * nodes with their pods removed one at a time, n/100 workloads and their
  * pods synced again one at a time, n/250 nodes added and then relabelled
  * one at a time, each followed by its pod's report (each timed at that
- * size and twice it), a workload scaled from n replicas to 1, a scenario with a
+ * size and twice it), one cycle of n/250 distinct pending jobs that all
+ * fail (pod classes, failed victim searches), one cycle of n/250
+ * preemptions of one pod each, the readable account of those, one cycle
+ * whose tie-break chooses among n/250 identical nodes (each at that size
+ * and twice it); a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
 
@@ -1322,6 +1326,134 @@ out:
     return t;
 }
 
+/* One simulated cycle of the scenario text (no cycle budget: the cost is
+ * what is measured), timed; res filled.  -1 when it does not run. */
+static double sim_once(buf *b, us_scenario *sc, us_sim_result *res) {
+    us_sim_opts o;
+    us_err err = {0};
+    int rc = us_scenario_load_string(sc, b->s, b->n, NULL, &err);
+    free(b->s);
+    if (rc < 0) return -1;
+    us_sim_opts_default(&o);
+    o.cycle.cycle_budget = 0;
+    double t = now();
+    rc = us_sim_run(sc, NULL, &o, res, &err);
+    t = now() - t;
+    if (rc < 0) {
+        us_scenario_free(sc);
+        return -1;
+    }
+    return t;
+}
+
+static size_t count_op(const us_sim_result *res, us_op op) {
+    size_t k = 0;
+    for (size_t i = 0; i < res->cycles[0].log.ndecisions; i++) k += res->cycles[0].log.decisions[i].op == op;
+    return k;
+}
+
+/* A full node of non-preemptible work and n pending jobs in its queue,
+ * each asking a different CPU: n distinct pod classes and n failed victim
+ * searches, none like another. */
+static double bench_distinct_failures(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    put(&b, "{\"name\": \"failures\", \"horizon\": 0, \"nodes\": [{\"name\": \"n0\", \"gpu\": 8, "
+            "\"cpu\": 100000, \"memory\": \"1Ti\"}], \"queues\": [{\"name\": \"q\", \"resources\": "
+            "{\"gpu\": {\"quota\": 8}}}], \"workloads\": [{\"name\": \"hog\", \"queue\": \"q\", "
+            "\"priority\": 200, \"preemptibility\": \"non-preemptible\", \"replicas\": 8, "
+            "\"requests\": {\"gpu\": 1}, \"pods\": [");
+    for (int i = 0; i < 8; i++) put(&b, "%s{\"node\": \"n0\", \"state\": \"running\"}", i ? ", " : "");
+    put(&b, "]}");
+    for (int i = 0; i < n; i++)
+        put(&b, ", {\"name\": \"j%d\", \"queue\": \"q\", \"priority\": 50, "
+               "\"requests\": {\"gpu\": 1, \"cpu\": \"%dm\"}}", i, i + 1);
+    put(&b, "]}");
+    double t = sim_once(&b, &sc, &res);
+    if (t < 0) return -1;
+    if (res.ncycles != 1 || res.cycles[0].log.ndecisions != 0) t = -1;  /* nothing placed, nothing taken */
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
+/* n low-priority pods fill n/8 nodes; an elastic job of higher priority in
+ * the same queue wants n pods: n preemptions, one victim search each.
+ * With account set, the time is printing the readable account instead. */
+static double preemptions(int n, bool account) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    int nodes = (n + 7) / 8;
+    put(&b, "{\"name\": \"preempt\", \"horizon\": 0, \"nodes\": [");
+    for (int i = 0; i < nodes; i++)
+        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put(&b, "], \"queues\": [{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": %d}}}], "
+            "\"workloads\": [{\"name\": \"low\", \"queue\": \"q\", \"priority\": 50, "
+            "\"controller\": \"deployment\", \"replicas\": %d, \"requests\": {\"gpu\": 1}, \"pods\": [",
+        8 * nodes, 8 * nodes);
+    for (int i = 0; i < 8 * nodes; i++)
+        put(&b, "%s{\"node\": \"n%d\", \"state\": \"running\"}", i ? ", " : "", i / 8);
+    put(&b, "]}, {\"name\": \"high\", \"queue\": \"q\", \"priority\": 200, \"controller\": "
+            "\"deployment\", \"replicas\": %d, \"requests\": {\"gpu\": 1}}]}", n);
+    double t = sim_once(&b, &sc, &res);
+    if (t < 0) return -1;
+    if (res.ncycles != 1 || count_op(&res, US_OP_EVICT) != (size_t)n) t = -1;
+    if (t >= 0 && account) {
+        FILE *f = fopen("/dev/null", "w");
+        us_err err = {0};
+        t = now();
+        if (!f || us_output_account(f, &res, &sc.state, false, &err) < 0) t = -1;
+        else t = now() - t;
+        if (f) fclose(f);
+    }
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
+static double bench_preemptions(int n) { return preemptions(n, false); }
+static double bench_preemption_account(int n) { return preemptions(n, true); }
+
+/* n identical nodes, a background agent on each and a background
+ * deployment on every other one, and n/2 jobs of 8 GPUs placed in one
+ * cycle: the tie-break chooses among n identical nodes for each. */
+static double bench_wide_tie_break(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    put(&b, "{\"name\": \"ties\", \"horizon\": 0, \"nodes\": [");
+    for (int i = 0; i < n; i++)
+        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put(&b, "], \"queues\": [{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": %d}}}, "
+            "{\"name\": \"bg\", \"resources\": {\"gpu\": {\"quota\": 0, \"over_quota_weight\": 0}, "
+            "\"cpu\": {\"quota\": 0, \"over_quota_weight\": 0}, \"memory\": {\"quota\": 0, "
+            "\"over_quota_weight\": 0}}}], \"workloads\": [{\"name\": \"agent\", \"queue\": \"bg\", "
+            "\"labels\": {\"kai.scheduler/background\": \"true\"}, \"controller\": \"daemonset\", "
+            "\"requests\": {\"cpu\": 1}, \"pods\": [",
+        8 * n);
+    for (int i = 0; i < n; i++) put(&b, "%s{\"node\": \"n%d\", \"state\": \"running\"}", i ? ", " : "", i);
+    put(&b, "]}, {\"name\": \"burn\", \"queue\": \"bg\", \"labels\": {\"kai.scheduler/background\": "
+            "\"true\"}, \"controller\": \"deployment\", \"replicas\": %d, \"requests\": {\"gpu\": 1}, "
+            "\"pods\": [", n / 2);
+    for (int i = 0; i < n / 2; i++)
+        put(&b, "%s{\"node\": \"n%d\", \"state\": \"running\"}", i ? ", " : "", 2 * i);
+    put(&b, "]}");
+    for (int i = 0; i < n / 2; i++)
+        put(&b, ", {\"name\": \"j%d\", \"queue\": \"q\", \"requests\": {\"gpu\": 8}}", i);
+    put(&b, "]}");
+    double t = sim_once(&b, &sc, &res);
+    if (t < 0) return -1;
+    /* every job placed, and no burn-in pod evicted: the tie-break put the
+     * jobs on the nodes without one */
+    if (res.ncycles != 1 || count_op(&res, US_OP_BIND) != (size_t)(n / 2) || count_op(&res, US_OP_EVICT) != 0)
+        t = -1;
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
@@ -1331,9 +1463,13 @@ static int run_scale_cases(int n) {
     static double (*const cases[])(int) = {bench_node_upserts, bench_pod_reports, bench_workload_upserts,
                                            bench_sim_timeouts, bench_pod_churn, bench_workload_removals,
                                            bench_node_removals, bench_workload_resync, bench_node_growth,
-                                           bench_pod_cache, bench_workload_index, bench_queue_chain};
-    for (int k = 0; k < 12; k++) {
-        int m = k == 9 || k == 10 ? n / 10 : k < 2 || k == 4 || k == 6 || k == 8 || k == 11 ? n / 250 : n / 100;
+                                           bench_pod_cache, bench_workload_index, bench_queue_chain,
+                                           bench_distinct_failures, bench_preemptions,
+                                           bench_preemption_account, bench_wide_tie_break};
+    for (int k = 0; k < 16; k++) {
+        int m = k == 9 || k == 10 ? n / 10
+                : k < 2 || k == 4 || k == 6 || k == 8 || k == 11 || k >= 12 ? n / 250
+                                                                           : n / 100;
         double t1 = cases[k](m), t2 = cases[k](2 * m);
         if (k == 0) snprintf(what, sizeof what, "%d nodes upserted one at a time, 3 DaemonSets", m);
         else if (k == 1) snprintf(what, sizeof what, "%d nodes' 2 pods each reported one by one", m);
@@ -1346,7 +1482,11 @@ static int run_scale_cases(int n) {
         else if (k == 8) snprintf(what, sizeof what, "%d nodes added, then relabelled, each + pod", m);
         else if (k == 9) snprintf(what, sizeof what, "serve: %d pods cached in any order, removed", m);
         else if (k == 10) snprintf(what, sizeof what, "serve: a Job's %d pods indexed, then gone", m);
-        else snprintf(what, sizeof what, "serve: a chain of %d queues, deepest first", m);
+        else if (k == 11) snprintf(what, sizeof what, "serve: a chain of %d queues, deepest first", m);
+        else if (k == 12) snprintf(what, sizeof what, "a cycle of %d distinct jobs that all fail", m);
+        else if (k == 13) snprintf(what, sizeof what, "a cycle of %d preemptions, a search each", m);
+        else if (k == 14) snprintf(what, sizeof what, "the readable account of %d preemptions", m);
+        else snprintf(what, sizeof what, "tie-break among %d identical nodes", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;
