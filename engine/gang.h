@@ -37,7 +37,8 @@ us_res us_gang_need(const us_plan *p, int w);
 int us_gang_try(us_plan *p, int w, int count, us_action act, bool *ok, us_err *err);
 
 /* Serve jobs queue by queue in queue order (queueorder.h), each job once,
- * calling serve for each.  Used by allocate, reclaim and preempt alike. */
+ * calling serve for each.  Used by allocate, reclaim and preempt alike.
+ * In queueserve.c: a tournament over the queue tree. */
 typedef int (*us_gang_serve_fn)(us_plan *p, int w, us_err *err);
 int us_gang_serve_in_order(us_plan *p, us_gang_serve_fn serve, us_err *err);
 

@@ -43,6 +43,10 @@ bool us_plan_holds_fixed(const us_plan *p, int pod) {
 
 static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     for (; q >= 0; q = p->st->queues[q].parent) {
+        if (p->qtouched && !p->qtouched[q]) {  /* queueserve.c's rounds */
+            p->qtouched[q] = true;
+            p->qtouch[p->nqtouch++] = q;
+        }
         for (int r = 0; r < US_NRES; r++) {
             p->alloc[q].v[r] = us_sat_add(p->alloc[q].v[r], sign * req.v[r]);
             if (np) p->alloc_np[q].v[r] = us_sat_add(p->alloc_np[q].v[r], sign * req.v[r]);

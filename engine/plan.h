@@ -87,6 +87,11 @@ typedef struct us_plan {
 
     /* victims.c: jobs whose victim search failed since the plan last
      * changed for good; a job just like one of them fails the same way */
+    /* queueserve.c, while it serves jobs: the queues whose allocation
+     * changed since the round began (NULL otherwise) */
+    bool *qtouched;        /* [nqueues] */
+    int *qtouch;           /* the same, listed */
+    size_t nqtouch;
     int *failed_jobs;      /* [2 * nfailed]: job, pods needed */
     size_t nfailed, cap_failed;
     us_hashidx failed;     /* their indices, by hash (hashidx.h) */

@@ -677,7 +677,8 @@ static void print_row(const char *label, const result *r) {
  * size and twice it), one cycle of n/250 distinct pending jobs that all
  * fail (pod classes, failed victim searches), one cycle of n/250
  * preemptions of one pod each, the readable account of those, one cycle
- * whose tie-break chooses among n/250 identical nodes (each at that size
+ * whose tie-break chooses among n/250 identical nodes, one cycle of n/250
+ * one-pod jobs each in a team queue of its own (each at that size
  * and twice it); a workload scaled from n replicas to 1, a scenario with a
  * queue chain n/10 deep, and a chain of n/250 queues upserted one at a
  * time through the API. */
@@ -1454,6 +1455,31 @@ static double bench_wide_tie_break(int n) {
     return t;
 }
 
+/* n teams under one department, a one-pod job pending in each: every
+ * round of the cycle serves the team first in queue order. */
+static double bench_team_queues(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    int nodes = (n + 7) / 8;
+    put(&b, "{\"name\": \"teams\", \"horizon\": 0, \"nodes\": [");
+    for (int i = 0; i < nodes; i++)
+        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put(&b, "], \"queues\": [{\"name\": \"org\", \"resources\": {\"gpu\": {\"quota\": %d}}}", n);
+    for (int i = 0; i < n; i++)
+        put(&b, ", {\"name\": \"t%d\", \"parent\": \"org\", \"resources\": {\"gpu\": {\"quota\": 1}}}", i);
+    put(&b, "], \"workloads\": [");
+    for (int i = 0; i < n; i++)
+        put(&b, "%s{\"name\": \"j%d\", \"queue\": \"t%d\", \"requests\": {\"gpu\": 1}}", i ? ", " : "", i, i);
+    put(&b, "]}");
+    double t = sim_once(&b, &sc, &res);
+    if (t < 0) return -1;
+    if (res.ncycles != 1 || count_op(&res, US_OP_BIND) != (size_t)n) t = -1;
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
 static int run_scale_cases(int n) {
     double t;
     int failed = 0;
@@ -1465,8 +1491,9 @@ static int run_scale_cases(int n) {
                                            bench_node_removals, bench_workload_resync, bench_node_growth,
                                            bench_pod_cache, bench_workload_index, bench_queue_chain,
                                            bench_distinct_failures, bench_preemptions,
-                                           bench_preemption_account, bench_wide_tie_break};
-    for (int k = 0; k < 16; k++) {
+                                           bench_preemption_account, bench_wide_tie_break,
+                                           bench_team_queues};
+    for (int k = 0; k < 17; k++) {
         int m = k == 9 || k == 10 ? n / 10
                 : k < 2 || k == 4 || k == 6 || k == 8 || k == 11 || k >= 12 ? n / 250
                                                                            : n / 100;
@@ -1486,7 +1513,8 @@ static int run_scale_cases(int n) {
         else if (k == 12) snprintf(what, sizeof what, "a cycle of %d distinct jobs that all fail", m);
         else if (k == 13) snprintf(what, sizeof what, "a cycle of %d preemptions, a search each", m);
         else if (k == 14) snprintf(what, sizeof what, "the readable account of %d preemptions", m);
-        else snprintf(what, sizeof what, "tie-break among %d identical nodes", m);
+        else if (k == 15) snprintf(what, sizeof what, "tie-break among %d identical nodes", m);
+        else snprintf(what, sizeof what, "a cycle of %d jobs, each in a queue of its own", m);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;

@@ -815,6 +815,93 @@ TEST(tie_break_in_wide_groups_of_identical_nodes) {
     CHECK(spared > 10);  /* the tie-break had choices to make, and made them */
 }
 
+/* Queue trees: 1 to 3 departments of 1 to 5 teams each, random quotas,
+ * limits, weights and priorities, and 2 to 25 jobs (gangs and elastic,
+ * whole and half GPUs, three priorities) across the teams, some running
+ * from the start.  Jobs are served queue by queue through a tournament
+ * over the tree (queueserve.c), whose heaps move only the queues a job
+ * changed; checking builds verify every queue's first leaf after every
+ * round (invariant "queue-order"), and every build the per-cycle
+ * properties above. */
+static char *tree_scenario(uint64_t seed) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 11};
+    buf b = {0};
+    int nn = 2 + pick(&r, 11), used[16] = {0}, nleaf = 0;
+    char leaves[16][16];
+    put(&b, "{\"name\":\"tree %llu\",\"cycle_interval\":10,\"horizon\":80,\"nodes\":[", (unsigned long long)seed);
+    for (int i = 0; i < nn; i++)
+        put(&b, "%s{\"name\":\"n%02d\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"256Gi\"}", i ? "," : "", i);
+    put(&b, "],\"queues\":[");
+    int ndep = 1 + pick(&r, 3);
+    for (int d = 0; d < ndep; d++) {
+        int prio = pick(&r, 3) == 0, quota = pick(&r, 17), weight = pick(&r, 4);
+        put(&b, "%s{\"name\":\"d%d\",\"priority\":%d,\"resources\":{\"gpu\":{\"quota\":%d,"
+                "\"over_quota_weight\":%d}}}",
+            d ? "," : "", d, prio, quota, weight);
+        int nteam = 1 + pick(&r, 5);
+        for (int t = 0; t < nteam; t++) {
+            int tprio = pick(&r, 3) == 0, tquota = pick(&r, 9), tweight = pick(&r, 4);
+            snprintf(leaves[nleaf++], sizeof leaves[0], "d%d-t%d", d, t);
+            put(&b, ",{\"name\":\"d%d-t%d\",\"parent\":\"d%d\",\"priority\":%d,\"resources\":{\"gpu\":"
+                    "{\"quota\":%d,\"over_quota_weight\":%d",
+                d, t, d, tprio, tquota, tweight);
+            if (pick(&r, 5) == 0) put(&b, ",\"limit\":%d", 2 + pick(&r, 15));
+            put(&b, "}}}");
+        }
+    }
+    put(&b, "],\"workloads\":[");
+    int njobs = 2 + pick(&r, 24);
+    for (int k = 0; k < njobs; k++) {
+        static const char *gpus[] = {"1", "1", "2", "4", "0.5"};
+        static const int prios[] = {50, 100, 150};
+        const char *g = gpus[pick(&r, 5)];
+        int reps = 1 + pick(&r, 4), at = 10 * pick(&r, 5), prio = prios[pick(&r, 3)];
+        const char *queue = leaves[pick(&r, nleaf)];
+        bool gang = pick(&r, 2), pre = atof(g) >= 1 && pick(&r, 10) < 3;
+        put(&b, "%s{\"name\":\"ai%d\",\"queue\":\"%s\",\"replicas\":%d,\"requests\":{\"gpu\":%s},"
+                "\"priority\":%d,\"submit_at\":%d",
+            k ? "," : "", k, queue, reps, g, prio, pre ? 0 : at);
+        if (gang) put(&b, ",\"min_member\":%d", 1 + pick(&r, reps));
+        else put(&b, ",\"controller\":\"deployment\"");
+        if (pre) {
+            put(&b, ",\"pods\":[");
+            bool first = true;
+            for (int i = 0; i < reps; i++) {
+                int n = pick(&r, nn), need = atoi(g);
+                if (used[n] + need > 8) continue;
+                used[n] += need;
+                put(&b, "%s{\"node\":\"n%02d\",\"state\":\"running\"}", first ? "" : ",", n);
+                first = false;
+            }
+            put(&b, "]");
+        }
+        put(&b, "}");
+    }
+    put(&b, "]}");
+    return b.s;
+}
+
+TEST(queue_trees_serve_jobs_in_queue_order) {
+    int taking = 0;
+    policies = policy_set[0];
+    for (uint64_t seed = 1; seed <= 300; seed++) {
+        char *text = tree_scenario(seed);
+        per_seed ps = {seed, false};
+        run base, full;
+        simulate(text, true, true, &ps, &base);
+        simulate_with(text, true, true, true, NULL, &full);
+        CHECK(ran("tree", seed, &base));
+        CHECK(ran("tree, full cycles", seed, &full));
+        if (base.json && full.json) CHECK(same("tree: incremental and full cycles", seed, base.json, full.json));
+        if (base.json && (strstr(base.json, "\"reclaim\"") || strstr(base.json, "\"preempt\""))) taking++;
+        run_free(&base);
+        run_free(&full);
+        free(text);
+    }
+    printf("queue trees: 300 seeds, %d of them reclaim or preempt\n", taking);
+    CHECK(taking > 5);  /* jobs also took room from other queues, not only free room */
+}
+
 TEST(tie_break_counts_terminating_pods_as_gone) {
     const char *text =
         "{\"name\":\"t\",\"cycle_interval\":10,\"horizon\":60,"
@@ -867,6 +954,7 @@ int main(void) {
     RUN(tie_break_counts_terminating_pods_as_gone);
     RUN(random_scenarios_keep_invariants_and_differential_properties);
     RUN(tie_break_in_wide_groups_of_identical_nodes);
+    RUN(queue_trees_serve_jobs_in_queue_order);
     for (int i = 0; i < 3; i++) us_policy_free(policy_set[i]);
     return check_report();
 }
