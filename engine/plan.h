@@ -102,6 +102,9 @@ typedef struct us_plan {
     int *victim_pods;
     int *victim_cands, *victim_units, *victim_queues;
     int *victim_skip;    /* [nqueues] leading entries known to be victims */
+    bool *victim_sorted; /* [nqueues] its entries are grouped in priority bands */
+    int *victim_band;    /* an entry's band's end (victims.c, group_queue) */
+    bool *victim_done;   /* the entry's band is in the order it gives */
     bool *victim_drop;
     struct us_classes *classes;  /* node and pod classes (nodeclass.h), built on first use */
     bool oom;                 /* memory ran out keeping the classes current */

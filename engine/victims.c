@@ -128,6 +128,50 @@ static int within_queue(const void *a, const void *b, void *ctx) {
     return strcmp(x->name, y->name);
 }
 
+/* Queue q's victims grouped by priority, lowest first: a band per
+ * priority (victim_band: each entry's band's end), each sorted in the
+ * order they give only when a search first reaches it (sort_band).  A
+ * search in a large queue that preempts only lower priorities sorts only
+ * those; sorting a whole queue's victims for it was most of a quiet
+ * cycle's victim search on a large cluster.  0, or -1 when memory runs
+ * out. */
+typedef struct prio_pod {
+    int prio, pod;
+} prio_pod;
+
+static int by_prio(const void *a, const void *b, void *ctx) {
+    (void)ctx;
+    const prio_pod *x = a, *y = b;
+    if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
+    return x->pod < y->pod ? -1 : x->pod > y->pod;
+}
+
+static int group_queue(us_plan *p, int q) {
+    const us_state *st = p->st;
+    int f = p->victim_first[q], e = p->victim_first[q + 1];
+    prio_pod *pp = malloc((size_t)(e - f + 1) * sizeof *pp);
+    if (!pp) return -1;
+    for (int x = f; x < e; x++)
+        pp[x - f] = (prio_pod){st->workloads[st->pods[p->victim_pods[x]].workload].priority, p->victim_pods[x]};
+    us_sort(pp, (size_t)(e - f), sizeof *pp, by_prio, NULL);
+    for (int x = e - 1; x >= f; x--) {
+        p->victim_pods[x] = pp[x - f].pod;
+        p->victim_band[x] = x + 1 < e && pp[x + 1 - f].prio == pp[x - f].prio ? p->victim_band[x + 1] : x + 1;
+        p->victim_done[x] = false;
+    }
+    free(pp);
+    p->victim_sorted[q] = true;
+    return 0;
+}
+
+/* The band starting at x in the order its victims give, once. */
+static void sort_band(us_plan *p, int x) {
+    if (p->victim_done[x]) return;
+    int e = p->victim_band[x];
+    us_sort(p->victim_pods + x, (size_t)(e - x), sizeof *p->victim_pods, within_queue, (void *)p->st);
+    memset(p->victim_done + x, 1, (size_t)(e - x) * sizeof *p->victim_done);
+}
+
 /* Evict the unit headed by pod: the pod alone when its gang keeps
  * min_member without it, else the whole gang (a semi-preemptible gang is
  * never broken up: only its elastic pods may go).  *taken = false when the
@@ -187,8 +231,10 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
  * whose workload is not non-preemptible) by queue, so a search looks only
  * at the queues that may give.  One pass over the pods' flags lists the
  * held ones (only AI pods are, US_PF_HELD) with their queue; a counting
- * sort of that list groups them by queue, and each queue's are sorted in
- * the order they give.  A search's scratch is sized here once: searches
+ * sort of that list groups them by queue; each queue's are sorted in the
+ * order they give when a search first looks at them (most cycles search
+ * few queues, and sorting every queue's was most of a quiet cycle's
+ * victim search on a large cluster).  A search's scratch is sized here once: searches
  * are many (one per pod an elastic job preempts), and scratch sized by
  * every pod of the cluster made each one cost the cluster's size.
  * 0 or -1 (out of memory). */
@@ -209,8 +255,6 @@ static int build_index(us_plan *p) {
     }
     for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
     for (size_t k = 0; k < n; k++) pods[first[queue[k]] + fill[queue[k]]++] = held[k];
-    for (size_t q = 0; q < st->nqueues; q++)
-        us_sort(pods + first[q], (size_t)(first[q + 1] - first[q]), sizeof *pods, within_queue, (void *)st);
     free(fill);
     free(held);
     free(queue);
@@ -223,7 +267,11 @@ static int build_index(us_plan *p) {
     p->victim_drop = malloc((n + 1) * sizeof *p->victim_drop);
     p->victim_queues = malloc((st->nqueues + 1) * sizeof *p->victim_queues);
     p->victim_skip = calloc(st->nqueues + 1, sizeof *p->victim_skip);
-    if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_queues || !p->victim_skip)
+    p->victim_sorted = calloc(st->nqueues + 1, sizeof *p->victim_sorted);
+    p->victim_band = malloc((n + 1) * sizeof *p->victim_band);
+    p->victim_done = malloc((n + 1) * sizeof *p->victim_done);
+    if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_queues || !p->victim_skip ||
+        !p->victim_sorted || !p->victim_band || !p->victim_done)
         goto nomem;
     return 0;
 nomem:
@@ -240,8 +288,12 @@ nomem:
     free(p->victim_drop);
     free(p->victim_queues);
     free(p->victim_skip);
+    free(p->victim_sorted);
+    free(p->victim_band);
+    free(p->victim_done);
     p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = p->victim_queues = NULL;
-    p->victim_skip = NULL;
+    p->victim_skip = p->victim_band = NULL;
+    p->victim_sorted = p->victim_done = NULL;
     p->victim_drop = NULL;
     return -1;
 }
@@ -285,9 +337,13 @@ static bool next_candidate(const search *s, cand_walk *w, int *cands, size_t *nc
         int q = w->qs[w->k];
         if (w->x < 0) w->x = p->victim_first[q] + p->victim_skip[q] - 1;
         while (++w->x < p->victim_first[q + 1]) {
+            /* preempt takes lower priorities only, and their bands come
+             * first; a band is sorted when first reached (at its start) */
+            if (s->act == US_ACT_PREEMPT &&
+                st->workloads[st->pods[p->victim_pods[w->x]].workload].priority >= prio)
+                break;
+            sort_band(s->p, w->x);
             int pod = p->victim_pods[w->x];
-            /* preempt takes lower priorities only, and they come first */
-            if (s->act == US_ACT_PREEMPT && st->workloads[st->pods[pod].workload].priority >= prio) break;
             if (candidate(s, pod)) {
                 cands[(*nc)++] = pod;
                 return true;
@@ -318,25 +374,36 @@ static int search_victims(search *s, bool *ok, us_err *err) {
                                      : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
         qs[nq++] = (int)q;
+        if (!p->victim_sorted[q] && group_queue(p, (int)q) < 0) return us_err_nomem(err);
         /* a victim before this search stays one for the whole plan (every
          * rollback is inside a search): the leading ones are passed over
          * for good, so a job that takes one pod per search does not walk
          * every earlier victim again */
         int *skip = &p->victim_skip[q];
-        while (p->victim_first[q] + *skip < p->victim_first[q + 1] &&
-               (p->flags[p->victim_pods[p->victim_first[q] + *skip]] & US_PF_VICTIM))
+        while (p->victim_first[q] + *skip < p->victim_first[q + 1]) {
+            int x = p->victim_first[q] + *skip;
+            /* only through bands a walk sorted: victims elsewhere (whole
+             * gangs) are passed over by the walk itself */
+            if (!p->victim_done[x] || !(p->flags[p->victim_pods[x]] & US_PF_VICTIM)) break;
             ++*skip;
+        }
     }
     us_sort(qs, nq, sizeof *qs, give_order, p);
     cand_walk walk = {qs, nq, 0, -1};
     if (s->act == US_ACT_RECLAIM) {
-        /* reclaim judges the ancestors by every candidate first */
-        while (next_candidate(s, &walk, cands, &nc)) {
-        }
+        /* reclaim judges the ancestors by every candidate first, in any
+         * order: most searches end there, and need no band sorted */
+        for (size_t k = 0; k < nq; k++)
+            for (int x = p->victim_first[qs[k]] + p->victim_skip[qs[k]]; x < p->victim_first[qs[k] + 1]; x++)
+                if (candidate(s, p->victim_pods[x])) cands[nc++] = p->victim_pods[x];
         if (nc == 0) return 0;
         bool may;
         if (ancestors_may_fit(s, cands, nc, &may) < 0) return us_err_nomem(err);
         if (!may) return 0;
+        /* then all of them in victim order */
+        nc = 0;
+        while (next_candidate(s, &walk, cands, &nc)) {
+        }
     }
 
     /* preempt lists candidates as the search takes them: a job that
