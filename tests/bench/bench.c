@@ -1327,6 +1327,12 @@ out:
     return t;
 }
 
+/* The entries of a node list: n0, n1... of 8 GPUs, 128 cores and 1Ti each. */
+static void put_gpu_nodes(buf *b, int nodes) {
+    for (int i = 0; i < nodes; i++)
+        put(b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+}
+
 /* One simulated cycle of the scenario text (no cycle budget: the cost is
  * what is measured), timed; res filled.  -1 when it does not run. */
 static double sim_once(buf *b, us_scenario *sc, us_sim_result *res) {
@@ -1388,8 +1394,7 @@ static double preemptions(int n, bool account) {
     us_sim_result res;
     int nodes = (n + 7) / 8;
     put(&b, "{\"name\": \"preempt\", \"horizon\": 0, \"nodes\": [");
-    for (int i = 0; i < nodes; i++)
-        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put_gpu_nodes(&b, nodes);
     put(&b, "], \"queues\": [{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": %d}}}], "
             "\"workloads\": [{\"name\": \"low\", \"queue\": \"q\", \"priority\": 50, "
             "\"controller\": \"deployment\", \"replicas\": %d, \"requests\": {\"gpu\": 1}, \"pods\": [",
@@ -1425,8 +1430,7 @@ static double bench_wide_tie_break(int n) {
     us_scenario sc;
     us_sim_result res;
     put(&b, "{\"name\": \"ties\", \"horizon\": 0, \"nodes\": [");
-    for (int i = 0; i < n; i++)
-        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put_gpu_nodes(&b, n);
     put(&b, "], \"queues\": [{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": %d}}}, "
             "{\"name\": \"bg\", \"resources\": {\"gpu\": {\"quota\": 0, \"over_quota_weight\": 0}, "
             "\"cpu\": {\"quota\": 0, \"over_quota_weight\": 0}, \"memory\": {\"quota\": 0, "
@@ -1463,8 +1467,7 @@ static double bench_team_queues(int n) {
     us_sim_result res;
     int nodes = (n + 7) / 8;
     put(&b, "{\"name\": \"teams\", \"horizon\": 0, \"nodes\": [");
-    for (int i = 0; i < nodes; i++)
-        put(&b, "%s{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 128, \"memory\": \"1Ti\"}", i ? ", " : "", i);
+    put_gpu_nodes(&b, nodes);
     put(&b, "], \"queues\": [{\"name\": \"org\", \"resources\": {\"gpu\": {\"quota\": %d}}}", n);
     for (int i = 0; i < n; i++)
         put(&b, ", {\"name\": \"t%d\", \"parent\": \"org\", \"resources\": {\"gpu\": {\"quota\": 1}}}", i);
