@@ -111,8 +111,8 @@ static bool candidate(const search *s, int pod) {
  * last first (give_order); inside a queue (within_queue), lower priority
  * first, then the newest workload, then the newest pod.  The order inside
  * a queue never changes during a cycle, so each queue's pods are sorted
- * once (build_index); the queues, whose order follows the plan, are
- * sorted per search. */
+ * once, band by band (group_queue, sort_band); the queues, whose order
+ * follows the plan, are sorted per search. */
 static int give_order(const void *a, const void *b, void *ctx) {
     us_res none = {{0}};
     return -us_qorder_compare(ctx, *(const int *)a, none, *(const int *)b, none);
@@ -231,12 +231,11 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
  * whose workload is not non-preemptible) by queue, so a search looks only
  * at the queues that may give.  One pass over the pods' flags lists the
  * held ones (only AI pods are, US_PF_HELD) with their queue; a counting
- * sort of that list groups them by queue; each queue's are sorted in the
- * order they give when a search first looks at them (most cycles search
- * few queues, and sorting every queue's was most of a quiet cycle's
- * victim search on a large cluster).  A search's scratch is sized here once: searches
- * are many (one per pod an elastic job preempts), and scratch sized by
- * every pod of the cluster made each one cost the cluster's size.
+ * sort of that list groups them by queue, and a search puts a queue's in
+ * the order they give as it reaches them (group_queue).  A search's
+ * scratch is sized here once: searches are many (one per pod an elastic
+ * job preempts), and scratch sized by every pod of the cluster made each
+ * one cost the cluster's size.
  * 0 or -1 (out of memory). */
 static int build_index(us_plan *p) {
     const us_state *st = p->st;

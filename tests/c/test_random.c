@@ -827,7 +827,7 @@ static char *tree_scenario(uint64_t seed) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 11};
     buf b = {0};
     int nn = 2 + pick(&r, 11), used[16] = {0}, nleaf = 0;
-    char leaves[16][16];
+    char leaves[16][32];
     put(&b, "{\"name\":\"tree %llu\",\"cycle_interval\":10,\"horizon\":80,\"nodes\":[", (unsigned long long)seed);
     for (int i = 0; i < nn; i++)
         put(&b, "%s{\"name\":\"n%02d\",\"gpu\":8,\"cpu\":\"64\",\"memory\":\"256Gi\"}", i ? "," : "", i);
