@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "placement.h"
-#include "queueorder.h"
 #include "sort.h"
 
 bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }

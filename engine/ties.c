@@ -250,7 +250,6 @@ static int assign_group(const us_plan *p, work *w, const int *g, size_t n) {
         }
         /* else (or when another displaces less): the first member by name
          * of a signature displacing the least, the bundle's own node aside */
-        int best_at = -1;
         for (int sg = 0; sg < nsig; sg++) {
             int at = untaken(w, w->sfirst[sg]);
             if (at < w->sfirst[sg + 1] && w->mem[at] == s) at = untaken(w, at + 1);
@@ -259,7 +258,6 @@ static int assign_group(const us_plan *p, work *w, const int *g, size_t n) {
                 (w->d[sg] == best_d && best != s && w->mem[at] < best)) {  /* positions: name order */
                 best = w->mem[at];
                 best_d = w->d[sg];
-                best_at = at;
             }
         }
 #ifdef US_CHECK_INVARIANTS
@@ -267,7 +265,7 @@ static int assign_group(const us_plan *p, work *w, const int *g, size_t n) {
 #endif
         w->taken[best] = true;
         w->to[s] = best;
-        w->skip[best_at >= 0 ? best_at : w->at[s]] = (best_at >= 0 ? best_at : w->at[s]) + 1;
+        w->skip[w->at[best]] = w->at[best] + 1;  /* taken: finds pass over it */
     }
     return 0;
 }
