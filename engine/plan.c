@@ -153,6 +153,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
     p->wl_pending = malloc(np * sizeof *p->wl_pending);
+    p->bg = malloc(np * sizeof *p->bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
@@ -160,7 +161,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
+        !p->wl_first || !p->wl_pending || !p->bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
@@ -192,20 +193,36 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         free(wanted);
         goto fail;
     }
+    bool short_of_memory = false;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         evict_background(p, i, wanted, &ai);
         p->pnode[i] = -1;
         p->pslot[i] = -1;
         p->evictor[i] = -1;
+        bool here = pod->node >= 0 && p->pos[pod->node] >= 0;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
-        if (!pod->gone && pod->state == US_POD_PENDING && us_cycle_may_place(o, pod))
-            p->wl_first[pod->workload + 1]++;
-        if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state))
-            p->node_first[p->pos[pod->node] + 1]++;
+        bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);
+        if (!pod->gone && placeable) p->wl_first[pod->workload + 1]++;
+        if (here && holds(pod->state)) p->node_first[p->pos[pod->node] + 1]++;
+        /* for the re-offer (gone or not, as it has always read them) */
+        if (here && pod->state == US_POD_RELEASING) {
+            if (us_grow((void **)&p->terminating, &p->cap_terminating, p->nterminating,
+                        sizeof *p->terminating) < 0)
+                short_of_memory = true;
+            else
+                p->terminating[p->nterminating++] = (int)i;
+        }
+        if (st->workloads[pod->workload].background &&
+            ((pod->state == US_POD_RUNNING && here) || placeable))
+            p->bg[p->nbg++] = (int)i;
     }
     us_usesum_flush_all(&ai);
     us_usesum_free(&ai);
+    if (short_of_memory) {
+        free(wanted);
+        goto fail;
+    }
     queue_sums(p, wanted);
     free(wanted);
     for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
@@ -255,6 +272,8 @@ void us_plan_free(us_plan *p) {
     free(p->wl_first);
     free(p->wl_pending);
     free(p->wl_placed);
+    free(p->bg);
+    free(p->terminating);
     free(p->alloc);
     free(p->alloc_np);
     free(p->demand);

@@ -66,6 +66,16 @@ typedef struct us_plan {
     int *node_first;     /* [nnodes + 1] offsets into node_pods */
     int *node_pods;
 
+    /* read by the re-offer (reoffer.c), gathered by the snapshot's pass
+     * over every pod so that the re-offer needs none of its own, in pod
+     * order: background pods running on the pool's nodes or pending and
+     * placeable (any workload state: the re-offer decides which it
+     * offers), and pods terminating on the pool's nodes (any kind) */
+    int *bg;
+    size_t nbg;
+    int *terminating;
+    size_t nterminating, cap_terminating;
+
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
     bool *wl_ai;         /* the workload is an AI job of this pool (us_gang_is_job) */

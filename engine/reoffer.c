@@ -131,20 +131,31 @@ typedef struct work {
     size_t noffered;
     us_bg_pod *pending;
     int *cands;            /* every candidate list, one after the other */
-    int *bg;               /* background pods running on the pool's nodes or
-                              pending, of any workload state, in pod order */
+    const int *bg;         /* background pods running on the pool's nodes or
+                              pending, of any workload state, in pod order
+                              (the plan's: us_plan.bg) */
     size_t nbg;
+    int *victims;          /* the plan's victims, in pod order */
+    size_t nvictims, cap_victims;
     bool *wl_offer;        /* [nworkloads] active background work of the pool */
 } work;
 
-/* One pass over every pod, in pod order: the background ones (the steps
- * after it read only those: a large cluster's pods are mostly not
- * background), and what is held now on each node beyond the AI view (held
- * and idle start as the AI view plus every pod still terminating or about
- * to: releasing pods, and AI victims that were running with a grace).  The
- * pods of one node are added in pod order, as a walk of the node's pods
- * would add them, so device slots come out the same. */
-static void collect_bg(work *w) {
+/* Pod i's room into what is held on its node. */
+static void add_held(work *w, int i) {
+    const us_state *st = w->p->st;
+    const us_pod *pd = &st->pods[i];
+    us_use_add(&w->held[w->p->pos[pd->node]], &st->nodes[pd->node],
+               st->workloads[pd->workload].request, pd->shared_dev);
+}
+
+/* What is held now on each node beyond the AI view: held and idle start
+ * as the AI view plus every pod still terminating or about to (releasing
+ * pods, and AI victims that were running with a grace).  The snapshot
+ * listed the terminating pods and the background ones (plan.h) in its pass
+ * over every pod; the victims are the plan's own.  The pods of one node
+ * are added in pod order, as a walk of the node's pods would add them, so
+ * device slots come out the same.  0, or -1 when memory runs out. */
+static int collect_bg(work *w) {
     const us_plan *p = w->p;
     const us_state *st = p->st;
     for (size_t k = 0; k < st->nworkloads; k++) {
@@ -159,21 +170,24 @@ static void collect_bg(work *w) {
         w->held[k] = p->ai[k];
         w->end[k] = p->ai[k];  /* the AI end state: the plan's own view */
     }
+    const int *term = p->terminating;
+    size_t t = 0;
     for (size_t i = 0; i < p->npods; i++) {
-        const us_pod *pd = &st->pods[i];
-        const us_workload *wl = &st->workloads[pd->workload];
-        int pos = pd->node >= 0 ? p->pos[pd->node] : -1;
+        if (!(p->flags[i] & US_PF_VICTIM)) continue;
+        if (us_grow((void **)&w->victims, &w->cap_victims, w->nvictims, sizeof *w->victims) < 0)
+            return -1;
+        w->victims[w->nvictims++] = (int)i;
         /* an AI victim that was running terminates for its grace period */
-        if (pos >= 0 && (pd->state == US_POD_RELEASING ||
-                         ((p->flags[i] & US_PF_VICTIM) && pd->state == US_POD_RUNNING &&
-                          us_cycle_evict_terminates(p->opts, wl))))
-            us_use_add(&w->held[pos], &st->nodes[pd->node], wl->request, pd->shared_dev);
-        if (!wl->background) continue;
-        if ((pd->state == US_POD_RUNNING && pos >= 0) ||
-            (pd->state == US_POD_PENDING && us_cycle_may_place(p->opts, pd)))
-            w->bg[w->nbg++] = (int)i;
+        const us_pod *pd = &st->pods[i];
+        if (pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0 ||
+            !us_cycle_evict_terminates(p->opts, &st->workloads[pd->workload]))
+            continue;
+        for (; t < p->nterminating && term[t] < (int)i; t++) add_held(w, term[t]);
+        add_held(w, (int)i);
     }
+    for (; t < p->nterminating; t++) add_held(w, term[t]);
     memcpy(w->idle, w->held, p->nnodes * sizeof *w->idle);
+    return 0;
 }
 
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
@@ -186,8 +200,7 @@ static int mark_touched(work *w) {
     us_use *scratch = malloc((p->nnodes + 1) * sizeof *scratch);
     if (!scratch) return -1;
     for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
-    for (size_t i = 0; i < p->npods; i++)
-        if (p->flags[i] & US_PF_VICTIM) w->touched[p->pos[st->pods[i].node]] = true;
+    for (size_t k = 0; k < w->nvictims; k++) w->touched[p->pos[st->pods[w->victims[k]].node]] = true;
     memcpy(scratch, w->end, p->nnodes * sizeof *scratch);
     for (size_t k = 0; k < w->nbg; k++) {
         const us_pod *pd = &st->pods[w->bg[k]];
@@ -477,7 +490,7 @@ static int decide(work *w, bool *keep, int *place, us_err *err) {
 
 int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     memset(out, 0, sizeof *out);
-    size_t np = p->npods + 1, nn = p->nnodes + 1;
+    size_t nn = p->nnodes + 1;
     work w = {.p = p, .out = out};
     bool *keep = NULL;
     int *place = NULL;
@@ -487,7 +500,6 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.end = malloc(nn * sizeof *w.end);
     w.idle = malloc(nn * sizeof *w.idle);
     w.touched = calloc(nn, sizeof *w.touched);
-    w.bg = malloc(np * sizeof *w.bg);
     w.wl_offer = malloc((p->st->nworkloads + 1) * sizeof *w.wl_offer);
     w.shown = calloc(nn, sizeof *w.shown);
     w.view_of = malloc(nn * sizeof *w.view_of);
@@ -499,11 +511,16 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     us_use *stay_in[] = {w.held, w.end, w.idle};
     bool summing = w.held && w.end && w.idle && us_usesum_init(&w.stay, p->nnodes, stay_in, 3) == 0;
     if (!summing || !w.touched || !w.shown || !w.view_of ||
-        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.bg || !w.wl_offer) {
+        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.wl_offer) {
         us_err_nomem(err);
         goto done;
     }
-    collect_bg(&w);
+    w.bg = p->bg;
+    w.nbg = p->nbg;
+    if (collect_bg(&w) < 0) {
+        us_err_nomem(err);
+        goto done;
+    }
     /* what follows is per background pod: sized by them, not by every pod
      * (zeroing arrays of every pod each cycle cost more than using them) */
     size_t nb = w.nbg + 1;
@@ -555,7 +572,7 @@ done:
     free(w.offered);
     free(w.pending);
     free(w.cands);
-    free(w.bg);
+    free(w.victims);
     free(w.wl_offer);
     return rc;
 }

@@ -133,35 +133,68 @@ static int within_queue(const void *a, const void *b, void *ctx) {
  * order they give only when a search first reaches it (sort_band).  A
  * search in a large queue that preempts only lower priorities sorts only
  * those; sorting a whole queue's victims for it was most of a quiet
- * cycle's victim search on a large cluster.  0, or -1 when memory runs
- * out. */
-typedef struct prio_pod {
-    int prio, pod;
-} prio_pod;
+ * cycle's victim search on a large cluster.  Priorities are few beside
+ * pods, so the bands are a bucket pass: the distinct priorities are found
+ * by hash and only they are sorted; inside a band the victims keep pod
+ * order, as the sort by (priority, pod) this replaces left them.  0, or -1
+ * when memory runs out. */
+static bool prio_is(int id, const void *key, void *ctx) {
+    return ((const int *)ctx)[id] == *(const int *)key;
+}
 
-static int by_prio(const void *a, const void *b, void *ctx) {
-    (void)ctx;
-    const prio_pod *x = a, *y = b;
-    if (x->prio != y->prio) return x->prio < y->prio ? -1 : 1;
-    return x->pod < y->pod ? -1 : x->pod > y->pod;
+static int by_value(const void *a, const void *b, void *ctx) {
+    const int *v = ctx, x = v[*(const int *)a], y = v[*(const int *)b];
+    return (x > y) - (x < y);
 }
 
 static int group_queue(us_plan *p, int q) {
     const us_state *st = p->st;
     int f = p->victim_first[q], e = p->victim_first[q + 1];
-    prio_pod *pp = malloc((size_t)(e - f + 1) * sizeof *pp);
-    if (!pp) return -1;
-    for (int x = f; x < e; x++)
-        pp[x - f] = (prio_pod){st->workloads[st->pods[p->victim_pods[x]].workload].priority, p->victim_pods[x]};
-    us_sort(pp, (size_t)(e - f), sizeof *pp, by_prio, NULL);
-    for (int x = e - 1; x >= f; x--) {
-        p->victim_pods[x] = pp[x - f].pod;
-        p->victim_band[x] = x + 1 < e && pp[x + 1 - f].prio == pp[x - f].prio ? p->victim_band[x + 1] : x + 1;
-        p->victim_done[x] = false;
+    size_t n = (size_t)(e - f) + 1;
+    /* per victim its priority's id; per id its value, then its band's start */
+    int *id = malloc(n * sizeof *id), *value = malloc(n * sizeof *value);
+    int *order = malloc(n * sizeof *order), *start = malloc((n + 1) * sizeof *start);
+    int *pods = malloc(n * sizeof *pods);
+    us_hashidx seen = {0};
+    int nd = 0, rc = -1;
+    if (!id || !value || !order || !start || !pods) goto out;
+    for (int x = f, last = -1; x < e; x++) {
+        int prio = st->workloads[st->pods[p->victim_pods[x]].workload].priority;
+        if (last < 0 || value[last] != prio) {  /* a workload's pods are mostly in a row */
+            uint64_t h = us_hash_finish(us_hash_words(US_HASH_SEED, &prio, sizeof prio));
+            last = us_hashidx_find(&seen, h, prio_is, &prio, value);
+            if (last < 0) {
+                if (us_hashidx_add(&seen, h, nd) < 0) goto out;
+                value[nd] = prio;
+                last = nd++;
+            }
+        }
+        id[x - f] = last;
     }
-    free(pp);
+    for (int d = 0; d < nd; d++) order[d] = d;
+    us_sort(order, (size_t)nd, sizeof *order, by_value, value);
+    /* counting sort by rank: start[d] first counts, then offsets */
+    memset(start, 0, (size_t)(nd + 1) * sizeof *start);
+    for (int x = f; x < e; x++) start[id[x - f]]++;
+    for (int r = 0, at = f; r < nd; r++) {
+        int d = order[r], cnt = start[d];
+        start[d] = at;
+        at += cnt;
+        for (int k = start[d]; k < at; k++) p->victim_band[k] = at;
+    }
+    for (int x = f; x < e; x++) pods[start[id[x - f]]++ - f] = p->victim_pods[x];
+    memcpy(p->victim_pods + f, pods, (size_t)(e - f) * sizeof *pods);
+    memset(p->victim_done + f, 0, (size_t)(e - f) * sizeof *p->victim_done);
     p->victim_sorted[q] = true;
-    return 0;
+    rc = 0;
+out:
+    free(id);
+    free(value);
+    free(order);
+    free(start);
+    free(pods);
+    us_hashidx_free(&seen);
+    return rc;
 }
 
 /* The band starting at x in the order its victims give, once. */

@@ -359,6 +359,20 @@ static int by_str(const void *a, const void *b) {
 
 /* Lines of b sorted, as one text: an outcome does not depend on the order
  * in which the same facts were listed. */
+/* UNDERSTORY_RANDOM_WRITE=DIR: each generated scenario is also written to
+ * DIR/<kind>-<seed>.json, so that two builds can be compared on the very
+ * inputs the tests use (simulate --json, byte for byte). */
+static void keep_scenario(const char *kind, uint64_t seed, const char *text) {
+    const char *dir = getenv("UNDERSTORY_RANDOM_WRITE");
+    if (!dir || !text) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s-%llu.json", dir, kind, (unsigned long long)seed);
+    FILE *f = fopen(path, "w");
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
 static char *sorted_lines(buf *b) {
     size_t n = 0, k = 0;
     for (size_t i = 0; i < b->n; i++) n += b->s[i] == '\n';
@@ -617,6 +631,7 @@ static int decisions_naming(const cJSON *doc, const char *prefix) {
 
 static void one_seed(uint64_t seed, bool verbose) {
     char *text = scenario(seed, false);
+    keep_scenario("random", seed, text);
     policies = policy_set[seed % 4];
     if (verbose) printf("%s\n", text);
     per_seed ps = {seed, false};
@@ -796,6 +811,7 @@ TEST(tie_break_in_wide_groups_of_identical_nodes) {
     policies = policy_set[0];
     for (uint64_t seed = 1; seed <= 40; seed++) {
         char *text = wide_scenario(seed);
+        keep_scenario("wide", seed, text);
         per_seed ps = {seed, false};
         run aware, plain;
         simulate(text, true, true, &ps, &aware);
@@ -886,6 +902,7 @@ TEST(queue_trees_serve_jobs_in_queue_order) {
     policies = policy_set[0];
     for (uint64_t seed = 1; seed <= 300; seed++) {
         char *text = tree_scenario(seed);
+        keep_scenario("tree", seed, text);
         per_seed ps = {seed, false};
         run base, full;
         simulate(text, true, true, &ps, &base);
