@@ -7,6 +7,10 @@
 # sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve and
 # stop_serve.  A test whose failure output or cleanup differs defines its
 # own fail() or trap after sourcing this.
+# A command that stops the test under `set -e` names itself and its line:
+# a failure outside fail() would otherwise leave no message at all.
+set -E
+trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=$here/cluster.sh

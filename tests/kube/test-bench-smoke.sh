@@ -6,6 +6,10 @@
 # the room the AI pods need, and the report carries each figure.  The
 # figures themselves are not asserted: they are the benchmark's.
 set -euo pipefail
+# A command that stops the test under `set -e` names itself and its line:
+# a failure outside fail() would otherwise leave no message at all.
+set -E
+trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -11,6 +11,10 @@
 # Admin endpoints on port 0: two serves run at once here, and other test
 # runs may share the machine.
 set -euo pipefail
+# A command that stops the test under `set -e` names itself and its line:
+# a failure outside fail() would otherwise leave no message at all.
+set -E
+trap 'echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: \"$BASH_COMMAND\" exited $?" >&2' ERR
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cluster=$here/cluster.sh
