@@ -984,7 +984,10 @@ static void tidy(us_engine *e) {
             nmap[n] = -1;
         }
     }
-    if (k != st->nnodes) e->nnames.stale = true;
+    if (k != st->nnodes) {
+        e->nnames.stale = true;
+        us_state_nodes_changed(st);
+    }
     st->nnodes = k;
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
@@ -1017,6 +1020,7 @@ static void rollback(us_engine *e, mark m) {
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
     if (st->npods != m.npods) st->generation++;
+    if (st->nnodes != m.nnodes) us_state_nodes_changed(st);
     st->npods = m.npods;
     st->nnodes = m.nnodes;
     st->nworkloads = m.nworkloads;

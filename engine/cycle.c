@@ -92,7 +92,9 @@ static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
     us_reoffer bg = {0};
     int rc = -1;
     double t0 = o->profile ? us_cycle_cpu_clock() : 0;
-    if (us_plan_snapshot(&p, st, pool, now, pol, o, log) < 0) return us_err_nomem(err);
+    int snap = us_plan_snapshot(&p, st, pool, now, pol, o, log);
+    if (snap == -2) return us_err_set(err, US_EINVARIANT, "%s", p.broken);
+    if (snap < 0) return us_err_nomem(err);
     p.budget = budget;
     if (o->profile) o->profile->snapshot += us_cycle_cpu_clock() - t0;
     STEP(o, fairshare, us_fairshare_compute(&p, err));

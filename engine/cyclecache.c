@@ -15,6 +15,7 @@ void us_cycle_cache_free(us_cycle_cache *c) {
     if (!c) return;
     for (size_t i = 0; i < c->n; i++) {
         free(c->pools[i].pool);
+        free(c->pools[i].node_list);
         us_order_free(&c->pools[i].nodes);
         us_order_free(&c->pools[i].bg_running);
         us_order_free(&c->pools[i].bg_pending);

@@ -5,9 +5,15 @@
  * order.h).
  *
  * Everything kept here changes only what a cycle costs, never what it
- * decides: a hint that no longer matches the state (pods added, removed or
- * moved, nodes renamed, indices renumbered by the API's tidying) only
- * makes the next sort longer.  A cycle run without a cache
+ * decides.  Two kinds of thing are kept.  Order hints: a hint that no
+ * longer matches the state (pods added, removed or moved, nodes renamed,
+ * indices renumbered by the API's tidying) only makes the next sort
+ * longer.  And a pool's node list itself, kept with the state's node
+ * version: every change a list depends on (a node added, removed or back,
+ * the nodes renumbered) moves the version (us_state_nodes_changed), and
+ * checking builds (-DUS_CHECK_INVARIANTS) list the nodes afresh each cycle
+ * and hold the kept list to it (invariant "node-list").  A cycle run
+ * without a cache
  * (us_cycle_opts.cache NULL: `--full-cycles`, us_engine_options.full_cycles)
  * recomputes everything and decides the same, byte for byte; make test
  * proves it (tests/cli/full-cycles.sh, tests/c/test_incremental.c).
@@ -22,6 +28,12 @@
 
 typedef struct us_pool_hints {
     char *pool;
+    /* the pool's nodes by name, as the last cycle listed them, and the
+     * state's node version then (us_state.nodes_version): while it holds,
+     * the list is the list, and is reused without a sort */
+    int *node_list;
+    size_t nnode_list, cap_node_list;
+    uint64_t nodes_version;  /* 0: no list */
     us_order nodes;       /* the pool's nodes by name (key: node index) */
     us_order bg_running;  /* its running background pods by name (key: pod seq) */
     us_order bg_pending;  /* its pending background pods by name (key: pod seq) */

@@ -275,6 +275,7 @@ int us_life_complete_many(us_state *st, const int *ws, size_t n, double now) {
 static int add_node_pods(us_state *st, taken *t, int n, bool fresh) {
     int rc = 0;
     st->nodes[n].removed = false;
+    us_state_nodes_changed(st);
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state == US_WL_ACTIVE && wl->controller == US_CTRL_DAEMONSET &&
@@ -324,6 +325,7 @@ static void lose_node(us_state *st, us_pod *p, int n) {
 int us_life_remove_node(us_state *st, int n, double now) {
     (void)now;
     st->nodes[n].removed = true;
+    us_state_nodes_changed(st);
     for (size_t i = 0; i < st->npods; i++) lose_node(st, &st->pods[i], n);
     us_state_compact_pods(st);
     return 0;
@@ -332,6 +334,7 @@ int us_life_remove_node(us_state *st, int n, double now) {
 int us_life_remove_node_listed(us_state *st, int n, const int *pods, size_t npods, double now) {
     (void)now;
     st->nodes[n].removed = true;
+    us_state_nodes_changed(st);
     for (size_t k = 0; k < npods; k++) lose_node(st, &st->pods[pods[k]], n);
     return 0;
 }

@@ -120,6 +120,60 @@ static void queue_sums(us_plan *p, const int *wanted) {
     }
 }
 
+/* The pool's nodes present, sorted by name, into p->nodes: the list the
+ * last cycle made while no node changed since (cyclecache.h), else listed
+ * and sorted (with the last order as a hint) and kept for the next.
+ * Checking builds list them afresh anyway and compare.  0, -1 when memory
+ * runs out, -2 when the kept list is not the list (p->broken says so). */
+static void list_fresh(us_plan *p, int *into, size_t *n) {
+    const us_state *st = p->st;
+    *n = 0;
+    for (size_t i = 0; i < st->nnodes; i++)
+        if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, p->pool) == 0) into[(*n)++] = (int)i;
+}
+
+static int list_nodes(us_plan *p) {
+    us_state *st = p->st;
+    us_pool_hints *h = p->hints;
+    if (h && h->nodes_version && h->nodes_version == st->nodes_version) {
+        memcpy(p->nodes, h->node_list, h->nnode_list * sizeof *p->nodes);
+        p->nnodes = h->nnode_list;
+#ifdef US_CHECK_INVARIANTS
+        int *fresh = malloc((st->nnodes + 1) * sizeof *fresh);
+        size_t n;
+        if (!fresh) return -1;
+        list_fresh(p, fresh, &n);
+        us_sort(fresh, n, sizeof *fresh, by_node_name, st);
+        bool same = n == p->nnodes && memcmp(fresh, p->nodes, n * sizeof *fresh) == 0;
+        free(fresh);
+        if (!same) {
+            p->broken = "invariant \"node-list\" broken: the pool's node list kept from the "
+                        "last cycle is not its nodes by name (a change to the nodes did not "
+                        "move the state's node version)";
+            return -2;
+        }
+#endif
+        return 0;
+    }
+    list_fresh(p, p->nodes, &p->nnodes);
+    if (!h) {
+        us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
+        return 0;
+    }
+    (void)us_order_sort(&h->nodes, p->nodes, p->nnodes, node_key, by_node_name, st);
+    h->nodes_version = 0;
+    if (h->cap_node_list < p->nnodes + 1) {
+        int *list = realloc(h->node_list, (p->nnodes + 1) * sizeof *list);
+        if (!list) return 0;  /* no list kept: the next cycle lists them again */
+        h->node_list = list;
+        h->cap_node_list = p->nnodes + 1;
+    }
+    memcpy(h->node_list, p->nodes, p->nnodes * sizeof *h->node_list);
+    h->nnode_list = p->nnodes;
+    h->nodes_version = st->nodes_version;
+    return 0;
+}
+
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
                      const us_cycle_opts *o, us_cycle_log *log) {
     memset(p, 0, sizeof *p);
@@ -171,14 +225,16 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         p->wl_ai[w] = !wl->background && !wl->external && !wl->blocked && wl->state == US_WL_ACTIVE &&
                       strcmp(wl->pool, pool) == 0;
     }
-    for (size_t i = 0; i < st->nnodes; i++) {
-        p->pos[i] = -1;
-        if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, pool) == 0)
-            p->nodes[p->nnodes++] = (int)i;
-    }
     p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
-    if (p->hints) (void)us_order_sort(&p->hints->nodes, p->nodes, p->nnodes, node_key, by_node_name, st);
-    else us_sort(p->nodes, p->nnodes, sizeof *p->nodes, by_node_name, st);
+    int listed = list_nodes(p);
+    if (listed == -2) {
+        const char *broken = p->broken;
+        us_plan_free(p);
+        p->broken = broken;
+        return -2;
+    }
+    if (listed < 0) goto fail;
+    for (size_t i = 0; i < st->nnodes; i++) p->pos[i] = -1;
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 

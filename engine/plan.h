@@ -122,6 +122,7 @@ typedef struct us_plan {
                                  moves to the previous version when one fails */
     us_cycle_budget *budget;  /* the cycle's time budget; NULL: none */
     struct us_pool_hints *hints;  /* orders the last cycle left (cyclecache.h); NULL: none */
+    const char *broken;       /* checking builds: the invariant the snapshot found broken */
 
     /* placement.c's scratch, grown as needed and reused pod after pod: the
      * candidate classes, their members, scores, the ones not cached yet */
@@ -135,8 +136,9 @@ typedef struct us_plan {
 
 /* Snapshot pool at time now: its nodes in name order and the pods on
  * each, and virtual eviction in the same pass over the pods: the AI view
- * and queue figures built from AI pods only.  0 or -1 (out of memory, p
- * freed). */
+ * and queue figures built from AI pods only.  0; -1 (out of memory, p
+ * freed); -2 in checking builds when the node list kept from the last
+ * cycle is not the list (p freed, p->broken says which invariant). */
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
                      const us_cycle_opts *o, us_cycle_log *log);
 void us_plan_free(us_plan *p);

@@ -8,6 +8,7 @@
 #include "state.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -139,6 +140,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
     bool ok = true;
     us_state_init(dst);
     dst->next_seq = src->next_seq;
+    dst->nodes_version = src->nodes_version;  /* the same nodes */
     dst->nodes = dup_array(src->nodes, src->nnodes, sizeof *dst->nodes);
     dst->queues = dup_array(src->queues, src->nqueues, sizeof *dst->queues);
     dst->workloads = dup_array(src->workloads, src->nworkloads, sizeof *dst->workloads);
@@ -269,11 +271,17 @@ int us_state_workload_index(const us_state *st, const char *name) {
     return -1;
 }
 
+void us_state_nodes_changed(us_state *st) {
+    static _Atomic uint64_t last;  /* engines share it: versions never repeat */
+    st->nodes_version = atomic_fetch_add(&last, 1) + 1;
+}
+
 int us_state_add_node(us_state *st, us_node *n) {
     if (us_grow((void **)&st->nodes, &st->cap_nodes, st->nnodes, sizeof *n) < 0) {
         us_node_free(n);
         return -1;
     }
+    us_state_nodes_changed(st);
     st->nodes[st->nnodes] = *n;
     return (int)st->nnodes++;
 }

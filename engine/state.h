@@ -239,6 +239,12 @@ typedef struct us_state {
     us_pod *pods;
     size_t npods, cap_pods;
     uint64_t next_seq;
+    uint64_t nodes_version; /* what the pools' node lists depend on: a new value
+                              whenever a node is added, removed or back, or
+                              the nodes are renumbered (us_state_nodes_changed);
+                              0: not known.  Values are unique in the process,
+                              so a copy put back never meets a list made for
+                              other nodes */
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
                               index keeps are then void */
@@ -279,6 +285,9 @@ int us_state_workload_index(const us_state *st, const char *name);
 
 /* Append an object (taking ownership of every pointer inside it); returns
  * its index, or -1 on allocation failure (the object is then freed). */
+/* The nodes changed (added, removed, back, renumbered): cycles make the
+ * pools' node lists again (cyclecache.h).  Thread-safe. */
+void us_state_nodes_changed(us_state *st);
 int us_state_add_node(us_state *st, us_node *n);
 int us_state_add_queue(us_state *st, us_queue *q);
 int us_state_add_workload(us_state *st, us_workload *w);

@@ -406,13 +406,15 @@ static int search_victims(search *s, bool *ok, us_err *err) {
                                      : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
         qs[nq++] = (int)q;
-        if (!p->victim_sorted[q] && group_queue(p, (int)q) < 0) return us_err_nomem(err);
+        /* reclaim groups its queues only once the ancestors may fit */
+        if (s->act == US_ACT_PREEMPT && !p->victim_sorted[q] && group_queue(p, (int)q) < 0)
+            return us_err_nomem(err);
         /* a victim before this search stays one for the whole plan (every
          * rollback is inside a search): the leading ones are passed over
          * for good, so a job that takes one pod per search does not walk
-         * every earlier victim again */
+         * every earlier victim again (a queue never grouped has none) */
         int *skip = &p->victim_skip[q];
-        while (p->victim_first[q] + *skip < p->victim_first[q + 1]) {
+        while (p->victim_sorted[q] && p->victim_first[q] + *skip < p->victim_first[q + 1]) {
             int x = p->victim_first[q] + *skip;
             /* only through bands a walk sorted: victims elsewhere (whole
              * gangs) are passed over by the walk itself */
@@ -424,7 +426,8 @@ static int search_victims(search *s, bool *ok, us_err *err) {
     cand_walk walk = {qs, nq, 0, -1};
     if (s->act == US_ACT_RECLAIM) {
         /* reclaim judges the ancestors by every candidate first, in any
-         * order: most searches end there, and need no band sorted */
+         * order: most searches end there, and need no queue grouped nor
+         * band sorted */
         for (size_t k = 0; k < nq; k++)
             for (int x = p->victim_first[qs[k]] + p->victim_skip[qs[k]]; x < p->victim_first[qs[k] + 1]; x++)
                 if (candidate(s, p->victim_pods[x])) cands[nc++] = p->victim_pods[x];
@@ -433,6 +436,8 @@ static int search_victims(search *s, bool *ok, us_err *err) {
         if (ancestors_may_fit(s, cands, nc, &may) < 0) return us_err_nomem(err);
         if (!may) return 0;
         /* then all of them in victim order */
+        for (size_t k = 0; k < nq; k++)
+            if (!p->victim_sorted[qs[k]] && group_queue(p, qs[k]) < 0) return us_err_nomem(err);
         nc = 0;
         while (next_candidate(s, &walk, cands, &nc)) {
         }

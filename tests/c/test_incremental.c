@@ -294,7 +294,98 @@ TEST(incremental_and_full_cycles_decide_the_same_through_the_api) {
     CHECK(n_reloads > 0);
 }
 
+
+/* A pool's node list is kept from cycle to cycle while no node changed
+ * (cyclecache.h); tidying renumbers the nodes once a removed one is
+ * dropped, and the list must follow.  Node n00 is removed while a pod
+ * pinned to it waits for it (so it stays in the arrays), a cycle lists n01
+ * and n02, then the pod's workload goes and tidying drops n00 (n01 and n02
+ * move down one), and the next cycle places a workload of two 4-GPU pods:
+ * on n01 and n02 in both engines.  A kept list with the old indices names
+ * a node past the end and leaves one node out. */
+static void put_node(pair *p, const char *name) {
+    us_node_spec s = {0};
+    s.name = name;
+    s.capacity = (us_resources){4, 64000, (int64_t)512 << 30};
+    BOTH(p, us_engine_upsert_node(p->full, &s, &ef_), us_engine_upsert_node(p->incr, &s, &ei_));
+}
+
+static void put_job(pair *p, const char *name, int replicas, double now) {
+    us_workload_spec s;
+    us_workload_spec_init(&s);
+    s.name = name;
+    s.queue = "org";
+    s.controller = US_CONTROLLER_DEPLOYMENT;
+    s.requests = (us_resources){4, 1000, (int64_t)1 << 30};
+    s.replicas = replicas;
+    s.termination_grace = 0;  /* removed, its pods leave at once */
+    BOTH(p, us_engine_upsert_workload(p->full, &s, now, &ef_), us_engine_upsert_workload(p->incr, &s, now, &ei_));
+}
+
+static void both_cycle(pair *p, double now) {
+    us_error ef, ei;
+    int rf = us_engine_run_cycle(p->full, now, &ef), ri = us_engine_run_cycle(p->incr, now, &ei);
+    if (rf != US_OK || ri != US_OK) {
+        printf("cycle %d: full %d (%s), incremental %d (%s)\n", p->cycle, rf, rf == US_OK ? "" : ef.message,
+               ri, ri == US_OK ? "" : ei.message);
+        p->differ = true;
+        return;
+    }
+    compare(p);
+    p->cycle++;
+}
+
+TEST(node_list_follows_nodes_renumbered_between_cycles) {
+    pair p = {NULL, NULL, 0, 1, false};
+    us_engine_options o;
+    us_error err;
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    o.full_cycles = 1;
+    CHECK(us_engine_create(&o, &p.full, &err) == US_OK);
+    o.full_cycles = 0;
+    CHECK(us_engine_create(&o, &p.incr, &err) == US_OK);
+    if (!p.full || !p.incr) goto out;
+    us_queue_spec qs;
+    us_queue_spec_init(&qs);
+    qs.name = "org";
+    qs.quota = (us_resources){-1, -1, -1};
+    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    put_node(&p, "n00");
+    put_job(&p, "pinned", 1, 0);
+    const char *pod = "{\"name\": \"pinned-real\", \"workload\": \"pinned\", \"pin\": \"n00\"}";
+    BOTH(&p, us_engine_upsert_pod_json(p.full, pod, &ef_), us_engine_upsert_pod_json(p.incr, pod, &ei_));
+    both_cycle(&p, 0);  /* pinned-real runs on n00 */
+    put_node(&p, "n01");
+    put_node(&p, "n02");
+    BOTH(&p, us_engine_remove_node(p.full, "n00", &ef_), us_engine_remove_node(p.incr, "n00", &ei_));
+    both_cycle(&p, 1);  /* n00 stays in the arrays (pinned-real waits for it); lists n01, n02 */
+    CHECK(us_engine_node_count(p.incr) == 3);
+    BOTH(&p, us_engine_remove_workload(p.full, "pinned", 2, &ef_),
+         us_engine_remove_workload(p.incr, "pinned", 2, &ei_));
+    /* a read tidies: the pinned pod and n00 go, n01 and n02 move down */
+    CHECK(us_engine_node_count(p.incr) == 2);
+    CHECK(us_engine_node_count(p.full) == 2);
+    put_job(&p, "train", 2, 3);
+    both_cycle(&p, 3);
+    size_t on01 = 0, on02 = 0;
+    for (size_t i = 0; i < us_engine_pod_count(p.incr); i++) {
+        us_pod_info pi;
+        if (us_engine_pod(p.incr, i, &pi) != US_OK || strncmp(pi.name, "train-", 6) != 0 ||
+            pi.phase != US_PHASE_RUNNING)
+            continue;
+        on01 += pi.node && strcmp(pi.node, "n01") == 0;
+        on02 += pi.node && strcmp(pi.node, "n02") == 0;
+    }
+    CHECK(on01 == 1 && on02 == 1);
+    CHECK(!p.differ);
+out:
+    us_engine_destroy(p.full);
+    us_engine_destroy(p.incr);
+}
+
 int main(void) {
     RUN(incremental_and_full_cycles_decide_the_same_through_the_api);
+    RUN(node_list_follows_nodes_renumbered_between_cycles);
     return check_report();
 }
