@@ -69,8 +69,13 @@ struct us_classes {
  * byte was most of what joining a node to its class cost. */
 static uint64_t hash_key(const nkey *k) {
     uint64_t h = us_hash_taints(us_hash_labels(US_HASH_SEED, k->labels), k->taints);
-    /* the key is zero-filled before it is set, so padding hashes the same */
-    h = us_hash_words(h, &k->cap, sizeof *k - offsetof(nkey, cap));
+    /* the key is zero-filled before it is set, so padding hashes the same;
+     * of the shared-slot counts only the node's own devices' are hashed
+     * (equal keys have equal gpus, so they still hash the same), the rest
+     * is compared by key_equal */
+    h = us_hash_words(h, &k->cap, offsetof(nkey, ai.shared) - offsetof(nkey, cap));
+    size_t slots = k->gpus > 0 && k->gpus <= US_MAX_GPUS ? (size_t)k->gpus : 0;
+    h = us_hash_words(h, k->ai.shared, (slots + 3) / 4 * 4 * sizeof *k->ai.shared);
     return us_hash_finish(h);
 }
 
