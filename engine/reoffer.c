@@ -117,7 +117,7 @@ typedef struct work {
     us_use *held;          /* [pos] what is taken now, whatever the policy says */
     us_use *end;           /* [pos] what is taken once the AI plan ends */
     us_use *idle;          /* [pos] held plus every offered running pod */
-    us_usesum stay;        /* staying pods, added to held, end and idle alike */
+    us_usesum stay;        /* staying pods, added to held and idle alike */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
@@ -193,15 +193,16 @@ static int collect_bg(work *w) {
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
  * background pods no longer fit beside the AI end state for another reason
  * (a lowered capacity, say): their running background pods are offered;
- * elsewhere they stay. */
-static int mark_touched(work *w) {
+ * elsewhere they stay.  The end state is finished here: the pods that stay
+ * are added to it in pod order as they are found to fit (as gather would
+ * add them), and a node found touched half-way goes back to the AI view
+ * alone (its pods are offered, and an offered pod holds no room at the
+ * end). */
+static void mark_touched(work *w) {
     us_plan *p = w->p;
     const us_state *st = p->st;
-    us_use *scratch = malloc((p->nnodes + 1) * sizeof *scratch);
-    if (!scratch) return -1;
     for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
     for (size_t k = 0; k < w->nvictims; k++) w->touched[p->pos[st->pods[w->victims[k]].node]] = true;
-    memcpy(scratch, w->end, p->nnodes * sizeof *scratch);
     for (size_t k = 0; k < w->nbg; k++) {
         const us_pod *pd = &st->pods[w->bg[k]];
         const us_workload *wl = &st->workloads[pd->workload];
@@ -209,11 +210,13 @@ static int mark_touched(work *w) {
         if (pd->state != US_POD_RUNNING || !w->wl_offer[pd->workload]) continue;
         int pos = p->pos[pd->node];
         if (w->touched[pos]) continue;
-        if (!us_use_fits(&scratch[pos], &st->nodes[pd->node], wl->request, -1)) w->touched[pos] = true;
-        else us_use_add(&scratch[pos], &st->nodes[pd->node], wl->request, -1);
+        if (us_use_fits(&w->end[pos], &st->nodes[pd->node], wl->request, -1)) {
+            us_use_add(&w->end[pos], &st->nodes[pd->node], wl->request, -1);
+        } else {
+            w->touched[pos] = true;
+            w->end[pos] = p->ai[pos];
+        }
     }
-    free(scratch);
-    return 0;
 }
 
 /* Background pods of the pool: running ones (out->running), those offered
@@ -222,8 +225,9 @@ static int mark_touched(work *w) {
  * nodes stay and keep holding their room: only the offered ones are sorted
  * (commit evicts in this order, and only offered pods are ever evicted), so
  * a quiet cycle sorts few.  A staying pod holds its room in held, end and
- * idle alike, added through w->stay (usesum.h): three additions per pod
- * into arrays of whole node uses were most of a quiet cycle's re-offer. */
+ * idle alike: in end already (mark_touched), in held and idle through
+ * w->stay (usesum.h): additions per pod into arrays of whole node uses were
+ * most of a quiet cycle's re-offer. */
 static void gather(work *w) {
     us_plan *p = w->p;
     us_state *st = p->st;
@@ -508,8 +512,8 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.vend = malloc(nn * sizeof *w.vend);
     w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
-    us_use *stay_in[] = {w.held, w.end, w.idle};
-    bool summing = w.held && w.end && w.idle && us_usesum_init(&w.stay, p->nnodes, stay_in, 3) == 0;
+    us_use *stay_in[] = {w.held, w.idle};
+    bool summing = w.held && w.end && w.idle && us_usesum_init(&w.stay, p->nnodes, stay_in, 2) == 0;
     if (!summing || !w.touched || !w.shown || !w.view_of ||
         !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.wl_offer) {
         us_err_nomem(err);
@@ -538,10 +542,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         us_err_nomem(err);
         goto done;
     }
-    if (mark_touched(&w) < 0) {
-        us_err_nomem(err);
-        goto done;
-    }
+    mark_touched(&w);
     gather(&w);
     if (candidates(&w) < 0) {
         us_err_nomem(err);
