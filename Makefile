@@ -227,8 +227,10 @@ deps-check:
 	@pkg-config --exists $(PKGS) || { echo "missing libraries: run 'make deps'"; exit 1; }
 
 # libFuzzer targets (tests/fuzz/fuzz_*.c; docs/testing.md): the engine built
-# again with clang, AddressSanitizer, UndefinedBehaviorSanitizer and the
-# fuzzer's coverage, in build/fuzz.  make test runs each briefly on its seed
+# again with clang, AddressSanitizer, UndefinedBehaviorSanitizer, the
+# fuzzer's coverage and the checks of checking builds (each tie-break
+# choice, queue order and kept node list held to a plain recomputation),
+# in build/fuzz.  make test runs each briefly on its seed
 # corpus (tests/fuzz/corpus/<target>); long runs are in docs/testing.md.
 FUZZ_TARGETS := scenario quantity policy_result api kube json watch
 # serve is not in the library: a target of serve's takes its module along
@@ -237,7 +239,7 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit
 
 fuzz:
 	@$(MAKE) --no-print-directory fuzz-targets BUILD=build/fuzz CC=clang OPT="-O1 -g" \
-	    SANITIZE="$(FUZZ_SAN) -fsanitize=fuzzer-no-link"
+	    SANITIZE="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" CHECKS=-DUS_CHECK_INVARIANTS
 
 fuzz-targets: $(FUZZ_TARGETS:%=$(BUILD)/fuzz_%)
 
