@@ -49,6 +49,12 @@
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)
+/* What a call's budgets grow by per item of its view (view_end): the
+ * default background.lua takes about 20 instructions and half a
+ * microsecond an item at 130,000 nodes (530,000 items), so its work stays
+ * a small share of what the allowance adds */
+#define VIEW_STEPS ((uint64_t)64)
+#define VIEW_ITEMS_PER_MS ((size_t)500)
 #define DEFAULT_TIME_MS 500UL
 /* VM instructions between budget checks.  Small, because the clock is read
  * there too, and some single instructions cost milliseconds (== of two
@@ -68,13 +74,23 @@ struct us_policy {
     int mod[NMOD];          /* registry refs of the module tables */
     int seed_ref;           /* registry ref of the real math.randomseed */
 
-    /* memory budget, kept by alloc() */
+    /* memory budget, kept by alloc(); the view a call is given is the
+     * engine's, sized by the cluster, and not charged to the policy: the
+     * budget bounds what the policy allocates beyond it (view_begin) */
     size_t mem_used, mem_limit;
+    size_t mem_view;        /* bytes the current call's view took */
+    size_t view_from;       /* mem_used when its building began */
+    bool building_view;     /* no limit while the engine builds it */
     bool mem_hit;           /* an allocation was refused since the call began */
 
     /* instruction and time budget, kept by hook() and charge() */
     uint64_t steps, step_limit;
     unsigned long time_ms;  /* wall-clock milliseconds a call may take */
+    /* the running call's budgets: the above, grown by its view's size
+     * (view_items, set by view_end; see invoke) */
+    uint64_t call_steps;
+    unsigned long call_time_ms;
+    size_t view_items;
     double deadline;        /* of the current call, on the monotonic clock */
     double cycle_deadline;  /* the cycle's (us_policy_set_cycle_deadline); 0: none */
     double cycle_budget;    /* its length in seconds, for messages */
@@ -115,7 +131,9 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         p->mem_used -= old;
         return NULL;
     }
-    if (nsize > old && (p->mem_used > p->mem_limit || nsize - old > p->mem_limit - p->mem_used)) {
+    size_t limit = p->building_view ? SIZE_MAX
+                   : p->mem_view > SIZE_MAX - p->mem_limit ? SIZE_MAX : p->mem_limit + p->mem_view;
+    if (nsize > old && (p->mem_used > limit || nsize - old > limit - p->mem_used)) {
         p->mem_hit = true;
         return NULL;
     }
@@ -123,6 +141,23 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (!q) return NULL;
     p->mem_used = p->mem_used - old + nsize;
     return q;
+}
+
+/* The view of one call (the queues for compute, the nodes and pods for
+ * reoffer) is built between view_begin and view_end: what it takes is the
+ * engine's doing and grows with the cluster (400,000 offered pods at
+ * 130,000 nodes take more than the whole default budget), so it is not
+ * charged; the budget bounds what the policy allocates beyond it.
+ * protect() ends the allowance with the call. */
+static void view_begin(us_policy *p) {
+    p->building_view = true;
+    p->view_from = p->mem_used;
+}
+
+static void view_end(us_policy *p, size_t items) {
+    p->view_items = items;
+    p->building_view = false;
+    p->mem_view = p->mem_used > p->view_from ? p->mem_used - p->view_from : 0;
 }
 
 static us_policy *owner(lua_State *L) {
@@ -143,11 +178,11 @@ static void push_cut_message(lua_State *L, const us_policy *p) {
         lua_pushfstring(L, "%s: cycle time budget exceeded (%f s)%s", p->cut_at, (lua_Number)p->cycle_budget,
                         p->cut_in);
     else if (p->cut_by_time)
-        lua_pushfstring(L, "%s: time budget exceeded (%I ms)%s", p->cut_at, (lua_Integer)p->time_ms,
+        lua_pushfstring(L, "%s: time budget exceeded (%I ms)%s", p->cut_at, (lua_Integer)p->call_time_ms,
                         p->cut_in);
     else
         lua_pushfstring(L, "%s: instruction budget exceeded (%I instructions)%s", p->cut_at,
-                        (lua_Integer)p->step_limit, p->cut_in);
+                        (lua_Integer)p->call_steps, p->cut_in);
 }
 
 static void hook(lua_State *L, lua_Debug *ar);
@@ -189,8 +224,8 @@ static void hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     if (!p->cut) {
         p->steps += (uint64_t)lua_gethookcount(L);
-        if (p->steps < p->step_limit && now_seconds() < p->deadline) return;
-        cut(p, L, 0, p->steps < p->step_limit);
+        if (p->steps < p->call_steps && now_seconds() < p->deadline) return;
+        cut(p, L, 0, p->steps < p->call_steps);
     }
     raise_cut(L, p);
 }
@@ -201,7 +236,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
 static void charge(lua_State *L, double units, const char *what) {
     us_policy *p = owner(L);
     if (!p->cut) {
-        double left = p->steps < p->step_limit ? (double)(p->step_limit - p->steps) : 0;
+        double left = p->steps < p->call_steps ? (double)(p->call_steps - p->steps) : 0;
         if (units < left) {
             p->steps += (uint64_t)units;
             if (now_seconds() < p->deadline) return;
@@ -259,9 +294,9 @@ static int fault(task *t, lua_State *co, int st, const char *what) {
                               p->cycle_budget, p->cut_in);
         if (p->cut_by_time)
             return us_err_set(t->err, US_EPOLICY, "%s: time budget exceeded (%lu ms)%s", p->cut_at,
-                              p->time_ms, p->cut_in);
+                              p->call_time_ms, p->cut_in);
         return us_err_set(t->err, US_EPOLICY, "%s: instruction budget exceeded (%llu instructions)%s",
-                          p->cut_at, (unsigned long long)p->step_limit, p->cut_in);
+                          p->cut_at, (unsigned long long)p->call_steps, p->cut_in);
     }
     if (st == LUA_ERRMEM) {
         if (p->mem_hit)
@@ -313,7 +348,12 @@ static int invoke(task *t, lua_State *L, lua_State *co, int nargs, const char *w
     p->cut = false;
     p->cut_in[0] = '\0';
     p->mem_hit = false;
-    p->deadline = now_seconds() + (double)p->time_ms / 1000.0;
+    /* a view of n items (nodes, pods, queues) takes work to read whatever
+     * the policy does with it: the budgets grow with it */
+    p->call_steps = p->step_limit > UINT64_MAX - VIEW_STEPS * (uint64_t)p->view_items
+                        ? UINT64_MAX : p->step_limit + VIEW_STEPS * (uint64_t)p->view_items;
+    p->call_time_ms = p->time_ms + (unsigned long)(p->view_items / VIEW_ITEMS_PER_MS);
+    p->deadline = now_seconds() + (double)p->call_time_ms / 1000.0;
     p->capped = p->cycle_deadline > 0 && p->cycle_deadline < p->deadline;
     if (p->capped) p->deadline = p->cycle_deadline;
     lua_sethook(co, hook, LUA_MASKCOUNT, HOOK_EVERY);
@@ -366,6 +406,11 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
         rc = us_err_set(err, US_EPOLICY, "%s: %s", t.file, m);
     }
     lua_settop(L, top);
+    /* the view is garbage now; the next allocation the budget refuses
+     * makes Lua collect it first */
+    p->building_view = false;
+    p->mem_view = 0;
+    p->view_items = 0;
     if (rc < 0) {
         p->steps = 0;
         p->cut = false;
@@ -552,7 +597,7 @@ static double length_of(lua_State *L, int idx) {
 /* Instructions left in the running call's budget. */
 static double budget_left(lua_State *L) {
     const us_policy *p = owner(L);
-    return p->steps < p->step_limit ? (double)(p->step_limit - p->steps) : 0;
+    return p->steps < p->call_steps ? (double)(p->call_steps - p->steps) : 0;
 }
 
 /* Raw string lengths of t[1..n], the elements a sort or concat reads. */
@@ -1180,6 +1225,8 @@ us_policy *us_policy_load(const char *dir, const us_policy_limits *lim, us_err *
     p->seed_ref = LUA_NOREF;
     p->step_limit = lim && lim->instructions ? lim->instructions : DEFAULT_INSTRUCTIONS;
     p->time_ms = lim && lim->time_ms ? lim->time_ms : DEFAULT_TIME_MS;
+    p->call_steps = p->step_limit;  /* invoke sets each call's */
+    p->call_time_ms = p->time_ms;
     p->mem_limit = lim && lim->memory ? lim->memory : DEFAULT_MEMORY;
     snprintf(p->cut_at, sizeof p->cut_at, "?");
 
@@ -1524,7 +1571,9 @@ static int fs_convert(task *t, lua_State *L, const us_fs_input *in, double *fair
 static int fs_run(task *t, lua_State *L, lua_State *co) {
     fs_task *ft = t->ud;
     if (push_fn(t, L, FS) < 0) return -1;
+    view_begin(t->p);
     push_fs_view(L, ft->in);
+    view_end(t->p, ft->in->nqueues);
     if (invoke(t, L, co, 1, mod_fn[FS]) < 0) return -1;
     return fs_convert(t, L, ft->in, ft->fair);
 }
@@ -1825,7 +1874,9 @@ static int bg_convert(task *t, bg_task *bt, lua_State *L) {
 static int bg_run(task *t, lua_State *L, lua_State *co) {
     bg_task *bt = t->ud;
     int view;
+    view_begin(t->p);
     push_bg_view(L, bt);
+    view_end(t->p, bt->in->nnodes + bt->in->nrunning + bt->in->npending);
     view = lua_gettop(L);
     if (push_fn(t, L, BG) < 0) return -1;
     lua_pushvalue(L, view);

@@ -1001,6 +1001,117 @@ TEST(defaults_reoffer_equal_builtin) {
     us_policy_free(p);
 }
 
+
+/* The view a call is given is the engine's, and grows with the cluster:
+ * it is not charged to the memory budget, which bounds what the policy
+ * allocates beyond it, and the instruction budget grows with it.  With a 2 MiB budget the default background.lua
+ * decides a re-offer of 20,000 running pods on 2,000 nodes (a view of
+ * several MiB) as the built-in does, twice in a row (the first view's
+ * allowance ends with its call); a policy that allocates 4 MiB of its own
+ * beside the same view is still cut off. */
+#define BIG_NN 2000
+#define BIG_NR 20000
+TEST(budgets_make_room_for_the_view) {
+    us_policy_limits lim = {100000000, (size_t)2 << 20, 60000};
+    us_err err = {0};
+    static us_node nodes[BIG_NN];
+    static us_bg_node bn[BIG_NN];
+    static char nn[BIG_NN][16], rn[BIG_NR][16];
+    static us_pod rp[BIG_NR], pp[1];
+    static us_bg_pod running[BIG_NR], pending[1];
+    static bool keep[BIG_NR], ckeep[BIG_NR];
+    static int place[1], cplace[1], cands[BIG_NN];
+    us_workload w = mkwl("burn", 1000, 100, 1 << 20);
+    for (int k = 0; k < BIG_NN; k++) {
+        snprintf(nn[k], sizeof nn[k], "node-%05d", k);
+        nodes[k] = mknode(nn[k], 8, 64000, (int64_t)256 << 30);
+        bn[k].node = &nodes[k];
+        bn[k].free = (us_res){{(k % 3) * 4000, 64000, (int64_t)256 << 30}};  /* some full */
+        bn[k].free_gpus = (k % 3) * 4;
+        cands[k] = k;
+    }
+    for (int i = 0; i < BIG_NR; i++) {
+        snprintf(rn[i], sizeof rn[i], "burn-%05d", i);
+        rp[i] = mkpod(rn[i]);
+        running[i] = (us_bg_pod){&rp[i], &w, i % BIG_NN, NULL, 0};
+    }
+    pp[0] = mkpod("burn-new");
+    pending[0] = (us_bg_pod){&pp[0], &w, -1, cands, BIG_NN};
+    bg_rooms(bn, BIG_NN, running, BIG_NR);
+    us_bg_input in = {bn, BIG_NN, running, BIG_NR, pending, 1};
+
+    us_policy *p = us_policy_load(defaults_dir(), &lim, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK(us_builtin_reoffer(&in, ckeep, cplace, &err) == 0);
+    for (int round = 0; round < 2; round++) {
+        CHECK(us_policy_reoffer(p, &in, keep, place, &err) == 0);
+        size_t kept = 0, same = 0;
+        for (int i = 0; i < BIG_NR; i++) {
+            kept += keep[i];
+            same += keep[i] == ckeep[i];
+        }
+        CHECK(same == BIG_NR && place[0] == cplace[0]);
+        CHECK(kept > 0 && kept < BIG_NR);  /* the full nodes' pods go, the others stay */
+        memset(&err, 0, sizeof err);
+    }
+    us_policy_free(p);
+
+    const char *hog = "return { reoffer = function(view)\n"
+                      "  local t = {}\n"
+                      "  for i = 1, 100000 do t[i] = string.rep('x', 40) .. i end\n"
+                      "  return { keep = {}, place = {} }\n"
+                      "end }\n";
+    p = load_src(NULL, NULL, hog, &lim, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK(us_policy_reoffer(p, &in, keep, place, &err) == -1);
+    CHECK(err.code == US_EPOLICY && strstr(err.msg, "memory budget exceeded (2097152 bytes)"));
+    us_policy_free(p);
+
+    /* the allowance ends with its call: a score call after the large view
+     * (the view of a score call is one pod and one node) that allocates 4 MiB
+     * is cut off, where a lingering allowance would let it through */
+    const char *quiet = "return { reoffer = function(view) return { keep = {}, place = {} } end }\n";
+    const char *hog_score = "return { score = function(pod, node)\n"
+                            "  local t = {}\n"
+                            "  for i = 1, 100000 do t[i] = string.rep('x', 40) .. i end\n"
+                            "  return 1\n"
+                            "end }\n";
+    memset(&err, 0, sizeof err);
+    p = load_src(NULL, hog_score, quiet, &lim, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK(us_policy_reoffer(p, &in, keep, place, &err) == 0);
+    double score;
+    CHECK(score1(p, "w-0", &score, &err) == -1);
+    CHECK(err.code == US_EPOLICY && strstr(err.msg, "memory budget exceeded (2097152 bytes)"));
+    us_policy_free(p);
+
+    /* The instruction budget grows with the view too, by 64 an item: with
+     * 200,000 instructions a call, background.lua decides the same view of
+     * 22,001 items (about 20 instructions an item), and a loop that never
+     * ends is still cut off, at 200,000 + 64 * 22,001. */
+    us_policy_limits few = {200000, 0, 60000};
+    memset(&err, 0, sizeof err);
+    p = us_policy_load(defaults_dir(), &few, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK(us_policy_reoffer(p, &in, keep, place, &err) == 0);
+    size_t same = 0;
+    for (int i = 0; i < BIG_NR; i++) same += keep[i] == ckeep[i];
+    CHECK(same == BIG_NR && place[0] == cplace[0]);
+    us_policy_free(p);
+    const char *spin = "return { reoffer = function(view) while true do end end }\n";
+    memset(&err, 0, sizeof err);
+    p = load_src(NULL, NULL, spin, &few, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    CHECK(us_policy_reoffer(p, &in, keep, place, &err) == -1);
+    CHECK(err.code == US_EPOLICY && strstr(err.msg, "instruction budget exceeded (1608064 instructions)"));
+    us_policy_free(p);
+}
+
 int main(void) {
     RUN(sandbox_refuses_escapes);
     RUN(sandbox_shared_libraries_read_only_at_load);
@@ -1016,5 +1127,6 @@ int main(void) {
     RUN(defaults_fairshare_equal_builtin);
     RUN(defaults_score_equal_builtin);
     RUN(defaults_reoffer_equal_builtin);
+    RUN(budgets_make_room_for_the_view);
     return check_report();
 }

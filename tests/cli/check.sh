@@ -54,7 +54,8 @@ expect_stdout_has "FAIL result contract"
 broken loop fairshare.lua 'local M = {}\nfunction M.compute(view)\n  while true do end\nend\nreturn M\n'
 run check "$TMP/loop" --instructions 100000
 expect_status 1
-expect_stdout_has "$TMP/loop/fairshare.lua:3: instruction budget exceeded (100000 instructions)"
+# the call's budget: 100,000 and 64 for each of the 4 queues in its view
+expect_stdout_has "$TMP/loop/fairshare.lua:3: instruction budget exceeded (100256 instructions)"
 
 broken bomb background.lua 'local M = {}\nfunction M.reoffer(view)\n  local t = {}\n  for i = 1, 1e9 do t[i] = string.rep("x", 1000) .. i end\nend\nreturn M\n'
 run check "$TMP/bomb" --memory 8Mi
