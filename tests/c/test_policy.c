@@ -1016,7 +1016,7 @@ TEST(budgets_make_room_for_the_view) {
     us_err err = {0};
     static us_node nodes[BIG_NN];
     static us_bg_node bn[BIG_NN];
-    static char nn[BIG_NN][16], rn[BIG_NR][16];
+    static char nn[BIG_NN][24], rn[BIG_NR][24];
     static us_pod rp[BIG_NR], pp[1];
     static us_bg_pod running[BIG_NR], pending[1];
     static bool keep[BIG_NR], ckeep[BIG_NR];
