@@ -228,18 +228,41 @@ static void change(pair *p, rng *r, double now) {
     }
 }
 
-static void one_seed(uint64_t seed, int cycles) {
-    rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
-    pair p = {NULL, NULL, seed, 0, false};
+/* Both engines, one recomputing everything (full_cycles), the other not,
+ * with the invariant checker on.  false when either cannot be made. */
+static bool open_pair(pair *p, uint64_t seed) {
     us_engine_options o;
     us_error err;
+    memset(p, 0, sizeof *p);
+    p->seed = seed;
     us_engine_options_init(&o);
     o.check_invariants = 1;
     o.full_cycles = 1;
-    CHECK(us_engine_create(&o, &p.full, &err) == US_OK);
+    CHECK(us_engine_create(&o, &p->full, &err) == US_OK);
     o.full_cycles = 0;
-    CHECK(us_engine_create(&o, &p.incr, &err) == US_OK);
-    if (!p.full || !p.incr) goto out;
+    CHECK(us_engine_create(&o, &p->incr, &err) == US_OK);
+    return p->full && p->incr;
+}
+
+/* A cycle on both engines, then compare; false when either failed. */
+static bool both_cycle(pair *p, double now) {
+    us_error ef, ei;
+    int rf = us_engine_run_cycle(p->full, now, &ef), ri = us_engine_run_cycle(p->incr, now, &ei);
+    if (rf != US_OK || ri != US_OK) {
+        printf("seed %llu cycle %d: full %d (%s), incremental %d (%s)\n", (unsigned long long)p->seed,
+               p->cycle, rf, rf == US_OK ? "" : ef.message, ri, ri == US_OK ? "" : ei.message);
+        p->differ = true;
+        return false;
+    }
+    compare(p);
+    return true;
+}
+
+static void one_seed(uint64_t seed, int cycles) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
+    pair p;
+    us_error err;
+    if (!open_pair(&p, seed)) goto out;
     if (seed % 2) {
         CHECK(us_engine_load_policies(p.full, "policies", &err) == US_OK);
         CHECK(us_engine_load_policies(p.incr, "policies", &err) == US_OK);
@@ -259,16 +282,8 @@ static void one_seed(uint64_t seed, int cycles) {
     for (int i = 0; i < 12; i++) workload(&p, &r, 0);
     double now = 0;
     for (p.cycle = 1; p.cycle <= cycles && !p.differ; p.cycle++) {
-        us_error ef, ei;
-        int rf = us_engine_run_cycle(p.full, now, &ef), ri = us_engine_run_cycle(p.incr, now, &ei);
-        if (rf != US_OK || ri != US_OK) {
-            printf("seed %llu cycle %d: full %d (%s), incremental %d (%s)\n", (unsigned long long)seed,
-                   p.cycle, rf, rf == US_OK ? "" : ef.message, ri, ri == US_OK ? "" : ei.message);
-            p.differ = true;
-            break;
-        }
+        if (!both_cycle(&p, now)) break;
         n_cycles++;
-        compare(&p);
         unsigned k = 1 + roll(&r, 6);
         now += 5 + roll(&r, 10);
         for (unsigned i = 0; i < k; i++) change(&p, &r, now);
@@ -322,30 +337,9 @@ static void put_job(pair *p, const char *name, int replicas, double now) {
     BOTH(p, us_engine_upsert_workload(p->full, &s, now, &ef_), us_engine_upsert_workload(p->incr, &s, now, &ei_));
 }
 
-static void both_cycle(pair *p, double now) {
-    us_error ef, ei;
-    int rf = us_engine_run_cycle(p->full, now, &ef), ri = us_engine_run_cycle(p->incr, now, &ei);
-    if (rf != US_OK || ri != US_OK) {
-        printf("cycle %d: full %d (%s), incremental %d (%s)\n", p->cycle, rf, rf == US_OK ? "" : ef.message,
-               ri, ri == US_OK ? "" : ei.message);
-        p->differ = true;
-        return;
-    }
-    compare(p);
-    p->cycle++;
-}
-
 TEST(node_list_follows_nodes_renumbered_between_cycles) {
-    pair p = {NULL, NULL, 0, 1, false};
-    us_engine_options o;
-    us_error err;
-    us_engine_options_init(&o);
-    o.check_invariants = 1;
-    o.full_cycles = 1;
-    CHECK(us_engine_create(&o, &p.full, &err) == US_OK);
-    o.full_cycles = 0;
-    CHECK(us_engine_create(&o, &p.incr, &err) == US_OK);
-    if (!p.full || !p.incr) goto out;
+    pair p;
+    if (!open_pair(&p, 0)) goto out;
     us_queue_spec qs;
     us_queue_spec_init(&qs);
     qs.name = "org";
@@ -355,10 +349,12 @@ TEST(node_list_follows_nodes_renumbered_between_cycles) {
     put_job(&p, "pinned", 1, 0);
     const char *pod = "{\"name\": \"pinned-real\", \"workload\": \"pinned\", \"pin\": \"n00\"}";
     BOTH(&p, us_engine_upsert_pod_json(p.full, pod, &ef_), us_engine_upsert_pod_json(p.incr, pod, &ei_));
+    p.cycle = 1;
     both_cycle(&p, 0);  /* pinned-real runs on n00 */
     put_node(&p, "n01");
     put_node(&p, "n02");
     BOTH(&p, us_engine_remove_node(p.full, "n00", &ef_), us_engine_remove_node(p.incr, "n00", &ei_));
+    p.cycle = 2;
     both_cycle(&p, 1);  /* n00 stays in the arrays (pinned-real waits for it); lists n01, n02 */
     CHECK(us_engine_node_count(p.incr) == 3);
     BOTH(&p, us_engine_remove_workload(p.full, "pinned", 2, &ef_),
@@ -367,6 +363,7 @@ TEST(node_list_follows_nodes_renumbered_between_cycles) {
     CHECK(us_engine_node_count(p.incr) == 2);
     CHECK(us_engine_node_count(p.full) == 2);
     put_job(&p, "train", 2, 3);
+    p.cycle = 3;
     both_cycle(&p, 3);
     size_t on01 = 0, on02 = 0;
     for (size_t i = 0; i < us_engine_pod_count(p.incr); i++) {
