@@ -152,9 +152,13 @@ static void *alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 static void view_begin(us_policy *p) {
     p->building_view = true;
     p->view_from = p->mem_used;
+    /* everything built is live until the call returns: a collection step
+     * while building would only walk it, again and again as it grows */
+    lua_gc(p->L, LUA_GCSTOP);
 }
 
 static void view_end(us_policy *p, size_t items) {
+    lua_gc(p->L, LUA_GCRESTART);
     p->view_items = items;
     p->building_view = false;
     p->mem_view = p->mem_used > p->view_from ? p->mem_used - p->view_from : 0;
@@ -408,6 +412,7 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
     lua_settop(L, top);
     /* the view is garbage now; the next allocation the budget refuses
      * makes Lua collect it first */
+    if (p->building_view) lua_gc(L, LUA_GCRESTART);  /* a view that failed half-way */
     p->building_view = false;
     p->mem_view = 0;
     p->view_items = 0;
