@@ -356,6 +356,8 @@ void us_plan_free(us_plan *p) {
     free(p->victim_band);
     free(p->victim_done);
     free(p->victim_drop);
+    free(p->victim_wl_first);
+    free(p->victim_wl_pods);
     memset(p, 0, sizeof *p);
 }
 

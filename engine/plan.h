@@ -110,6 +110,8 @@ typedef struct us_plan {
      * offsets into victim_pods; and a search's scratch, sized by them */
     int *victim_first;
     int *victim_pods;
+    int *victim_wl_first;  /* [nworkloads + 1] offsets into victim_wl_pods */
+    int *victim_wl_pods;   /* the same pods by workload, in pod order */
     int *victim_cands, *victim_units, *victim_queues;
     int *victim_skip;    /* [nqueues] leading entries known to be victims */
     bool *victim_sorted; /* [nqueues] its entries are grouped in priority bands */

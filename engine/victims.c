@@ -225,13 +225,14 @@ static int evict_unit(search *s, int pod, bool *taken) {
     /* The whole gang would go, but pods of it placed earlier in this cycle
      * are not victims (only pods held at the snapshot are): they would be
      * left running below min_member.  Such a gang is not broken. */
-    for (size_t k = 0; k < p->nplaced; k++)
-        if (p->st->pods[p->placed[k]].workload == vw) return 0;
+    if (p->wl_placed[vw] > 0) return 0;
     *taken = true;
-    for (size_t i = 0; i < p->npods; i++)
-        if (p->st->pods[i].workload == vw && (p->flags[i] & US_PF_HELD) &&
-            !(p->flags[i] & US_PF_VICTIM) && us_plan_evict(p, (int)i, s->act, s->job) < 0)
-            return -1;
+    /* its held pods, in pod order (build_index: a preemptible workload's
+     * held pods are all there) */
+    for (int x = p->victim_wl_first[vw]; x < p->victim_wl_first[vw + 1]; x++) {
+        int i = p->victim_wl_pods[x];
+        if (!(p->flags[i] & US_PF_VICTIM) && us_plan_evict(p, i, s->act, s->job) < 0) return -1;
+    }
     return 0;
 }
 
@@ -287,6 +288,22 @@ static int build_index(us_plan *p) {
     }
     for (size_t q = 0; q < st->nqueues; q++) first[q + 1] += first[q];
     for (size_t k = 0; k < n; k++) pods[first[queue[k]] + fill[queue[k]]++] = held[k];
+    /* the same pods by workload, in pod order: a gang evicted whole
+     * (evict_unit) takes its own, not a scan of every pod */
+    p->victim_wl_first = calloc(st->nworkloads + 2, sizeof *p->victim_wl_first);
+    p->victim_wl_pods = malloc((n + 1) * sizeof *p->victim_wl_pods);
+    int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
+    if (!p->victim_wl_first || !p->victim_wl_pods || !wfill) {
+        free(wfill);
+        goto nomem;
+    }
+    for (size_t k = 0; k < n; k++) p->victim_wl_first[st->pods[held[k]].workload + 1]++;
+    for (size_t w = 0; w < st->nworkloads; w++) p->victim_wl_first[w + 1] += p->victim_wl_first[w];
+    for (size_t k = 0; k < n; k++) {
+        int w = st->pods[held[k]].workload;
+        p->victim_wl_pods[p->victim_wl_first[w] + wfill[w]++] = held[k];
+    }
+    free(wfill);
     free(fill);
     free(held);
     free(queue);
@@ -323,6 +340,9 @@ nomem:
     free(p->victim_sorted);
     free(p->victim_band);
     free(p->victim_done);
+    free(p->victim_wl_first);
+    free(p->victim_wl_pods);
+    p->victim_wl_first = p->victim_wl_pods = NULL;
     p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = p->victim_queues = NULL;
     p->victim_skip = p->victim_band = NULL;
     p->victim_sorted = p->victim_done = NULL;

@@ -1422,6 +1422,36 @@ static double preemptions(int n, bool account) {
 static double bench_preemptions(int n) { return preemptions(n, false); }
 static double bench_preemption_account(int n) { return preemptions(n, true); }
 
+/* n/8 gangs of eight one-GPU pods (min_member 8), each filling a node,
+ * and an elastic job of higher priority in the same queue wanting n pods:
+ * each victim search takes a whole gang (it cannot lose one pod), n/8
+ * gangs evicted whole; each such eviction scanned every pod of the cluster
+ * and every pod placed so far. */
+static double bench_gang_preemptions(int n) {
+    buf b = {0};
+    us_scenario sc;
+    us_sim_result res;
+    int gangs = (n + 7) / 8;
+    put(&b, "{\"name\": \"gangs\", \"horizon\": 0, \"nodes\": [");
+    put_gpu_nodes(&b, gangs);
+    put(&b, "], \"queues\": [{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": %d}}}], "
+            "\"workloads\": [", 8 * gangs);
+    for (int g = 0; g < gangs; g++) {
+        put(&b, "%s{\"name\": \"g%d\", \"queue\": \"q\", \"priority\": 50, \"replicas\": 8, "
+                "\"min_member\": 8, \"requests\": {\"gpu\": 1}, \"pods\": [", g ? ", " : "", g);
+        for (int i = 0; i < 8; i++) put(&b, "%s{\"node\": \"n%d\", \"state\": \"running\"}", i ? ", " : "", g);
+        put(&b, "]}");
+    }
+    put(&b, ", {\"name\": \"high\", \"queue\": \"q\", \"priority\": 200, \"controller\": "
+            "\"deployment\", \"replicas\": %d, \"requests\": {\"gpu\": 1}}]}", 8 * gangs);
+    double t = sim_once(&b, &sc, &res);
+    if (t < 0) return -1;
+    if (res.ncycles != 1 || count_op(&res, US_OP_EVICT) != (size_t)(8 * gangs)) t = -1;
+    us_sim_result_free(&res);
+    us_scenario_free(&sc);
+    return t;
+}
+
 /* n identical nodes, a background agent on each and a background
  * deployment on every other one, and n/2 jobs of 8 GPUs placed in one
  * cycle: the tie-break chooses among n identical nodes for each. */
@@ -1495,8 +1525,8 @@ static int run_scale_cases(int n) {
                                            bench_pod_cache, bench_workload_index, bench_queue_chain,
                                            bench_distinct_failures, bench_preemptions,
                                            bench_preemption_account, bench_wide_tie_break,
-                                           bench_team_queues};
-    for (int k = 0; k < 17; k++) {
+                                           bench_team_queues, bench_gang_preemptions};
+    for (int k = 0; k < 18; k++) {
         int m = k == 9 || k == 10 ? n / 10
                 : k < 2 || k == 4 || k == 6 || k == 8 || k == 11 || k >= 12 ? n / 250
                                                                            : n / 100;
@@ -1517,7 +1547,8 @@ static int run_scale_cases(int n) {
         else if (k == 13) snprintf(what, sizeof what, "a cycle of %d preemptions, a search each", m);
         else if (k == 14) snprintf(what, sizeof what, "the readable account of %d preemptions", m);
         else if (k == 15) snprintf(what, sizeof what, "tie-break among %d identical nodes", m);
-        else snprintf(what, sizeof what, "a cycle of %d jobs, each in a queue of its own", m);
+        else if (k == 16) snprintf(what, sizeof what, "a cycle of %d jobs, each in a queue of its own", m);
+        else snprintf(what, sizeof what, "a cycle of %d gangs of 8 preempted whole", m / 8);
         printf("  %-48s %8.3f s, twice as many %8.3f s (%.2fx)%s\n", what, t1, t2,
                t1 > 0 ? t2 / t1 : 0, t1 < 0 || t2 < 0 ? "  FAILED" : "");
         failed |= t1 < 0 || t2 < 0;
