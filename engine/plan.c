@@ -120,11 +120,7 @@ static void queue_sums(us_plan *p, const int *wanted) {
     }
 }
 
-/* The pool's nodes present, sorted by name, into p->nodes: the list the
- * last cycle made while no node changed since (cyclecache.h), else listed
- * and sorted (with the last order as a hint) and kept for the next.
- * Checking builds list them afresh anyway and compare.  0, -1 when memory
- * runs out, -2 when the kept list is not the list (p->broken says so). */
+/* The pool's nodes present, in index order, into `into`. */
 static void list_fresh(us_plan *p, int *into, size_t *n) {
     const us_state *st = p->st;
     *n = 0;
@@ -132,6 +128,11 @@ static void list_fresh(us_plan *p, int *into, size_t *n) {
         if (!st->nodes[i].removed && strcmp(st->nodes[i].pool, p->pool) == 0) into[(*n)++] = (int)i;
 }
 
+/* The pool's nodes present, sorted by name, into p->nodes: the list the
+ * last cycle made while no node changed since (cyclecache.h), else listed
+ * and sorted (with the last order as a hint) and kept for the next.
+ * Checking builds list them afresh anyway and compare.  0, -1 when memory
+ * runs out, -2 when the kept list is not the list (p->broken says so). */
 static int list_nodes(us_plan *p) {
     us_state *st = p->st;
     us_pool_hints *h = p->hints;

@@ -286,7 +286,8 @@ int us_state_workload_index(const us_state *st, const char *name);
 /* Append an object (taking ownership of every pointer inside it); returns
  * its index, or -1 on allocation failure (the object is then freed). */
 /* The nodes changed (added, removed, back, renumbered): cycles make the
- * pools' node lists again (cyclecache.h).  Thread-safe. */
+ * pools' node lists again (cyclecache.h).  The versions come from one
+ * atomic counter, so threads that each own a state may call it at once. */
 void us_state_nodes_changed(us_state *st);
 int us_state_add_node(us_state *st, us_node *n);
 int us_state_add_queue(us_state *st, us_queue *q);
