@@ -1459,32 +1459,6 @@ static void push_pod(lua_State *L, const us_pod *pod, const us_workload *wl) {
     lua_setfield(L, -2, "labels");
 }
 
-/* A background pod in a re-offer view.  Pods of one workload share one
- * `requests` and one `labels` table (cached by workload in the table at
- * cache): a view of tens of thousands of pods is built several times
- * faster, and policies see the same values. */
-static void push_bg_pod(lua_State *L, const us_pod *pod, const us_workload *wl, int cache) {
-    lua_createtable(L, 0, 8);
-    set_str(L, "name", pod->name);
-    set_str(L, "workload", wl->name);
-    set_int(L, "priority", wl->priority);
-    if (lua_rawgetp(L, cache, wl) != LUA_TTABLE) {
-        lua_pop(L, 1);
-        lua_createtable(L, 2, 0);
-        push_res(L, wl->request);
-        lua_rawseti(L, -2, 1);
-        push_labels(L, &wl->labels);
-        lua_rawseti(L, -2, 2);
-        lua_pushvalue(L, -1);
-        lua_rawsetp(L, cache, wl);
-    }
-    lua_rawgeti(L, -1, 1);
-    lua_setfield(L, -3, "requests");
-    lua_rawgeti(L, -1, 2);
-    lua_setfield(L, -3, "labels");
-    lua_pop(L, 1);
-}
-
 /* Labels shared between nodes whose label sets are equal: the last few
  * distinct sets are remembered (a pool usually has a handful: zones, node
  * kinds), so a view of 10,000 nodes holds a few label tables, not 10,000. */
@@ -1649,119 +1623,202 @@ typedef struct bg_task {
     int nidx, ridx, pidx;   /* private name -> index tables on L's stack */
 } bg_task;
 
-/* name -> 0-based index, in the table at idx */
-static void index_name(lua_State *L, int idx, const char *name, size_t i) {
-    lua_pushinteger(L, (lua_Integer)i);
-    lua_setfield(L, idx, name);
+/* The field names of the re-offer view.  Each is pushed once per view and
+ * set with lua_rawset: lua_setfield would look its C string up again for
+ * every field of every table (Lua's string cache compares with strcmp),
+ * some two million times in a view of 165,000 running pods. */
+enum {
+    K_NAME, K_WORKLOAD, K_PRIORITY, K_REQUESTS, K_LABELS, K_NODE, K_CANDIDATES,
+    K_CAPACITY, K_FREE, K_FREE_GPUS, K_FREE_AT_END, K_FREE_GPUS_AT_END, K_IDLE, K_IDLE_GPUS,
+    K_GPU, K_CPU, K_MEMORY, NKEYS
+};
+static const char *const bg_keys[NKEYS] = {
+    "name", "workload", "priority", "requests", "labels", "node", "candidates",
+    "capacity", "free", "free_gpus", "free_at_end", "free_gpus_at_end", "idle", "idle_gpus",
+    "gpu", "cpu", "memory",
+};
+
+typedef struct bg_builder {
+    lua_State *L;
+    int keys;   /* stack index of bg_keys[0]; the others follow it */
+    int cache;  /* per workload: {requests, labels, name}; per candidate list: names */
+    int names;  /* node names by view index: each interned once */
+} bg_builder;
+
+/* t[key] = the value on top (popped), t the table below it */
+static void bg_set(const bg_builder *b, int key) {
+    lua_pushvalue(b->L, b->keys + key);
+    lua_insert(b->L, -2);
+    lua_rawset(b->L, -3);
 }
 
-/* The same for the table on top of the stack, whose `name` is already a
- * Lua string: no C string is interned again (views of 100,000s of pods). */
-static void index_own_name(lua_State *L, int idx, size_t i) {
-    lua_getfield(L, -1, "name");
-    lua_pushinteger(L, (lua_Integer)i);
-    lua_rawset(L, idx);
+static void bg_set_int(const bg_builder *b, int key, lua_Integer v) {
+    lua_pushinteger(b->L, v);
+    bg_set(b, key);
 }
+
+/* {gpu = devices (float), cpu = millicores, memory = bytes}, as push_res */
+static void bg_push_res(const bg_builder *b, us_res r) {
+    lua_createtable(b->L, 0, US_NRES);
+    lua_pushnumber(b->L, gpus(r.v[US_GPU]));
+    bg_set(b, K_GPU);
+    bg_set_int(b, K_CPU, r.v[US_CPU]);
+    bg_set_int(b, K_MEMORY, r.v[US_MEM]);
+}
+
+/* A background pod in a re-offer view.  Pods of one workload share one
+ * `requests` and one `labels` table and the workload's name string (cached
+ * by workload): a view of tens of thousands of pods is built several times
+ * faster, and policies see the same values.  The pod's own name is pushed
+ * with its length, past Lua's string cache (a miss for every pod). */
+static void bg_push_pod(const bg_builder *b, const us_pod *pod, const us_workload *wl) {
+    lua_State *L = b->L;
+    if (lua_rawgetp(L, b->cache, wl) != LUA_TTABLE) {
+        lua_pop(L, 1);
+        lua_createtable(L, 3, 0);
+        push_res(L, wl->request);
+        lua_rawseti(L, -2, 1);
+        push_labels(L, &wl->labels);
+        lua_rawseti(L, -2, 2);
+        lua_pushstring(L, wl->name);
+        lua_rawseti(L, -2, 3);
+        lua_pushvalue(L, -1);
+        lua_rawsetp(L, b->cache, wl);
+    }
+    int entry = lua_gettop(L);
+    /* the fields in the order they always had: a policy that walks a pod
+     * with pairs() meets them as before */
+    lua_createtable(L, 0, 8);
+    lua_pushlstring(L, pod->name, strlen(pod->name));
+    bg_set(b, K_NAME);
+    lua_rawgeti(L, entry, 3);
+    bg_set(b, K_WORKLOAD);
+    bg_set_int(b, K_PRIORITY, wl->priority);
+    lua_rawgeti(L, entry, 1);
+    bg_set(b, K_REQUESTS);
+    lua_rawgeti(L, entry, 2);
+    bg_set(b, K_LABELS);
+    lua_remove(L, entry);
+}
+
+/* name -> 0-based index, in the table at idx, for the table on top of the
+ * stack, whose `name` is already a Lua string */
+static void index_own_name(const bg_builder *b, int idx, size_t i) {
+    lua_pushvalue(b->L, b->keys + K_NAME);
+    lua_rawget(b->L, -2);
+    lua_pushinteger(b->L, (lua_Integer)i);
+    lua_rawset(b->L, idx);
+}
+
+static int table_size(size_t n) { return n > INT_MAX ? 0 : (int)n; }
 
 /* The re-offer view (policies/background.lua documents it) on top of L.
  * Also leaves three private name -> index tables below it, which the
  * conversion reads: the policy may have changed the view's own. */
 static void push_bg_view(lua_State *L, bg_task *bt) {
     const us_bg_input *in = bt->in;
-    int view, list, byname, cache, names;
+    int view, list, byname;
     const us_bg_node *last_cap = NULL;
     const us_labels *recent[8] = {0};  /* label sets pushed lately, keyed in cache */
     size_t nrecent = 0;
+    bg_builder b = {L, 0, 0, 0};
 
-    lua_newtable(L);
+    lua_createtable(L, 0, table_size(in->nnodes));
     bt->nidx = lua_gettop(L);
-    lua_newtable(L);
+    lua_createtable(L, 0, table_size(in->nrunning));
     bt->ridx = lua_gettop(L);
-    lua_newtable(L);
+    lua_createtable(L, 0, table_size(in->npending));
     bt->pidx = lua_gettop(L);
 
+    luaL_checkstack(L, NKEYS + 16, "re-offer view");
+    b.keys = lua_gettop(L) + 1;
+    for (int k = 0; k < NKEYS; k++) lua_pushstring(L, bg_keys[k]);
     lua_newtable(L);
-    cache = lua_gettop(L);  /* per workload: {requests, labels}; per candidate list: names */
-    lua_createtable(L, in->nnodes > INT_MAX ? 0 : (int)in->nnodes, 0);
-    names = lua_gettop(L);  /* node names by view index: each interned once */
+    b.cache = lua_gettop(L);
+    lua_createtable(L, table_size(in->nnodes), 0);
+    b.names = lua_gettop(L);
 
     lua_createtable(L, 0, 4);
     view = lua_gettop(L);
-    lua_createtable(L, in->nnodes > INT_MAX ? 0 : (int)in->nnodes, 0);
+    lua_createtable(L, table_size(in->nnodes), 0);
     list = lua_gettop(L);
-    lua_createtable(L, 0, in->nnodes > INT_MAX ? 0 : (int)in->nnodes);
+    lua_createtable(L, 0, table_size(in->nnodes));
     byname = lua_gettop(L);
     for (size_t k = 0; k < in->nnodes; k++) {
         const us_bg_node *bn = &in->nodes[k];
         lua_createtable(L, 0, 9);
         lua_pushstring(L, bn->node->name);
         lua_pushvalue(L, -1);
-        lua_rawseti(L, names, (lua_Integer)k + 1);
-        lua_setfield(L, -2, "name");
-        push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, cache, recent, &nrecent);
-        lua_setfield(L, -2, "labels");
+        lua_rawseti(L, b.names, (lua_Integer)k + 1);
+        bg_set(&b, K_NAME);
+        push_shared_labels(L, bn->labels ? bn->labels : &bn->node->labels, b.cache, recent, &nrecent);
+        bg_set(&b, K_LABELS);
         /* nodes of one kind share one capacity table */
         if (k == 0 || memcmp(&bn->node->cap, &in->nodes[k - 1].node->cap, sizeof bn->node->cap)) {
-            push_res(L, bn->node->cap);
+            bg_push_res(&b, bn->node->cap);
             lua_pushvalue(L, -1);
-            lua_rawsetp(L, cache, &in->nodes[k]);  /* keyed by this node: reused while equal */
+            lua_rawsetp(L, b.cache, &in->nodes[k]);  /* keyed by this node: reused while equal */
             last_cap = &in->nodes[k];
         } else {
-            lua_rawgetp(L, cache, last_cap);
+            lua_rawgetp(L, b.cache, last_cap);
         }
-        lua_setfield(L, -2, "capacity");
-        push_res(L, bn->free);
-        lua_setfield(L, -2, "free");
-        set_int(L, "free_gpus", bn->free_gpus);
-        push_res(L, bn->free_at_end);
-        lua_setfield(L, -2, "free_at_end");
-        set_int(L, "free_gpus_at_end", bn->free_gpus_at_end);
-        push_res(L, bn->idle);
-        lua_setfield(L, -2, "idle");
-        set_int(L, "idle_gpus", bn->idle_gpus);
-        lua_pushvalue(L, -1);
-        lua_setfield(L, byname, bn->node->name);
+        bg_set(&b, K_CAPACITY);
+        bg_push_res(&b, bn->free);
+        bg_set(&b, K_FREE);
+        bg_set_int(&b, K_FREE_GPUS, bn->free_gpus);
+        bg_push_res(&b, bn->free_at_end);
+        bg_set(&b, K_FREE_AT_END);
+        bg_set_int(&b, K_FREE_GPUS_AT_END, bn->free_gpus_at_end);
+        bg_push_res(&b, bn->idle);
+        bg_set(&b, K_IDLE);
+        bg_set_int(&b, K_IDLE_GPUS, bn->idle_gpus);
+        lua_rawgeti(L, b.names, (lua_Integer)k + 1);
+        lua_pushvalue(L, -2);
+        lua_rawset(L, byname);
+        lua_rawgeti(L, b.names, (lua_Integer)k + 1);
+        lua_pushinteger(L, (lua_Integer)k);
+        lua_rawset(L, bt->nidx);
         lua_rawseti(L, list, (lua_Integer)k + 1);
-        index_name(L, bt->nidx, bn->node->name, k);
     }
     lua_setfield(L, view, "nodes_by_name");
     lua_setfield(L, view, "nodes");
 
-    lua_createtable(L, in->nrunning > INT_MAX ? 0 : (int)in->nrunning, 0);
+    lua_createtable(L, table_size(in->nrunning), 0);
     list = lua_gettop(L);
     for (size_t i = 0; i < in->nrunning; i++) {
         const us_bg_pod *bp = &in->running[i];
-        push_bg_pod(L, bp->pod, bp->wl, cache);
-        lua_rawgeti(L, names, (lua_Integer)bp->node + 1);
-        lua_setfield(L, -2, "node");
-        index_own_name(L, bt->ridx, i);
+        bg_push_pod(&b, bp->pod, bp->wl);
+        lua_rawgeti(L, b.names, (lua_Integer)bp->node + 1);
+        bg_set(&b, K_NODE);
+        index_own_name(&b, bt->ridx, i);
         lua_rawseti(L, list, (lua_Integer)i + 1);
     }
     lua_setfield(L, view, "running");
 
-    lua_createtable(L, in->npending > INT_MAX ? 0 : (int)in->npending, 0);
+    lua_createtable(L, table_size(in->npending), 0);
     list = lua_gettop(L);
     for (size_t j = 0; j < in->npending; j++) {
         const us_bg_pod *bp = &in->pending[j];
-        push_bg_pod(L, bp->pod, bp->wl, cache);
+        bg_push_pod(&b, bp->pod, bp->wl);
         /* pods given the same candidate array share one list */
-        if (lua_rawgetp(L, cache, bp->candidates) != LUA_TTABLE) {
+        if (lua_rawgetp(L, b.cache, bp->candidates) != LUA_TTABLE) {
             lua_pop(L, 1);
-            lua_createtable(L, bp->ncandidates > INT_MAX ? 0 : (int)bp->ncandidates, 0);
+            lua_createtable(L, table_size(bp->ncandidates), 0);
             for (size_t c = 0; c < bp->ncandidates; c++) {
-                lua_rawgeti(L, names, (lua_Integer)bp->candidates[c] + 1);
+                lua_rawgeti(L, b.names, (lua_Integer)bp->candidates[c] + 1);
                 lua_rawseti(L, -2, (lua_Integer)c + 1);
             }
             lua_pushvalue(L, -1);
-            lua_rawsetp(L, cache, bp->candidates);
+            lua_rawsetp(L, b.cache, bp->candidates);
         }
-        lua_setfield(L, -2, "candidates");
-        index_own_name(L, bt->pidx, j);
+        bg_set(&b, K_CANDIDATES);
+        index_own_name(&b, bt->pidx, j);
         lua_rawseti(L, list, (lua_Integer)j + 1);
     }
     lua_setfield(L, view, "pending");
-    lua_remove(L, names);
-    lua_remove(L, cache);
+    /* the keys, the cache and the names go; the view stays on top */
+    lua_rotate(L, b.keys, -(NKEYS + 2));
+    lua_pop(L, NKEYS + 2);
 }
 
 /* Index that name has in the private table at idx, or -1. */

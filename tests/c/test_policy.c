@@ -621,7 +621,32 @@ TEST(convert_score) {
     us_policy_free(p);
 }
 
+/* The view bg_mode() gives, as mode 'fields' writes it: every documented
+ * field, of its documented type, and no other. */
+#define BG_VIEW_NODES \
+    "{1={capacity={cpu=integer:64000,gpu=float:8.0,memory=integer:68719476736},free={cpu=inte" \
+    "ger:8000,gpu=float:2.0,memory=integer:1073741824},free_at_end={cpu=integer:8000,gpu=floa" \
+    "t:2.0,memory=integer:1073741824},free_gpus=integer:2,free_gpus_at_end=integer:2,idle={cp" \
+    "u=integer:7900,gpu=float:1.0,memory=integer:1072693248},idle_gpus=integer:1,labels={zone" \
+    "=\"a\"},name=\"n1\"},2={capacity={cpu=integer:64000,gpu=float:8.0,memory=integer:6871947" \
+    "6736},free={cpu=integer:64000,gpu=float:8.0,memory=integer:1073741824},free_at_end={cpu=" \
+    "integer:64000,gpu=float:8.0,memory=integer:1073741824},free_gpus=integer:8,free_gpus_at_" \
+    "end=integer:8,idle={cpu=integer:63900,gpu=float:7.0,memory=integer:1072693248},idle_gpus" \
+    "=integer:7,labels={zone=\"a\"},name=\"n2\"}}"
+#define BG_VIEW_RUNNING \
+    "{1={labels={team=\"x\"},name=\"r1\",node=\"n1\",priority=integer:50,requests={cpu=intege" \
+    "r:100,gpu=float:1.0,memory=integer:1048576},workload=\"w\"},2={labels={team=\"x\"},name=" \
+    "\"r2\",node=\"n2\",priority=integer:50,requests={cpu=integer:100,gpu=float:1.0,memory=in" \
+    "teger:1048576},workload=\"w\"}}"
+#define BG_VIEW_PENDING \
+    "{1={candidates={1=\"n2\"},labels={team=\"x\"},name=\"fields\",priority=integer:50,reques" \
+    "ts={cpu=integer:100,gpu=float:1.0,memory=integer:1048576},workload=\"w\"},2={candidates=" \
+    "{1=\"n1\",2=\"n2\"},labels={team=\"x\"},name=\"px\",priority=integer:50,requests={cpu=in" \
+    "teger:100,gpu=float:1.0,memory=integer:1048576},workload=\"w\"}}"
+
 static const char *BG_MODES =
+    "local VIEW = { nodes = [==[" BG_VIEW_NODES "]==], running = [==[" BG_VIEW_RUNNING "]==],\n"
+    "  pending = [==[" BG_VIEW_PENDING "]==] }\n"
     "return { reoffer = function(view)\n"
     "  local mode = view.pending[1].name\n"
     "  if mode == 'good' then return { keep = { 'r2' }, place = { good = 'n2', px = 'n1' } }\n"
@@ -634,6 +659,39 @@ static const char *BG_MODES =
     "      and #px.candidates == 2 and px.candidates[1] == 'n1' and px.candidates[2] == 'n2'\n"
     "    if ok then return { keep = { 'r1', 'r1' } } end\n"
     "    return {}\n"
+    "  elseif mode == 'fields' then\n"
+    "    -- every table of the view, keys sorted, values with their types:\n"
+    "    -- a field missing, extra, of another type or value shows here\n"
+    "    local function dump(v)\n"
+    "      if type(v) == 'string' then return string.format('%q', v) end\n"
+    "      if type(v) ~= 'table' then return (math.type(v) or type(v)) .. ':' .. tostring(v) end\n"
+    "      local keys, out = {}, {}\n"
+    "      for k in pairs(v) do keys[#keys + 1] = k end\n"
+    "      table.sort(keys, function(a, b)\n"
+    "        if type(a) ~= type(b) then return type(a) < type(b) end\n"
+    "        return a < b\n"
+    "      end)\n"
+    "      for _, k in ipairs(keys) do out[#out + 1] = tostring(k) .. '=' .. dump(v[k]) end\n"
+    "      return '{' .. table.concat(out, ',') .. '}'\n"
+    "    end\n"
+    "    local keys = {}\n"
+    "    for k in pairs(view) do keys[#keys + 1] = k end\n"
+    "    table.sort(keys)\n"
+    "    if table.concat(keys, ' ') ~= 'nodes nodes_by_name pending running' then error('view keys') end\n"
+    "    for i, n in ipairs(view.nodes) do\n"
+    "      if view.nodes_by_name[n.name] ~= n then error('nodes_by_name') end\n"
+    "    end\n"
+    "    if next(view.nodes_by_name, next(view.nodes_by_name, next(view.nodes_by_name))) then error('nodes_by_name') end\n"
+    "    for _, part in ipairs({ 'nodes', 'running', 'pending' }) do\n"
+    "      local got = dump(view[part])\n"
+    "      if got ~= VIEW[part] then error('view.' .. part .. ': ' .. got) end\n"
+    "    end\n"
+    "    -- shared, as documented: one table per workload's requests and\n"
+    "    -- labels, per candidate list, per node in nodes_by_name\n"
+    "    local r1, r2, p1, p2 = view.running[1], view.running[2], view.pending[1], view.pending[2]\n"
+    "    if r1.requests ~= p2.requests or r1.labels ~= r2.labels or p1.candidates == p2.candidates\n"
+    "      or view.nodes_by_name.n1 ~= view.nodes[1] then error('not shared') end\n"
+    "    return { keep = { 'r1' } }\n"
     "  elseif mode == 'unknown_keep' then return { keep = { 'nope' } }\n"
     "  elseif mode == 'unknown_place' then return { place = { zz = 'n1', nope = 'n1' } }\n"
     "  elseif mode == 'bad_node' then return { place = { bad_node = 'n9' } }\n"
@@ -692,6 +750,9 @@ TEST(convert_reoffer) {
     CHECK(!keep[0] && keep[1]);
     CHECK(place[0] == 1 && place[1] == 0);
     CHECK(bg_mode(p, "view", keep, place, &err) == 0);
+    CHECK(keep[0] && !keep[1] && place[0] == -1 && place[1] == -1);
+    CHECK(bg_mode(p, "fields", keep, place, &err) == 0);
+    if (err.msg[0]) fprintf(stderr, "  %s\n", err.msg);
     CHECK(keep[0] && !keep[1] && place[0] == -1 && place[1] == -1);
     CHECK(bg_mode(p, "empty", keep, place, &err) == 0);
     CHECK(!keep[0] && !keep[1] && place[0] == -1 && place[1] == -1);
