@@ -30,6 +30,8 @@
  *                                      linear; default 1000000, 0: skip)
  *                    [--perf-fifo CTL,ACK] (perf record's control FIFOs:
  *                                      record only the C run's +1% cycle)
+ *                    [--perf-cycle lua|c,first|change] (which run's cycle
+ *                                      --perf-fifo records; default c,change)
  *
  * The cluster, for N nodes of 8 GPUs (128 cores, 1 TiB):
  *   - 50 leaf queues in a three-level tree (2 orgs x 5 departments x 5 teams)
@@ -330,6 +332,9 @@ static long hwm_kib(void);
  * cycle a profile of "what a quiet cycle costs" wants, without the load
  * and the first cycles).  Each command waits for perf's ack. */
 static const char *perf_ctl_fifo, *perf_ack_fifo;
+/* --perf-cycle: which run (Lua policies or built-in C) and which of its
+ * cycles (the first, or the one after the 1% change) is recorded */
+static bool perf_lua, perf_first;
 
 static void perf_ctl(const char *what) {
     if (!perf_ctl_fifo) return;
@@ -386,9 +391,12 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     us_cycle_log log;
     us_cycle_log_init(&log);
     if (pol) us_policy_seed(pol, 1);
+    bool profiled = !full && (pol != NULL) == perf_lua && perf_first;
+    if (profiled) perf_ctl("enable");
     t0 = cpu();
     int rc = us_cycle_run(st, pol, 0, &o, &log, NULL, NULL, &err);
     r->cycle = cpu() - t0;
+    if (profiled) perf_ctl("disable");
     if (rc < 0) fprintf(stderr, "understory-bench: cycle failed: %s\n", err.msg);
     r->ok = rc == 0;
     us_cycle_log_free(&log);
@@ -412,7 +420,7 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
         us_cycle_log_init(&log);
         o.profile = &r->inc_prof;
         if (pol) us_policy_seed(pol, (uint64_t)ncycles + 1);
-        bool profiled = !pol && !full;
+        profiled = !full && (pol != NULL) == perf_lua && !perf_first;
         if (profiled) perf_ctl("enable");
         t0 = cpu();
         r->ok = r->ok && us_cycle_run(st, pol, t, &o, &log, NULL, NULL, &err) == 0;
@@ -1620,10 +1628,19 @@ int main(int argc, char **argv) {
             *comma = '\0';
             perf_ctl_fifo = v;
             perf_ack_fifo = comma + 1;
+        } else if (strcmp(argv[i], "--perf-cycle") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+            if (strcmp(v, "lua,first") && strcmp(v, "lua,change") && strcmp(v, "c,first") &&
+                strcmp(v, "c,change")) {
+                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change, not \"%s\"\n", v);
+                return 2;
+            }
+            perf_lua = v[0] == 'l';
+            perf_first = strstr(v, "first") != NULL;
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
                             "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] "
-                            "[--scale N] [--perf-fifo CTL,ACK]\n");
+                            "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change]\n");
             return 2;
         }
     }
