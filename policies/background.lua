@@ -224,11 +224,14 @@ function M.reoffer(view)
     end
   end
 
-  -- placing only in room nobody holds now
-  room = room_of(view.nodes, "idle", "idle_gpus")
+  -- placing only in room nobody holds now (with no pending pod, the
+  -- room of every node is not worth counting)
   local place = {}
-  for _, group in ipairs(groups_of(view.pending)) do
-    fill(group, ranked_nodes(group, room, view.nodes_by_name), room, place)
+  if #view.pending > 0 then
+    room = room_of(view.nodes, "idle", "idle_gpus")
+    for _, group in ipairs(groups_of(view.pending)) do
+      fill(group, ranked_nodes(group, room, view.nodes_by_name), room, place)
+    end
   end
 
   return { keep = keep, place = place }
