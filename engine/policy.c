@@ -1772,10 +1772,11 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
         bg_push_res(&b, bn->idle);
         bg_set(&b, K_IDLE);
         bg_set_int(&b, K_IDLE_GPUS, bn->idle_gpus);
+        /* nodes_by_name[name] = node, and the private index of name */
         lua_rawgeti(L, b.names, (lua_Integer)k + 1);
-        lua_pushvalue(L, -2);
+        lua_pushvalue(L, -1);
+        lua_pushvalue(L, -3);
         lua_rawset(L, byname);
-        lua_rawgeti(L, b.names, (lua_Integer)k + 1);
         lua_pushinteger(L, (lua_Integer)k);
         lua_rawset(L, bt->nidx);
         lua_rawseti(L, list, (lua_Integer)k + 1);
