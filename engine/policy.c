@@ -81,6 +81,7 @@ struct us_policy {
     size_t mem_view;        /* bytes the current call's view took */
     size_t view_from;       /* mem_used when its building began */
     bool building_view;     /* no limit while the engine builds it */
+    bool gc_held;           /* collector stopped for a call with a view (view_begin) */
     bool mem_hit;           /* an allocation was refused since the call began */
 
     /* instruction and time budget, kept by hook() and charge() */
@@ -153,12 +154,15 @@ static void view_begin(us_policy *p) {
     p->building_view = true;
     p->view_from = p->mem_used;
     /* everything built is live until the call returns: a collection step
-     * while building would only walk it, again and again as it grows */
+     * during the call would only walk it, again and again as it grows.
+     * What the policy throws away meanwhile is still collected: an
+     * allocation the budget refuses makes Lua collect in full and retry,
+     * stopped or not.  protect() collects the view once the call ends. */
     lua_gc(p->L, LUA_GCSTOP);
+    p->gc_held = true;
 }
 
 static void view_end(us_policy *p, size_t items) {
-    lua_gc(p->L, LUA_GCRESTART);
     p->view_items = items;
     p->building_view = false;
     p->mem_view = p->mem_used > p->view_from ? p->mem_used - p->view_from : 0;
@@ -410,17 +414,20 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
         rc = us_err_set(err, US_EPOLICY, "%s: %s", t.file, m);
     }
     lua_settop(L, top);
-    /* the view is garbage now; the next allocation the budget refuses
-     * makes Lua collect it first */
-    if (p->building_view) lua_gc(L, LUA_GCRESTART);  /* a view that failed half-way */
     p->building_view = false;
     p->mem_view = 0;
     p->view_items = 0;
-    if (rc < 0) {
+    /* a view is garbage now, and so is all a failed call made: collected
+     * at once, so the next call starts where the last good one ended (an
+     * incremental collector would walk a large view again and again over
+     * the next calls while freeing it) */
+    if (p->gc_held) lua_gc(L, LUA_GCRESTART);
+    if (rc < 0 || p->gc_held) {
         p->steps = 0;
         p->cut = false;
         lua_gc(L, LUA_GCCOLLECT);
     }
+    p->gc_held = false;
     return rc;
 }
 
@@ -1008,6 +1015,8 @@ static void add_authoring(lua_State *L, int base) {
 }
 
 size_t us_policy_log_count(const us_policy *p) { return p ? p->nlog : 0; }
+
+size_t us_policy_memory(const us_policy *p) { return p ? p->mem_used : 0; }
 const us_policy_log_line *us_policy_log_at(const us_policy *p, size_t i) {
     return p && i < p->nlog ? &p->log[i] : NULL;
 }

@@ -62,6 +62,11 @@ extern const char *const us_policy_files[US_POLICY_NFN]; /* "fairshare.lua", ...
 extern const char *const us_policy_fns[US_POLICY_NFN];   /* "compute", "score", "reoffer" */
 unsigned long us_policy_calls(const us_policy *p, us_policy_fn fn);
 
+/* Bytes p's Lua state holds now (what its memory budget counts).  Between
+ * calls that is what the policy keeps: a call's view is freed when the
+ * call ends. */
+size_t us_policy_memory(const us_policy *p);
+
 /* Whether the file of fn is the compiled-in default (the directory does
  * not hold it). */
 bool us_policy_file_is_default(const us_policy *p, us_policy_fn fn);

@@ -1105,8 +1105,14 @@ TEST(budgets_make_room_for_the_view) {
     CHECK(p != NULL);
     if (!p) return;
     CHECK(us_builtin_reoffer(&in, ckeep, cplace, &err) == 0);
+    /* what the state holds after a call: the view (some 5 MiB here) is
+     * freed when the call ends, not left to later calls' collection */
+    size_t held = us_policy_memory(p), after = 0;
     for (int round = 0; round < 2; round++) {
         CHECK(us_policy_reoffer(p, &in, keep, place, &err) == 0);
+        CHECK(us_policy_memory(p) < held + ((size_t)1 << 20));
+        CHECK(round == 0 || us_policy_memory(p) == after);
+        after = us_policy_memory(p);
         size_t kept = 0, same = 0;
         for (int i = 0; i < BIG_NR; i++) {
             kept += keep[i];
@@ -1128,6 +1134,30 @@ TEST(budgets_make_room_for_the_view) {
     if (!p) return;
     CHECK(us_policy_reoffer(p, &in, keep, place, &err) == -1);
     CHECK(err.code == US_EPOLICY && strstr(err.msg, "memory budget exceeded (2097152 bytes)"));
+    us_policy_free(p);
+
+    /* What a policy throws away is not what it holds: one that makes 64
+     * MiB of garbage beside the same view, a MiB at a time, with a 2 MiB
+     * budget, decides (it keeps every pod, which it can only return after
+     * the churn). */
+    const char *churn = "return { reoffer = function(view)\n"
+                        "  for i = 1, 64 do\n"
+                        "    local t = {}\n"
+                        "    for j = 1, 65536 do t[j] = j end\n"
+                        "  end\n"
+                        "  local keep = {}\n"
+                        "  for _, pod in ipairs(view.running) do keep[#keep + 1] = pod.name end\n"
+                        "  return { keep = keep, place = {} }\n"
+                        "end }\n";
+    memset(&err, 0, sizeof err);
+    p = load_src(NULL, NULL, churn, &lim, &err);
+    CHECK(p != NULL);
+    if (!p) return;
+    memset(keep, 0, sizeof keep);
+    CHECK(us_policy_reoffer(p, &in, keep, place, &err) == 0);
+    size_t all = 0;
+    for (int i = 0; i < BIG_NR; i++) all += keep[i];
+    CHECK(all == BIG_NR && place[0] == -1);
     us_policy_free(p);
 
     /* the allowance ends with its call: a score call after the large view
