@@ -1040,6 +1040,7 @@ static void add_authoring(lua_State *L, int base) {
 size_t us_policy_log_count(const us_policy *p) { return p ? p->nlog : 0; }
 
 size_t us_policy_memory(const us_policy *p) { return p ? p->mem_used : 0; }
+
 const us_policy_log_line *us_policy_log_at(const us_policy *p, size_t i) {
     return p && i < p->nlog ? &p->log[i] : NULL;
 }
