@@ -275,6 +275,28 @@ static void names_free(names *h) {
     memset(h, 0, sizeof *h);
 }
 
+/* Ask for the slot a lookup of a key of hash x will probe first (a hint:
+ * it changes no result, and a table grown meanwhile only makes it a wasted
+ * one). */
+static void names_prefetch(const names *h, uint32_t x) {
+    if (h->cap) __builtin_prefetch(&h->s[x & (h->cap - 1)]);
+}
+
+/* Ask for the key a lookup of a key of hash x will compare, once its slot
+ * is at hand (names_prefetch some lookups before): a hit reads the table's
+ * own copy of the key, a second miss when it is not asked for. */
+static void names_prefetch_key(const names *h, uint32_t x) {
+    if (!h->cap) return;
+    for (size_t i = x & (h->cap - 1);; i = (i + 1) & (h->cap - 1)) {
+        const name_slot *sl = &h->s[i];
+        if (!sl->k) return;
+        if (sl->h == x) {
+            __builtin_prefetch(sl->k);
+            return;
+        }
+    }
+}
+
 /* ---- messages -------------------------------------------------------------- */
 
 typedef struct ctx {
@@ -967,6 +989,24 @@ static int take_room(ctx *c, us_use *u, int ni, const us_workload *w, int *slot,
     return 0;
 }
 
+/* A pod's name when the document gives none: <workload>-<i>, a
+ * daemonset's pods <workload>-<node>.  Its buffer's size, then the name
+ * into buf (len at least that). */
+static size_t default_name_len(const us_workload *w, const char *node) {
+    return strlen(w->name) + strlen(node) + 24;
+}
+
+static void default_name(char *buf, size_t len, const us_workload *w, const char *node, int i) {
+    if (w->controller == US_CTRL_DAEMONSET) {
+        snprintf(buf, len, "%s-%s", w->name, node);
+    } else { /* the same as "%s-%d", without printf for each pod */
+        size_t k = strlen(w->name);
+        memcpy(buf, w->name, k);
+        buf[k++] = '-';
+        buf[k + digits_of(buf + k, i)] = '\0';
+    }
+}
+
 /* One pre-existing pod on its node at t=0: running; releasing (terminating
  * until release_at, holding its room meanwhile; not one of the workload's
  * replicas: its controller has already replaced it); or pipelined (placed,
@@ -1059,9 +1099,9 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     if ((v = get(o, "name"))) {
         if (get_strref(c, o, path, "name", NULL, &name) < 0 || check_name(c, path, "name", name) < 0) goto fail;
     } else {
-        /* <workload>-<i>, daemonset pods <workload>-<node>; the usual
-         * short name needs no allocation (a large scenario has 100,000) */
-        size_t len = strlen(w->name) + strlen(node) + 24;
+        /* the usual short name needs no allocation (a large scenario has
+         * 100,000) */
+        size_t len = default_name_len(w, node);
         if (len > sizeof genbuf && !(gen = malloc(len))) {
             nomem(c);
             goto fail;
@@ -1070,14 +1110,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             gen = genbuf;
             len = sizeof genbuf;
         }
-        if (w->controller == US_CTRL_DAEMONSET) {
-            snprintf(gen, len, "%s-%s", w->name, node);
-        } else { /* the same as "%s-%d", without printf for each pod */
-            size_t k = strlen(w->name);
-            memcpy(gen, w->name, k);
-            gen[k++] = '-';
-            gen[k + digits_of(gen + k, i)] = '\0';
-        }
+        default_name(gen, len, w, node, i);
         name = gen;
     }
     /* a releasing pod is a former incarnation: it keeps its name, which
@@ -1118,6 +1151,32 @@ fail:
     return -1;
 }
 
+/* What parse_pod of pod o (the i-th) will look up, asked for ahead: the
+ * slots of its node and name.  Returns its node's hash for the second
+ * step (names_prefetch_key), 0 when there is nothing to ask for (a node
+ * whose hash is 0 only goes without that hint).  Only
+ * well-formed pods are looked at; parse_pod reports the rest. */
+static uint32_t prefetch_pod(const ctx *c, const cJSON *o, const us_workload *w, int i) {
+    const cJSON *node = NULL, *name = NULL;
+    /* one walk of the pod's fields (get() would walk them per key) */
+    for (const cJSON *f = cJSON_IsObject(o) ? o->child : NULL; f; f = f->next) {
+        if (!f->string) continue;
+        if (strcmp(f->string, "node") == 0) node = f;
+        else if (strcmp(f->string, "name") == 0) name = f;
+    }
+    if (!cJSON_IsString(node)) return 0;
+    uint32_t x = hash(node->valuestring);
+    names_prefetch(&c->nodes, x);
+    char buf[256];
+    if (cJSON_IsString(name)) {
+        names_prefetch(&c->pods, hash(name->valuestring));
+    } else if ((!name || cJSON_IsNull(name)) && default_name_len(w, node->valuestring) <= sizeof buf) {
+        default_name(buf, sizeof buf, w, node->valuestring, i);
+        names_prefetch(&c->pods, hash(buf));
+    }
+    return x;
+}
+
 static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
     const us_workload *w = &c->st->workloads[wi];
     const cJSON *o;
@@ -1141,8 +1200,21 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
         return failk(c, p, NULL, "a workload with pre-existing pods must be submitted at 0, not %s",
                      numstr(num, w->submit_at));
     size_t base = strlen(subkey(p, path, "pods"));
+    /* Pods ahead, asked for: a million pods are a million probes of the
+     * pod and node name tables, each a cache miss, and most of loading a
+     * large scenario waited on them.  AHEAD pods ahead, the slots
+     * (prefetch_pod); half as far, the node's key, its slot now at hand. */
+    enum { AHEAD = 12, HALF = AHEAD / 2 };
+    uint32_t node_hash[AHEAD] = {0};
+    const cJSON *ahead = arr->child;
+    for (int k = 0; k < AHEAD && ahead; k++, ahead = ahead->next)
+        node_hash[k] = prefetch_pod(c, ahead, w, k);
     cJSON_ArrayForEach(o, arr) {
+        if (node_hash[(i + HALF) % AHEAD]) names_prefetch_key(&c->nodes, node_hash[(i + HALF) % AHEAD]);
         if (parse_pod(c, o, subidx_next(p, base, i), wi, i) < 0) return -1;
+        /* pod i's entry is free: pod i + AHEAD's goes there */
+        node_hash[i % AHEAD] = ahead ? prefetch_pod(c, ahead, w, i + AHEAD) : 0;
+        if (ahead) ahead = ahead->next;
         i++;
     }
     c->haspods[wi] = n > 0;
