@@ -895,9 +895,10 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "controller", "replicas", "min_member", "pool",
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
-                                        "tolerations", "external",
+                                        "tolerations", "external", "pinned_pending",
                                         NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", "until_removed", "pin", "device", NULL};
+static const char *const pinned_fields[] = {"name", "pin", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
 static const us_pod_state pod_state_of[] = {US_POD_RUNNING, US_POD_PIPELINED, US_POD_RELEASING};
 static const char *const preempt_names[] = {"preemptible", "non-preemptible", "semi-preemptible"};
@@ -1177,7 +1178,7 @@ static uint32_t prefetch_pod(const ctx *c, const cJSON *o, const us_workload *w,
     return x;
 }
 
-static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
+static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi, int *nlive) {
     const us_workload *w = &c->st->workloads[wi];
     const cJSON *o;
     char p[PATHLEN], num[32];
@@ -1218,6 +1219,62 @@ static int parse_pods(ctx *c, const cJSON *arr, const char *path, int wi) {
         i++;
     }
     c->haspods[wi] = n > 0;
+    *nlive = live;
+    return 0;
+}
+
+/* Pending pods pinned to a node (docs/scenario.md, pinned_pending): the
+ * new incarnations of pinned pods that were lost or evicted, waiting to go
+ * back there.  What us_engine_state_json writes for them, so that a state
+ * loads with its pins (else they loaded as replicas free to go anywhere).
+ * They are among the replicas, beside the nlive pre-existing pods that are
+ * not releasing. */
+static int parse_pinned_pending(ctx *c, const cJSON *arr, const char *path, int wi, int nlive) {
+    us_state *st = c->st;
+    const us_workload *w = &st->workloads[wi];
+    const cJSON *o;
+    char p[PATHLEN], q[QLEN], q2[QLEN], q3[QLEN], num[32];
+    int i = 0;
+    subkey(p, path, "pinned_pending");
+    if (want(c, arr, p, isarr, "an array") < 0) return -1;
+    int n = cJSON_GetArraySize(arr);
+    if (n == 0) return 0;
+    if (w->controller == US_CTRL_DAEMONSET)
+        return failk(c, p, NULL, "a daemonset's pods are pinned by their node, not listed here");
+    if (w->external) return failk(c, p, NULL, "an external workload's pods are never pending here");
+    if (w->submit_at != 0)
+        return failk(c, p, NULL, "a workload with pending pods must be submitted at 0, not %s",
+                     numstr(num, w->submit_at));
+    if (nlive + n > w->replicas)
+        return failk(c, p, NULL, "%d pre-existing pods that are not releasing and %d pinned pending "
+                     "pods, but only %d replicas", nlive, n, w->replicas);
+    size_t base = strlen(p);
+    cJSON_ArrayForEach(o, arr) {
+        const char *at_path = subidx_next(p, base, i++), *name, *pin;
+        size_t at;
+        uint32_t hx;
+        if (want(c, o, at_path, isobj, "an object") < 0 || check_fields(c, o, at_path, pinned_fields) < 0)
+            return -1;
+        if (!get(o, "name")) return failk(c, at_path, "name", "required field is missing");
+        if (!get(o, "pin")) return failk(c, at_path, "pin", "required field is missing");
+        if (get_strref(c, o, at_path, "name", NULL, &name) < 0 || check_name(c, at_path, "name", name) < 0 ||
+            get_strref(c, o, at_path, "pin", NULL, &pin) < 0)
+            return -1;
+        int ni = names_get(&c->nodes, pin);
+        if (ni < 0) return failk(c, at_path, "pin", "%s is not a node", quote(q, pin));
+        if (st->nodes[ni].removed || (size_t)ni >= c->nused)
+            return failk(c, at_path, "pin", "%s is not a node at t=0 (a timeline add_node adds it later)",
+                         quote(q, pin));
+        if (strcmp(st->nodes[ni].pool, w->pool) != 0)
+            return failk(c, at_path, "pin", "%s is in pool %s, not the workload's pool %s", quote(q, pin),
+                         quote(q2, st->nodes[ni].pool), quote(q3, w->pool));
+        if (names_look(&c->pods, name, &at, &hx) < 0) return nomem(c);
+        if (c->pods.s[at].k) return failk(c, at_path, "name", "%s is a duplicate pod name", quote(q, name));
+        int pi = us_state_add_pod(st, wi, name, ni);  /* pending, on no node */
+        if (pi < 0) return nomem(c);
+        names_fill(&c->pods, at, st->pods[pi].name, hx, pi);
+    }
+    c->haspods[wi] = true;
     return 0;
 }
 
@@ -1315,7 +1372,9 @@ static int parse_workload(ctx *c, const cJSON *o, const char *path, bool tl, dou
     if (workload_fields_parse(c, o, path, tl, at, &w) < 0) return -1;
     idx = us_state_add_workload(c->st, &w);
     if (idx < 0 || names_put(&c->wls, c->st->workloads[idx].name, idx) < 0) return nomem(c);
-    if ((v = get(o, "pods")) && parse_pods(c, v, path, idx) < 0) return -1;
+    int nlive = 0;
+    if ((v = get(o, "pods")) && parse_pods(c, v, path, idx, &nlive) < 0) return -1;
+    if ((v = get(o, "pinned_pending")) && parse_pinned_pending(c, v, path, idx, nlive) < 0) return -1;
     *index = idx;
     return 0;
 }
@@ -1739,6 +1798,8 @@ int us_scenario_parse_workload(const cJSON *o, const us_state *st, const char *p
      * can check them */
     if (cJSON_IsObject(o) && get(o, "pods"))
         return failk(&c, path, "pods", "pre-existing pods belong to a whole scenario");
+    if (cJSON_IsObject(o) && get(o, "pinned_pending"))
+        return failk(&c, path, "pinned_pending", "pending pods belong to a whole scenario");
     return workload_fields_parse(&c, o, path, false, 0, out);
 }
 

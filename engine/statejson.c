@@ -240,6 +240,37 @@ static void pods(out *o, cJSON *x, const us_state *st, const index *ix, int wi, 
     }
 }
 
+/* Workload wi's pending pods pinned to a node, as {name, pin}, when it has
+ * any (docs/scenario.md, pinned_pending): without them a state loaded its
+ * pinned pending pods as replicas free to go anywhere.  What would not
+ * load is left out, and such a pod loads as a replica like any other: a
+ * pin to a node that has left (the node is not written) or that is in
+ * another pool, and pods beyond the replicas that the written running
+ * and pipelined ones leave. */
+static void pinned_pending(out *o, cJSON *x, const us_state *st, const index *ix, int wi) {
+    const us_workload *w = &st->workloads[wi];
+    cJSON *arr = NULL;
+    int room = w->replicas;
+    for (size_t k = ix->first[wi]; k < ix->first[wi + 1]; k++) {
+        const us_pod *p = &st->pods[ix->order[k]];
+        if (!p->gone && p->node >= 0 && p->workload == wi &&
+            (p->state == US_POD_RUNNING || p->state == US_POD_PIPELINED))
+            room--;
+    }
+    for (size_t k = ix->first[wi]; k < ix->first[wi + 1] && room > 0; k++) {
+        const us_pod *p = &st->pods[ix->order[k]];
+        if (p->gone || p->workload != wi || p->state != US_POD_PENDING || p->pin < 0) continue;
+        const us_node *n = &st->nodes[p->pin];
+        if (n->removed || strcmp(n->pool, w->pool) != 0) continue;
+        if (!arr && !(arr = put(o, x, "pinned_pending", cJSON_CreateArray()))) return;
+        cJSON *e = push(o, arr, cJSON_CreateObject());
+        if (!e) return;
+        put(o, e, "name", cJSON_CreateString(p->name));
+        put(o, e, "pin", cJSON_CreateString(n->name));
+        room--;
+    }
+}
+
 static cJSON *workload(out *o, const us_state *st, const index *ix, int wi, double now) {
     const us_workload *w = &st->workloads[wi];
     bool ext = w->external || !live(w, now); /* a former workload: its terminating pods */
@@ -277,6 +308,7 @@ static cJSON *workload(out *o, const us_state *st, const index *ix, int wi, doub
     }
     put(o, x, "created_at", rel(isfinite(w->created_at) ? w->created_at : w->submit_at, now));
     pods(o, x, st, ix, wi, ext && !w->external, now);
+    if (!ext && w->controller != US_CTRL_DAEMONSET) pinned_pending(o, x, st, ix, wi);
     return x;
 }
 

@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
+
 #include "check.h"
 #include "scenario.h"
 
@@ -839,6 +841,70 @@ TEST(preexisting_pods) {
     us_scenario_free(&sc);
 }
 
+/* Pending pods pinned to a node (pinned_pending): loaded pending, on no
+ * node, with their pins and names, among the replicas; each refusal names
+ * its path. */
+TEST(pinned_pending_pods) {
+    us_scenario sc;
+    if (!loads(&sc, J("{'nodes':[{'name':'n1','gpu':8},{'name':'n2','gpu':8}]," QUEUES ",'workloads':["
+                      "{'name':'t','queue':'team-a','replicas':3,'requests':{'gpu':2},"
+                      " 'pods':[{'node':'n1','state':'running','pin':'n1'},"
+                      "         {'name':'t-x','node':'n2','state':'releasing'}],"
+                      " 'pinned_pending':[{'name':'t-x','pin':'n2'},{'name':'t-y','pin':'n1'}]}]}")))
+        return;
+    const us_state *st = &sc.state;
+    CHECK(st->npods == 4);
+    /* the releasing t-x is the former incarnation of the pending one */
+    CHECK_STR(st->pods[2].name, "t-x");
+    CHECK(st->pods[2].state == US_POD_PENDING && st->pods[2].node == -1 && st->pods[2].pin == 1);
+    CHECK_STR(st->pods[3].name, "t-y");
+    CHECK(st->pods[3].state == US_POD_PENDING && st->pods[3].node == -1 && st->pods[3].pin == 0);
+    us_scenario_free(&sc);
+
+#define PP(extra, pending) "{'name':'a','queue':'team-a','replicas':1" extra ",'pinned_pending':[" pending "]}"
+    CHECK_HAS(fails(J(DOC(PP("", "{'name':'a-0','pin':'n7'}")))),
+              "workloads[0].pinned_pending[0].pin: \"n7\" is not a node");
+    CHECK_HAS(fails(J(DOC(PP("", "{'name':'a-0'}")))), "workloads[0].pinned_pending[0].pin: required field is missing");
+    CHECK_HAS(fails(J(DOC(PP("", "{'pin':'n1'}")))), "workloads[0].pinned_pending[0].name: required field is missing");
+    CHECK_HAS(fails(J(DOC(PP("", "{'name':'a-0','pin':'n1','node':'n1'}")))),
+              "workloads[0].pinned_pending[0].node: unknown field (did you mean \"name\"?)");
+    CHECK_HAS(fails(J(DOC(PP("", "'n1'")))), "workloads[0].pinned_pending[0]: must be an object");
+    CHECK_HAS(fails(J(DOC(PP("", "{'name':'a-0','pin':'n1'},{'name':'a-1','pin':'n1'}")))),
+              "workloads[0].pinned_pending: 0 pre-existing pods that are not releasing and 2 pinned pending "
+              "pods, but only 1 replicas");
+    CHECK_HAS(fails(J(DOC(PP(",'pods':[{'node':'n1','state':'running'}]", "{'name':'a-0','pin':'n1'}")))),
+              "workloads[0].pinned_pending: 1 pre-existing pods that are not releasing and 1 pinned pending "
+              "pods, but only 1 replicas");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,'pods':[{'node':'n1','state':'running'}],"
+                          "'pinned_pending':[{'name':'a-0','pin':'n1'}]}"))),
+              "workloads[0].pinned_pending[0].name: \"a-0\" is a duplicate pod name");
+    CHECK_HAS(fails(J(DOC(PP(",'pool':'a100'", "{'name':'a-0','pin':'n1'}")))),
+              "workloads[0].pinned_pending[0].pin: \"n1\" is in pool \"default\", not the workload's pool \"a100\"");
+    CHECK_HAS(fails(J(DOC(PP(",'submit_at':30", "{'name':'a-0','pin':'n1'}")))),
+              "workloads[0].pinned_pending: a workload with pending pods must be submitted at 0, not 30");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'bg','controller':'daemonset','pinned_pending':[{'name':'a-0','pin':'n1'}]}"))),
+              "workloads[0].pinned_pending: a daemonset's pods are pinned by their node, not listed here");
+    CHECK_HAS(fails(J(DOCT(PP("", "{'name':'a-0','pin':'n1'}"), "{'at':30,'action':'submit','workload':'a'}"))),
+              "timeline[0].workload: \"a\" has pre-existing pods, so it cannot be submitted at 30");
+    CHECK_HAS(fails(J("{" NODE1 "," QUEUES ",'workloads':[" PP("", "{'name':'a-0','pin':'n9'}") "],"
+                      "'timeline':[{'at':0,'action':'add_node','node':{'name':'n9'}}]}")),
+              "workloads[0].pinned_pending[0].pin: \"n9\" is not a node");
+#undef PP
+    /* the API takes a workload's spec: its pods belong to a whole scenario */
+    us_workload w;
+    us_err err = {0};
+    cJSON *o = cJSON_Parse(J("{'name':'a','queue':'team-a','pinned_pending':[{'name':'a-0','pin':'n1'}]}"));
+    CHECK(o != NULL);
+    if (!loads(&sc, J(DOC("{'name':'b','queue':'team-a'}")))) {
+        cJSON_Delete(o);
+        return;
+    }
+    CHECK(us_scenario_parse_workload(o, &sc.state, "workload", &w, &err) < 0);
+    CHECK_HAS(err.msg, "workload.pinned_pending: pending pods belong to a whole scenario");
+    cJSON_Delete(o);
+    us_scenario_free(&sc);
+}
+
 TEST(reload_dir_resolved_against_origin) {
     us_scenario sc;
     us_err err;
@@ -1126,6 +1192,7 @@ int main(void) {
     RUN(timeline_sorted_stably_and_submit_by_object);
     RUN(add_node_is_removed_until_added);
     RUN(preexisting_pods);
+    RUN(pinned_pending_pods);
     RUN(reload_dir_resolved_against_origin);
     RUN(messages_start_with_the_path_whatever_the_origin);
     RUN(load_file);

@@ -127,6 +127,42 @@ describe("the engine object's state readers", function()
     assert.is_nil(seen.pending) -- replicas stand for pending pods
   end)
 
+  it("state_json: a pending pod pinned to a node is simulated there, not on the node ties pick", function()
+    -- two empty nodes: an unpinned pod goes to n1 (ties by name); w-a was
+    -- reported pending and pinned to n2, as a pod lost off n2 would be
+    local function engine(pin)
+      local e = understory.engine { policies = "policies" }
+      e:upsert_node(H.node("n1", 8))
+      e:upsert_node(H.node("n2", 8))
+      e:upsert_queue(H.queue("ml", 16))
+      e:upsert_workload({ name = "w", queue = "ml", replicas = 1, requests = { gpu = 4 } }, 0)
+      e:upsert_pod { name = "w-a", workload = "w", pin = pin }
+      return e
+    end
+    local function simulated(e)
+      local path = os.tmpname()
+      local f = assert(io.open(path, "wb"))
+      f:write(e:state_json())
+      f:close()
+      local out = cli_output(path .. " --plain-ties")
+      os.remove(path)
+      local pods = H.final_pods(out, "w")
+      assert.are.equal(1, #pods)
+      return pods[1]
+    end
+    local pinned <close> = engine("n2")
+    local doc = understory.json_decode(pinned:state_json())
+    assert.are.same({ { name = "w-a", pin = "n2" } }, doc.workloads[1].pinned_pending)
+    local p = simulated(pinned)
+    assert.are.same({ "w-a", "running", "n2" }, { p.name, p.state, p.node })
+    -- the same pod unpinned: nothing is written for it (replicas stand
+    -- for it, created as w-0), and ties place it on n1
+    local free <close> = engine(nil)
+    assert.is_nil(understory.json_decode(free:state_json()).workloads[1].pinned_pending)
+    p = simulated(free)
+    assert.are.same({ "w-0", "running", "n1" }, { p.name, p.state, p.node })
+  end)
+
   it("gpu_use: equal, cycle by cycle, to the pools the command line reports", function()
     local cli = cli_output(SEED)
     local n = 0
