@@ -1578,13 +1578,38 @@ static int run_scale_cases(int n) {
     return failed;
 }
 
+/* --load FILE: load FILE `repeats` times in this process (each freed
+ * before the next) and print the fastest, in CPU and wall seconds, and the
+ * mean CPU: loading alone, for side-by-side runs of two builds on a shared
+ * machine, where a whole benchmark run is too long to alternate often. */
+static int load_only(const char *path) {
+    double best_cpu = 0, best_wall = 0, sum_cpu = 0;
+    for (int k = 0; k < repeats; k++) {
+        us_scenario sc;
+        us_err err = {0};
+        double t0 = now(), c0 = cpu_now();
+        if (us_scenario_load_file(&sc, path, &err) < 0) {
+            fprintf(stderr, "understory-bench: %s: %s\n", path, err.msg);
+            return 1;
+        }
+        double wall = now() - t0, cpu = cpu_now() - c0;
+        us_scenario_free(&sc);
+        if (k == 0 || cpu < best_cpu) best_cpu = cpu;
+        if (k == 0 || wall < best_wall) best_wall = wall;
+        sum_cpu += cpu;
+    }
+    printf("load %s: best of %d %.3f s cpu (%.3f s wall), mean %.3f s cpu\n", path, repeats, best_cpu,
+           best_wall, sum_cpu / repeats);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int scale = 1000000;
     int sizes[16] = {1000, 5000, 10000};
     int nsizes = 3;
     bool shapes[2] = {true, true};  /* plain, real */
     uint64_t seed = 42;
-    const char *policies = "policies", *write_to = NULL;
+    const char *policies = "policies", *write_to = NULL, *load_from = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--nodes") == 0 && i + 1 < argc) {
             nsizes = 0;
@@ -1617,6 +1642,8 @@ int main(int argc, char **argv) {
             if (ncycles < 1 || ncycles > MAXCYC + 1) ncycles = 2;
         } else if (strcmp(argv[i], "--write") == 0 && i + 1 < argc) {
             write_to = argv[++i];
+        } else if (strcmp(argv[i], "--load") == 0 && i + 1 < argc) {
+            load_from = argv[++i];
         } else if (strcmp(argv[i], "--scale") == 0 && i + 1 < argc) {
             scale = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--perf-fifo") == 0 && i + 1 < argc) {
@@ -1639,11 +1666,12 @@ int main(int argc, char **argv) {
             perf_first = strstr(v, "first") != NULL;
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
-                            "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] "
+                            "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] [--load FILE] "
                             "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change]\n");
             return 2;
         }
     }
+    if (load_from) return load_only(load_from);
     if (write_to) {
         buf b = {0};
         generate(&b, sizes[0], seed, shapes[1] && !shapes[0]);

@@ -47,3 +47,13 @@ for what in "80 nodes upserted one at a time, 3 DaemonSets" "80 nodes' 2 pods ea
     grep -qE "  $what  *[0-9.]+ s, twice as many  *[0-9.]+ s \([0-9.]+x\)\$" "$TMP/out" ||
         fail "no \"$what\" line: $(cat "$TMP/out")"
 done
+# loading alone (--load), as docs/benchmarks.md compares two builds: the
+# written document loads, each of the runs, and a file that is not a
+# scenario fails with the loader's message
+"$bench" --nodes 1000 --shape real --write "$TMP/small.json" || fail "bench --write exit status $?"
+"$bench" --load "$TMP/small.json" --repeat 2 >"$TMP/load" 2>"$TMP/err" || fail "bench --load exit status $?: $(cat "$TMP/err")"
+grep -qE "^load $TMP/small.json: best of 2 [0-9.]+ s cpu \([0-9.]+ s wall\), mean [0-9.]+ s cpu\$" "$TMP/load" ||
+    fail "no load line: $(cat "$TMP/load")"
+echo '{"nodes": 3}' >"$TMP/bad.json"
+if "$bench" --load "$TMP/bad.json" >"$TMP/load" 2>"$TMP/err"; then fail "a bad document loaded"; fi
+grep -q "bad.json: nodes: must be an array" "$TMP/err" || fail "no loader message: $(cat "$TMP/err")"
