@@ -353,6 +353,7 @@ void us_plan_free(us_plan *p) {
     free(p->victim_units);
     free(p->victim_queues);
     free(p->victim_skip);
+    free(p->victim_low);
     free(p->victim_sorted);
     free(p->victim_band);
     free(p->victim_done);

@@ -10,6 +10,7 @@
  */
 #include "victims.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,12 +317,20 @@ static int build_index(us_plan *p) {
     p->victim_drop = malloc((n + 1) * sizeof *p->victim_drop);
     p->victim_queues = malloc((st->nqueues + 1) * sizeof *p->victim_queues);
     p->victim_skip = calloc(st->nqueues + 1, sizeof *p->victim_skip);
+    p->victim_low = malloc((st->nqueues + 1) * sizeof *p->victim_low);
     p->victim_sorted = calloc(st->nqueues + 1, sizeof *p->victim_sorted);
     p->victim_band = malloc((n + 1) * sizeof *p->victim_band);
     p->victim_done = malloc((n + 1) * sizeof *p->victim_done);
     if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_queues || !p->victim_skip ||
-        !p->victim_sorted || !p->victim_band || !p->victim_done)
+        !p->victim_low || !p->victim_sorted || !p->victim_band || !p->victim_done)
         goto nomem;
+    /* each queue's lowest priority, from the workloads with pods indexed */
+    for (size_t q = 0; q < st->nqueues; q++) p->victim_low[q] = INT_MAX;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        const us_workload *wl = &st->workloads[w];
+        if (p->victim_wl_first[w] < p->victim_wl_first[w + 1] && wl->priority < p->victim_low[wl->queue])
+            p->victim_low[wl->queue] = wl->priority;
+    }
     return 0;
 nomem:
     free(first);
@@ -337,6 +346,7 @@ nomem:
     free(p->victim_drop);
     free(p->victim_queues);
     free(p->victim_skip);
+    free(p->victim_low);
     free(p->victim_sorted);
     free(p->victim_band);
     free(p->victim_done);
@@ -344,7 +354,7 @@ nomem:
     free(p->victim_wl_pods);
     p->victim_wl_first = p->victim_wl_pods = NULL;
     p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = p->victim_queues = NULL;
-    p->victim_skip = p->victim_band = NULL;
+    p->victim_skip = p->victim_low = p->victim_band = NULL;
     p->victim_sorted = p->victim_done = NULL;
     p->victim_drop = NULL;
     return -1;
@@ -422,7 +432,10 @@ static int search_victims(search *s, bool *ok, us_err *err) {
     const us_workload *j = &st->workloads[s->job];
     for (size_t q = 0; q < st->nqueues; q++) {
         if (p->victim_first[q] == p->victim_first[q + 1]) continue;
-        if (s->act == US_ACT_PREEMPT ? (int)q != j->queue
+        /* preempt takes lower priorities only: a queue with none gives
+         * nothing, and is not grouped for it (a cluster full of one
+         * priority grouped its largest queue every cycle, for nothing) */
+        if (s->act == US_ACT_PREEMPT ? (int)q != j->queue || p->victim_low[q] >= j->priority
                                      : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
         qs[nq++] = (int)q;
