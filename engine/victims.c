@@ -262,6 +262,36 @@ static int attempt(search *s, const int *units, const bool *drop, size_t n, bool
     return try_fit(s, ok, err);
 }
 
+/* What a search may take, known before any pod is indexed: each queue's
+ * lowest priority among the preemptible AI workloads holding pods
+ * (victim_low, INT_MAX: none), from the plan's count of held pods per
+ * workload.  Pods placed earlier in the cycle are counted there too, so
+ * it may promise more than there is, never less: a search only ever takes
+ * pods held at the snapshot.  A cycle whose pending jobs can take nothing
+ * (one priority everywhere, no queue over its share) builds no index of
+ * the held pods at all.  Also the search's list of queues.  0, or -1 when
+ * memory runs out. */
+static int queue_summary(us_plan *p) {
+    const us_state *st = p->st;
+    if (p->victim_low) return 0;
+    p->victim_low = malloc((st->nqueues + 1) * sizeof *p->victim_low);
+    p->victim_queues = malloc((st->nqueues + 1) * sizeof *p->victim_queues);
+    if (!p->victim_low || !p->victim_queues) {
+        free(p->victim_low);
+        free(p->victim_queues);
+        p->victim_low = p->victim_queues = NULL;
+        return -1;
+    }
+    for (size_t q = 0; q < st->nqueues; q++) p->victim_low[q] = INT_MAX;
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        const us_workload *wl = &st->workloads[w];
+        if (p->held[w] > 0 && wl->queue >= 0 && wl->preemptibility != US_NON_PREEMPTIBLE &&
+            wl->priority < p->victim_low[wl->queue])
+            p->victim_low[wl->queue] = wl->priority;
+    }
+    return 0;
+}
+
 /* Index the pods that may ever be victims (AI pods held at the snapshot
  * whose workload is not non-preemptible) by queue, so a search looks only
  * at the queues that may give.  One pass over the pods' flags lists the
@@ -315,22 +345,13 @@ static int build_index(us_plan *p) {
     p->victim_cands = malloc((n + 1) * sizeof *p->victim_cands);
     p->victim_units = malloc((n + 1) * sizeof *p->victim_units);
     p->victim_drop = malloc((n + 1) * sizeof *p->victim_drop);
-    p->victim_queues = malloc((st->nqueues + 1) * sizeof *p->victim_queues);
     p->victim_skip = calloc(st->nqueues + 1, sizeof *p->victim_skip);
-    p->victim_low = malloc((st->nqueues + 1) * sizeof *p->victim_low);
     p->victim_sorted = calloc(st->nqueues + 1, sizeof *p->victim_sorted);
     p->victim_band = malloc((n + 1) * sizeof *p->victim_band);
     p->victim_done = malloc((n + 1) * sizeof *p->victim_done);
-    if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_queues || !p->victim_skip ||
-        !p->victim_low || !p->victim_sorted || !p->victim_band || !p->victim_done)
+    if (!p->victim_cands || !p->victim_units || !p->victim_drop || !p->victim_skip || !p->victim_sorted ||
+        !p->victim_band || !p->victim_done)
         goto nomem;
-    /* each queue's lowest priority, from the workloads with pods indexed */
-    for (size_t q = 0; q < st->nqueues; q++) p->victim_low[q] = INT_MAX;
-    for (size_t w = 0; w < st->nworkloads; w++) {
-        const us_workload *wl = &st->workloads[w];
-        if (p->victim_wl_first[w] < p->victim_wl_first[w + 1] && wl->priority < p->victim_low[wl->queue])
-            p->victim_low[wl->queue] = wl->priority;
-    }
     return 0;
 nomem:
     free(first);
@@ -344,17 +365,15 @@ nomem:
     free(p->victim_cands);
     free(p->victim_units);
     free(p->victim_drop);
-    free(p->victim_queues);
     free(p->victim_skip);
-    free(p->victim_low);
     free(p->victim_sorted);
     free(p->victim_band);
     free(p->victim_done);
     free(p->victim_wl_first);
     free(p->victim_wl_pods);
     p->victim_wl_first = p->victim_wl_pods = NULL;
-    p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = p->victim_queues = NULL;
-    p->victim_skip = p->victim_low = p->victim_band = NULL;
+    p->victim_first = p->victim_pods = p->victim_cands = p->victim_units = NULL;
+    p->victim_skip = p->victim_band = NULL;
     p->victim_sorted = p->victim_done = NULL;
     p->victim_drop = NULL;
     return -1;
@@ -421,24 +440,31 @@ static int search_victims(search *s, bool *ok, us_err *err) {
     us_plan *p = s->p;
     const us_state *st = p->st;
     *ok = false;
-    if (!p->victim_first && build_index(p) < 0) return us_err_nomem(err);
-    int *cands = p->victim_cands, *units = p->victim_units, *qs = p->victim_queues;
-    bool *drop = p->victim_drop;
+    if (queue_summary(p) < 0) return us_err_nomem(err);
+    int *qs = p->victim_queues;
     size_t nc = 0, nu = 0, nq = 0;
     int rc = 0;
-    /* only the queues that may give: the job's own (preempt), or others
-     * over their share along the tree (reclaim); listed in the order they
-     * give, so the candidates come out in victim order */
+    /* only the queues that may give: the job's own (preempt: only lower
+     * priorities, so a queue with none gives nothing), or others over
+     * their share along the tree (reclaim); listed in the order they give,
+     * so the candidates come out in victim order */
     const us_workload *j = &st->workloads[s->job];
     for (size_t q = 0; q < st->nqueues; q++) {
-        if (p->victim_first[q] == p->victim_first[q + 1]) continue;
-        /* preempt takes lower priorities only: a queue with none gives
-         * nothing, and is not grouped for it (a cluster full of one
-         * priority grouped its largest queue every cycle, for nothing) */
+        if (p->victim_low[q] == INT_MAX) continue;
         if (s->act == US_ACT_PREEMPT ? (int)q != j->queue || p->victim_low[q] >= j->priority
                                      : ((int)q == j->queue || !reclaimable(p, (int)q, j->queue, s->total)))
             continue;
         qs[nq++] = (int)q;
+    }
+    /* nothing to take: no index needed (a cluster full of one priority
+     * indexed every held pod and grouped its largest queue each cycle,
+     * for nothing) */
+    if (nq == 0) return 0;
+    if (!p->victim_first && build_index(p) < 0) return us_err_nomem(err);
+    int *cands = p->victim_cands, *units = p->victim_units;
+    bool *drop = p->victim_drop;
+    for (size_t k = 0; k < nq; k++) {
+        int q = qs[k];
         /* reclaim groups its queues only once the ancestors may fit */
         if (s->act == US_ACT_PREEMPT && !p->victim_sorted[q] && group_queue(p, (int)q) < 0)
             return us_err_nomem(err);
