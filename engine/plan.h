@@ -114,7 +114,8 @@ typedef struct us_plan {
     int *victim_wl_pods;   /* the same pods by workload, in pod order */
     int *victim_cands, *victim_units, *victim_queues;
     int *victim_skip;    /* [nqueues] leading entries known to be victims */
-    int *victim_low;     /* [nqueues] lowest priority among its entries; INT_MAX: none */
+    int *victim_low;     /* [nqueues] lowest priority of its preemptible AI workloads
+                            holding pods (victims.c, queue_summary); INT_MAX: none */
     bool *victim_sorted; /* [nqueues] its entries are grouped in priority bands */
     int *victim_band;    /* an entry's band's end (victims.c, group_queue) */
     bool *victim_done;   /* the entry's band is in the order it gives */

@@ -990,6 +990,23 @@ static int take_room(ctx *c, us_use *u, int ni, const us_workload *w, int *slot,
     return 0;
 }
 
+/* *ni, the node called name that the path's key names for a pod of w: a
+ * node present at t=0, in w's pool.  0, or -1 (reported). */
+static int node_at_start(ctx *c, const char *path, const char *key, const char *name, const us_workload *w,
+                         int *ni) {
+    const us_state *st = c->st;
+    char q[QLEN], q2[QLEN], q3[QLEN];
+    *ni = names_get(&c->nodes, name);
+    if (*ni < 0) return failk(c, path, key, "%s is not a node", quote(q, name));
+    if (st->nodes[*ni].removed || (size_t)*ni >= c->nused)
+        return failk(c, path, key, "%s is not a node at t=0 (a timeline add_node adds it later)",
+                     quote(q, name));
+    if (strcmp(st->nodes[*ni].pool, w->pool) != 0)
+        return failk(c, path, key, "%s is in pool %s, not the workload's pool %s", quote(q, name),
+                     quote(q2, st->nodes[*ni].pool), quote(q3, w->pool));
+    return 0;
+}
+
 /* A pod's name when the document gives none: <workload>-<i>, a
  * daemonset's pods <workload>-<node>.  Its buffer's size, then the name
  * into buf (len at least that). */
@@ -1017,7 +1034,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
     us_workload *w = &st->workloads[wi];
     const cJSON *v;
     const char *node, *name;
-    char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN], q3[QLEN];
+    char *gen = NULL, genbuf[256], q[QLEN], q2[QLEN];
     int slot = -1, si = -1;
     us_pod_state state;
     int ni, pi;
@@ -1058,16 +1075,7 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
         goto fail;
     }
     if (until_removed) release_at = INFINITY;
-    ni = names_get(&c->nodes, node);
-    if (ni < 0) {
-        failk(c, path, "node", "%s is not a node", quote(q, node));
-        goto fail;
-    }
-    if (st->nodes[ni].removed || (size_t)ni >= c->nused) {
-        failk(c, path, "node", "%s is not a node at t=0 (a timeline add_node adds it later)",
-              quote(q, node));
-        goto fail;
-    }
+    if (node_at_start(c, path, "node", node, w, &ni) < 0) goto fail;
     /* a fractional pod's shared device, as the engine placed it (else the
      * fullest with room): the packing a state was in loads as it was */
     if (get(o, "device")) {
@@ -1076,11 +1084,6 @@ static int parse_pod(ctx *c, const cJSON *o, const char *path, int wi, int i) {
             goto fail;
         }
         if (get_int(c, o, path, "device", -1, 0, st->nodes[ni].gpus - 1, &slot) < 0) goto fail;
-    }
-    if (strcmp(st->nodes[ni].pool, w->pool) != 0) {
-        failk(c, path, "node", "%s is in pool %s, not the workload's pool %s", quote(q, node),
-              quote(q2, st->nodes[ni].pool), quote(q3, w->pool));
-        goto fail;
     }
     if (w->controller == US_CTRL_DAEMONSET) {
         /* a releasing pod may be terminating because its node stopped
@@ -1233,7 +1236,7 @@ static int parse_pinned_pending(ctx *c, const cJSON *arr, const char *path, int 
     us_state *st = c->st;
     const us_workload *w = &st->workloads[wi];
     const cJSON *o;
-    char p[PATHLEN], q[QLEN], q2[QLEN], q3[QLEN], num[32];
+    char p[PATHLEN], q[QLEN], num[32];
     int i = 0;
     subkey(p, path, "pinned_pending");
     if (want(c, arr, p, isarr, "an array") < 0) return -1;
@@ -1260,14 +1263,8 @@ static int parse_pinned_pending(ctx *c, const cJSON *arr, const char *path, int 
         if (get_strref(c, o, at_path, "name", NULL, &name) < 0 || check_name(c, at_path, "name", name) < 0 ||
             get_strref(c, o, at_path, "pin", NULL, &pin) < 0)
             return -1;
-        int ni = names_get(&c->nodes, pin);
-        if (ni < 0) return failk(c, at_path, "pin", "%s is not a node", quote(q, pin));
-        if (st->nodes[ni].removed || (size_t)ni >= c->nused)
-            return failk(c, at_path, "pin", "%s is not a node at t=0 (a timeline add_node adds it later)",
-                         quote(q, pin));
-        if (strcmp(st->nodes[ni].pool, w->pool) != 0)
-            return failk(c, at_path, "pin", "%s is in pool %s, not the workload's pool %s", quote(q, pin),
-                         quote(q2, st->nodes[ni].pool), quote(q3, w->pool));
+        int ni;
+        if (node_at_start(c, at_path, "pin", pin, w, &ni) < 0) return -1;
         if (names_look(&c->pods, name, &at, &hx) < 0) return nomem(c);
         if (c->pods.s[at].k) return failk(c, at_path, "name", "%s is a duplicate pod name", quote(q, name));
         int pi = us_state_add_pod(st, wi, name, ni);  /* pending, on no node */
