@@ -1258,8 +1258,6 @@ static int parse_pinned_pending(ctx *c, const cJSON *arr, const char *path, int 
         uint32_t hx;
         if (want(c, o, at_path, isobj, "an object") < 0 || check_fields(c, o, at_path, pinned_fields) < 0)
             return -1;
-        if (!get(o, "name")) return failk(c, at_path, "name", "required field is missing");
-        if (!get(o, "pin")) return failk(c, at_path, "pin", "required field is missing");
         if (get_strref(c, o, at_path, "name", NULL, &name) < 0 || check_name(c, at_path, "name", name) < 0 ||
             get_strref(c, o, at_path, "pin", NULL, &pin) < 0)
             return -1;
