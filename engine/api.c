@@ -916,6 +916,7 @@ static int forget_terminating_elsewhere(us_engine *e, const char *name, int on) 
     for (size_t k = us_name_hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
         us_pod *p = &st->pods[e->names[k]];
         if (!p->gone && p->state == US_POD_RELEASING && p->node != on && strcmp(p->name, name) == 0) {
+            us_pod_touch(st, p);
             p->gone = true;
             e->untidy = true;
         }
@@ -968,7 +969,8 @@ static void tidy(us_engine *e) {
             wmap[w] = -1;
         }
     }
-    if (k != st->nworkloads) {
+    bool renumbered = k != st->nworkloads;
+    if (renumbered) {
         e->wnames.stale = true; /* renumbered */
         e->new_from = 0;        /* work left pending (out of memory): any may be new */
     }
@@ -995,6 +997,9 @@ static void tidy(us_engine *e) {
         if (p->node >= 0) p->node = nmap[p->node];
         if (p->pin >= 0) p->pin = nmap[p->pin];
     }
+    /* counts kept per workload are void (counts per node go with the
+     * node version) */
+    if (renumbered) us_state_pods_renumbered(st);
 out:
     free(wmap);
     free(nmap);
@@ -1019,11 +1024,14 @@ static void rollback(us_engine *e, mark m) {
     for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
-    if (st->npods != m.npods) st->generation++;
     if (st->nnodes != m.nnodes) us_state_nodes_changed(st);
+    bool pods_undone = st->npods != m.npods, workloads_undone = st->nworkloads != m.nworkloads;
     st->npods = m.npods;
     st->nnodes = m.nnodes;
     st->nworkloads = m.nworkloads;
+    if (pods_undone) st->generation++;
+    /* the journal names the pods undone */
+    if (pods_undone || workloads_undone) us_state_pods_renumbered(st);
     st->next_seq = m.seq;
 }
 
@@ -1911,7 +1919,10 @@ static int end_workload(us_engine *e, const char *name, double now, bool done, u
     if (done) us_life_complete_listed(&e->st, w, pods, n, now);
     else us_life_delete_listed(&e->st, w, pods, n, now);
     for (size_t k = 0; done && k < n; k++)
-        if (e->st.pods[pods[k]].state == US_POD_COMPLETED) e->st.pods[pods[k]].gone = true;
+        if (e->st.pods[pods[k]].state == US_POD_COMPLETED) {
+            us_pod_touch(&e->st, &e->st.pods[pods[k]]);
+            e->st.pods[pods[k]].gone = true;
+        }
     free(pods);
     e->untidy = true;
     return ok(err);
@@ -2078,6 +2089,7 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
          * it), as after an eviction */
         us_pod *pd = &st->pods[live];
         int pin = pd->pin;
+        us_pod_touch(st, pd);
         pd->state = US_POD_RELEASING;
         pd->release_at = INFINITY;
         pd->named = true;
@@ -2197,6 +2209,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
          * if that breaks it, is stopped by the next cycle, with decisions) */
         if (pd->state == US_POD_PIPELINED && pd->pin >= 0 && pd->pin != pd->node) {
             if (e->pods.valid) list_move(&e->pods.on, p, pd->node, -1);
+            us_pod_touch(st, pd);
             pd->state = US_POD_PENDING;
             pd->node = -1;
             pd->shared_dev = -1;
@@ -2230,6 +2243,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (live < 0 && take_reported_name(e, p, name, placeholder) < 0) return nomem(err);
     repin(e, p, pin);
     pd->named = true;
+    us_pod_touch(st, pd);
     pd->shared_dev = slot;
     if (x) list_move(&x->on, p, pd->node, n);
     pd->node = n;
@@ -2307,6 +2321,7 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     if (!name) return fail(err, US_EINVAL, "pod: NULL name");
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (rel >= 0) {
+        us_pod_touch(&e->st, &e->st.pods[rel]);
         e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
         e->untidy = true;
         return ok(err);

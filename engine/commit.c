@@ -17,28 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cyclecache.h"
+#include "ledger.h"
 #include "lifecycle.h"
 #include "sort.h"
-#include "usesum.h"
-
-/* What the start of a cycle reads of every pod, in one pass: the physical
- * use of every node (running and terminating pods); the pipelined pods, in
- * pod order (pipelined, npipelined); and the pods holding room (running or
- * pipelined) of each workload (holding, [nworkloads]).  The lists are the
- * caller's to free (pre_free). */
-typedef struct pre {
-    us_use *phys;
-    int *pipelined;
-    size_t npipelined, cap;
-    int *holding;
-} pre;
-
-static void pre_free(pre *x) {
-    free(x->phys);
-    free(x->pipelined);
-    free(x->holding);
-    memset(x, 0, sizeof *x);
-}
 
 /* Does the pod hold room on its node physically (running or terminating)? */
 static bool holds_physically(const us_pod *pd) {
@@ -46,67 +28,31 @@ static bool holds_physically(const us_pod *pd) {
            (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING);
 }
 
-/* 0, or -1 when memory runs out (x freed); the pipelined pods are listed
- * when with_pipelined, holding counted when with_holding. */
-static int pre_take(const us_state *st, pre *x, bool with_pipelined, bool with_holding) {
-    memset(x, 0, sizeof *x);
-    x->phys = calloc(st->nnodes ? st->nnodes : 1, sizeof *x->phys);
-    if (with_holding) x->holding = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *x->holding);
-    us_usesum phys;  /* one addition per node, not per pod (usesum.h) */
-    if (!x->phys || (with_holding && !x->holding) || us_usesum_init(&phys, st->nnodes, &x->phys, 1) < 0)
-        goto fail;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *pd = &st->pods[i];
-        if (pd->gone) continue;
-        if (with_pipelined && pd->state == US_POD_PIPELINED) {
-            if (us_grow((void **)&x->pipelined, &x->cap, x->npipelined, sizeof *x->pipelined) < 0) {
-                us_usesum_free(&phys);
-                goto fail;
-            }
-            x->pipelined[x->npipelined++] = (int)i;
-        }
-        if (x->holding && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED))
-            x->holding[pd->workload]++;
-        if (holds_physically(pd))
-            us_usesum_add(&phys, (size_t)pd->node, &st->nodes[pd->node],
-                          st->workloads[pd->workload].request, pd->shared_dev);
-    }
-    us_usesum_flush_all(&phys);
-    us_usesum_free(&phys);
-    return 0;
-fail:
-    pre_free(x);
-    return -1;
-}
-
-/* The ledger from what pre_take read: its use, and its pipelined pods that
- * still wait (promote binds some). */
-static int phys_from(const us_state *st, pre *x, us_phys *ph) {
-    memset(ph, 0, sizeof *ph);
-    if (!(ph->waiting = calloc(st->nnodes ? st->nnodes : 1, sizeof *ph->waiting))) return -1;
-    for (size_t k = 0; k < x->npipelined; k++) {
-        const us_pod *pd = &st->pods[x->pipelined[k]];
-        if (!pd->gone && pd->state == US_POD_PIPELINED && pd->node >= 0) ph->waiting[pd->node]++;
-    }
-    ph->use = x->phys;
-    x->phys = NULL;
-    ph->nnodes = st->nnodes;
-    return 0;
-}
-
 int us_phys_take(const us_state *st, us_phys *ph) {
-    pre x;
+    us_ledger l = {0};
     memset(ph, 0, sizeof *ph);
-    if (pre_take(st, &x, true, false) < 0) return -1;
-    int rc = phys_from(st, &x, ph);
-    pre_free(&x);
-    return rc;
+    if (us_ledger_take(&l, st) < 0) return -1;
+    us_ledger_lend(&l, &ph->use, &ph->waiting);
+    ph->nnodes = st->nnodes;
+    us_ledger_free(&l);
+    return 0;
 }
 
 void us_phys_free(us_phys *ph) {
     free(ph->use);
     free(ph->waiting);
     memset(ph, 0, sizeof *ph);
+}
+
+/* The pipelined pods, in pod order: a pass over the pods only when some
+ * are pipelined, and only as far as the last of them.  0, or -1 when
+ * memory runs out. */
+static int list_pipelined(const us_state *st, size_t npipelined, int **out, size_t *n) {
+    *n = 0;
+    if (!(*out = malloc((npipelined ? npipelined : 1) * sizeof **out))) return -1;
+    for (size_t i = 0; i < st->npods && *n < npipelined; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_PIPELINED) (*out)[(*n)++] = (int)i;
+    return 0;
 }
 
 /* Evict pod i (us_life_evict) and have the ledger follow: a pod stopped at
@@ -172,22 +118,25 @@ static int by_pipelined_at(const void *a, const void *b, void *ctx) {
  * served on each node: once one does not fit, those pipelined after it
  * there wait too, or a stream of smaller pods could keep taking the room
  * that freed for it. */
-static int promote(us_state *st, pre *x, us_cycle_log *log, us_err *err) {
-    us_use *phys = x->phys;
+static int promote(us_state *st, us_phys *ph, int *pipelined, size_t npipelined, us_cycle_log *log,
+                   us_err *err) {
+    us_use *phys = ph->use;
     int rc = 0;
     bool *blocked = calloc(st->nnodes ? st->nnodes : 1, sizeof *blocked);
     if (!blocked) return us_err_nomem(err);
-    us_sort(x->pipelined, x->npipelined, sizeof *x->pipelined, by_pipelined_at, st);
-    for (size_t k = 0; k < x->npipelined && rc == 0; k++) {
-        us_pod *pd = &st->pods[x->pipelined[k]];
+    us_sort(pipelined, npipelined, sizeof *pipelined, by_pipelined_at, st);
+    for (size_t k = 0; k < npipelined && rc == 0; k++) {
+        us_pod *pd = &st->pods[pipelined[k]];
         us_res req = st->workloads[pd->workload].request;
         if (blocked[pd->node]) continue;
         if (!us_use_fits(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev)) {
             blocked[pd->node] = true;
             continue;
         }
+        us_pod_touch(st, pd);
         pd->shared_dev = us_use_add(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev);
         pd->state = US_POD_RUNNING;
+        ph->waiting[pd->node]--;
         if (us_log_decision(log, US_OP_BIND, US_ACT_NONE, pd->name, st->nodes[pd->node].name,
                             NULL, 0, NULL) < 0)
             rc = us_err_nomem(err);
@@ -239,24 +188,34 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
     return rc;
 }
 
+/* The ledger brought up to date: 0, or -1 with err. */
+static int sync(us_ledger *l, us_state *st, us_err *err) {
+    char broken[512];
+    int rc = us_ledger_sync(l, st, broken, sizeof broken);
+    if (rc == -2) return us_err_set(err, US_EINVARIANT, "%s", broken);
+    return rc < 0 ? us_err_nomem(err) : 0;
+}
+
 int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
                           us_phys *ph, us_err *err) {
-    pre x;
+    /* kept across cycles in the cache; a cycle without one counts afresh */
+    us_ledger own = {0}, *l = o && o->cache ? &o->cache->ledger : &own;
+    int *pipelined = NULL;
+    size_t npipelined = 0;
     bool broke;
     memset(ph, 0, sizeof *ph);
-    if (pre_take(st, &x, true, true) < 0) return us_err_nomem(err);
-    int rc = broken_gangs(st, x.holding, now, o, log, &broke);
-    if (rc == 0 && broke) {  /* rare: read the changed state again */
-        pre_free(&x);
-        rc = pre_take(st, &x, true, false);
+    int rc = sync(l, st, err);
+    if (rc == 0) rc = broken_gangs(st, l->holding, now, o, log, &broke) < 0 ? us_err_nomem(err) : 0;
+    if (rc == 0 && broke) rc = sync(l, st, err);  /* rare: the gangs' pods changed */
+    if (rc == 0 && list_pipelined(st, l->npipelined, &pipelined, &npipelined) < 0) rc = us_err_nomem(err);
+    if (rc == 0) {
+        /* the cycle keeps the ledger's node counts up to date (us_ledger_settle) */
+        us_ledger_lend(l, &ph->use, &ph->waiting);
+        ph->nnodes = st->nnodes;
+        rc = promote(st, ph, pipelined, npipelined, log, err);
     }
-    if (rc < 0) {
-        pre_free(&x);
-        return us_err_nomem(err);
-    }
-    rc = promote(st, &x, log, err);
-    if (rc == 0 && phys_from(st, &x, ph) < 0) rc = us_err_nomem(err);
-    pre_free(&x);
+    free(pipelined);
+    us_ledger_free(&own);
     return rc;
 }
 
@@ -470,6 +429,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         int i = p->placed[k], node = p->pnode[i];
         us_pod *pd = &st->pods[i];
         us_res req = st->workloads[pd->workload].request;
+        us_pod_touch(st, pd);
         pd->node = node;
         pd->shared_dev = p->pslot[i];
         us_action act = (us_action)p->pact[i];
@@ -510,6 +470,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
             continue;
         }
         us_use_add(&phys[node], &st->nodes[node], req, -1);
+        us_pod_touch(st, pd);
         pd->node = node;
         pd->state = US_POD_RUNNING;
         if (p->opts->profile) p->opts->profile->placed++;

@@ -21,6 +21,7 @@
 #include "allocate.h"
 #include "blocker.h"
 #include "commit.h"
+#include "cyclecache.h"
 #include "fairshare.h"
 #include "invariants.h"
 #include "lifecycle.h"
@@ -362,6 +363,12 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     }
     inv.phys = &ph;
     if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);
+    if (rc == 0 && o->cache) {
+        /* the node counts the cycle kept go back to the ledger */
+        us_ledger_settle(&o->cache->ledger, st, ph.use, ph.waiting);
+        ph.use = NULL;
+        ph.waiting = NULL;
+    }
 out:
     /* the cycle's deadline binds no call made outside it */
     for (us_policy *v = pol; v; v = us_policy_previous(v)) us_policy_set_cycle_deadline(v, 0, 0);

@@ -21,6 +21,7 @@ void us_cycle_cache_free(us_cycle_cache *c) {
         us_order_free(&c->pools[i].bg_pending);
     }
     free(c->pools);
+    us_ledger_free(&c->ledger);
     free(c);
 }
 

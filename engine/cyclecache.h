@@ -24,6 +24,7 @@
 #ifndef US_CYCLECACHE_H
 #define US_CYCLECACHE_H
 
+#include "ledger.h"
 #include "order.h"
 
 typedef struct us_pool_hints {
@@ -42,6 +43,7 @@ typedef struct us_pool_hints {
 typedef struct us_cycle_cache {
     us_pool_hints *pools;
     size_t n, cap;
+    us_ledger ledger;  /* every pool's nodes and workloads (ledger.h) */
 } us_cycle_cache;
 
 /* A new empty cache, or NULL when memory runs out. */

@@ -201,6 +201,7 @@ int us_life_submit_new(us_state *st, size_t first, double now, us_life_held_fn h
 
 /* A pod stops holding its node: it terminates for its grace period. */
 static void terminate(us_state *st, us_pod *p, double now) {
+    us_pod_touch(st, p);
     double grace = st->workloads[p->workload].termination_grace;
     if (p->state == US_POD_RUNNING && grace > 0) {
         p->state = US_POD_RELEASING;
@@ -221,7 +222,8 @@ int us_life_delete(us_state *st, int w, double now) {
 }
 
 /* A live pod of a workload that completes finishes. */
-static void complete_pod(us_pod *p) {
+static void complete_pod(us_state *st, us_pod *p) {
+    us_pod_touch(st, p);
     if (p->state == US_POD_RUNNING) p->state = US_POD_COMPLETED;  /* keeps its node for the record */
     else p->gone = true;                                          /* never ran: nothing to report */
 }
@@ -240,7 +242,7 @@ int us_life_complete_listed(us_state *st, int w, const int *pods, size_t n, doub
     st->workloads[w].state = US_WL_COMPLETED;
     for (size_t k = 0; k < n; k++) {
         us_pod *p = &st->pods[pods[k]];
-        if (p->workload == w && live(p)) complete_pod(p);
+        if (p->workload == w && live(p)) complete_pod(st, p);
     }
     return 0;
 }
@@ -249,7 +251,7 @@ int us_life_complete(us_state *st, int w, double now) {
     (void)now;
     st->workloads[w].state = US_WL_COMPLETED;
     for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].workload == w && live(&st->pods[i])) complete_pod(&st->pods[i]);
+        if (st->pods[i].workload == w && live(&st->pods[i])) complete_pod(st, &st->pods[i]);
     us_state_compact_pods(st);
     return 0;
 }
@@ -264,7 +266,7 @@ int us_life_complete_many(us_state *st, const int *ws, size_t n, double now) {
         done[ws[k]] = true;
     }
     for (size_t i = 0; i < st->npods; i++)
-        if (done[st->pods[i].workload] && live(&st->pods[i])) complete_pod(&st->pods[i]);
+        if (done[st->pods[i].workload] && live(&st->pods[i])) complete_pod(st, &st->pods[i]);
     free(done);
     us_state_compact_pods(st);
     return 0;
@@ -305,6 +307,7 @@ int us_life_add_new_node(us_state *st, int n, double now, us_life_held_fn held, 
  * pinned to it are passed over). */
 static void lose_node(us_state *st, us_pod *p, int n) {
     if (p->gone) return;
+    if (p->node == n || p->pin == n) us_pod_touch(st, p);
     /* a daemonset pod goes with its node; another pinned pod is lost
      * with it below, and waits for its node to come back */
     if (p->pin == n && st->workloads[p->workload].controller == US_CTRL_DAEMONSET) {
@@ -347,6 +350,7 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
     bool was_running = p->state == US_POD_RUNNING;
     char *name = p->name;
     double grace = st->workloads[w].termination_grace;
+    us_pod_touch(st, p);
     if (was_running && (grace > 0 || reported)) {
         p->state = US_POD_RELEASING;
         p->release_at = now + grace;
@@ -376,12 +380,19 @@ void us_life_expire(us_state *st, double now) {
     size_t j = 0;
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
-        if (p->state == US_POD_RELEASING && p->release_at <= now) p->gone = true;
+        if (p->state == US_POD_RELEASING && p->release_at <= now && !p->gone) {
+            us_pod_touch(st, p);
+            p->gone = true;
+        }
         if (p->gone) {
+            us_journal_moved(st, p, -1);
             free(p->name);
             continue;
         }
-        if (j != i) st->pods[j] = *p;
+        if (j != i) {
+            us_journal_moved(st, p, (long)j);
+            st->pods[j] = *p;
+        }
         j++;
     }
     if (j != st->npods) st->generation++;
@@ -492,6 +503,7 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
     (void)now;
     us_pod *p = &st->pods[pod];
     int w = p->workload;
+    us_pod_touch(st, p);
     if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED ||
         st->workloads[w].state != US_WL_ACTIVE) {
         p->gone = true;

@@ -7,6 +7,7 @@
  */
 #include "state.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -114,6 +115,7 @@ void us_state_free(us_state *st) {
     free(st->workloads);
     free(st->pods);
     free(st->qslot);
+    free(st->journal);
     memset(st, 0, sizeof *st);
 }
 
@@ -154,6 +156,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
     if (!src->nqueues) dst->cap_queues = 1;
     if (!src->nworkloads) dst->cap_workloads = 1;
     if (!src->npods) dst->cap_pods = 1;
+    /* a copy starts with no journal and no ledger (pods_version 0) */
+    for (size_t i = 0; i < dst->npods; i++) dst->pods[i].journal = 0;
     for (size_t i = 0; i < dst->nnodes; i++) {
         us_node *n = &dst->nodes[i];
         n->name = n->pool = NULL;
@@ -304,6 +308,49 @@ int us_state_add_workload(us_state *st, us_workload *w) {
     return (int)st->nworkloads++;
 }
 
+/* ---- the journal of changed pods ---------------------------------------- */
+
+/* Drop every entry; the pods they name forget theirs. */
+static void journal_drop(us_state *st) {
+    for (size_t k = 0; k < st->njournal; k++)
+        if (st->journal[k].pod >= 0 && (size_t)st->journal[k].pod < st->npods)
+            st->pods[st->journal[k].pod].journal = 0;
+    st->njournal = 0;
+}
+
+/* Entries of pods that left stay until the next read: a journal far longer
+ * than the pods is given up rather than kept growing.  A state no ledger
+ * has counted yet (pods_version 0: loading) keeps no journal. */
+static void journal_add(us_state *st, us_pod *p, us_pod_was was) {
+    /* no ledger follows a state with no pods version yet (one loading) */
+    if (!st->pods_version || st->journal_lost || p->journal) return;
+    if (st->njournal > 2 * st->npods + 1024 || st->njournal >= INT_MAX ||
+        us_grow((void **)&st->journal, &st->cap_journal, st->njournal, sizeof *st->journal) < 0) {
+        journal_drop(st);
+        st->journal_lost = true;
+        return;
+    }
+    st->journal[st->njournal++] = was;
+    p->journal = (int)st->njournal;
+}
+
+void us_pod_touch(us_state *st, us_pod *p) {
+    if (p->journal) return;
+    journal_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state, p->gone});
+}
+
+void us_state_journal_clear(us_state *st) {
+    journal_drop(st);
+    st->journal_lost = false;
+}
+
+void us_state_pods_renumbered(us_state *st) {
+    static _Atomic uint64_t last;  /* engines share it: versions never repeat */
+    journal_drop(st);
+    st->journal_lost = false;
+    st->pods_version = atomic_fetch_add(&last, 1) + 1;
+}
+
 int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     if (us_grow((void **)&st->pods, &st->cap_pods, st->npods, sizeof *st->pods) < 0) return -1;
     char *copy = strdup(name);
@@ -317,7 +364,11 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     p->state = US_POD_PENDING;
     p->shared_dev = -1;
     p->seq = st->next_seq++;
-    return (int)st->npods++;
+    /* appended: it was nothing before */
+    int i = (int)st->npods++;
+    us_pod_was nothing = {i, w, -1, -1, US_POD_PENDING, true};
+    journal_add(st, p, nothing);
+    return i;
 }
 
 /* Depths in one pass over the tree: a queue's walk up stops at the first
@@ -396,10 +447,14 @@ void us_state_compact_pods(us_state *st) {
     size_t j = 0;
     for (size_t i = 0; i < st->npods; i++) {
         if (st->pods[i].gone) {
+            us_journal_moved(st, &st->pods[i], -1);
             free(st->pods[i].name);
             continue;
         }
-        if (j != i) st->pods[j] = st->pods[i];  /* nothing gone yet: no write */
+        if (j != i) {  /* nothing gone yet: no write */
+            us_journal_moved(st, &st->pods[i], (long)j);
+            st->pods[j] = st->pods[i];
+        }
         j++;
     }
     if (j != st->npods) st->generation++;

@@ -221,6 +221,8 @@ typedef struct us_pod {
     int pin;               /* daemonset pods: the node they belong to; else -1 */
     us_pod_state state;
     int shared_dev;        /* fractional-GPU pods: device slot on node; else -1 */
+    int journal;           /* 1 + its entry in us_state.journal: changed since
+                              the journal was last read; 0: not */
     double release_at;     /* releasing pods: when their resources are free;
                               pipelined pods: when they were pipelined */
     uint64_t seq;          /* creation order, for stable ordering */
@@ -228,6 +230,16 @@ typedef struct us_pod {
     bool named;            /* its name is a real pod's, given by the caller
                               (us_engine_upsert_pod): no other pod adopts it */
 } us_pod;
+
+/* What a pod was before its first change since the journal was last read
+ * (us_pod_touch): the fields a ledger counts (ledger.h).  A pod appended
+ * since was nothing (gone). */
+typedef struct us_pod_was {
+    int pod;               /* its index now (compaction follows it); -1: it left */
+    int workload, node, shared_dev;
+    us_pod_state state;
+    bool gone;
+} us_pod_was;
 
 typedef struct us_state {
     us_node *nodes;
@@ -248,6 +260,18 @@ typedef struct us_state {
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
                               index keeps are then void */
+    /* The journal of changed pods: an entry per pod changed or appended
+     * since a ledger last read it (us_ledger_sync), so that what a ledger
+     * keeps follows the changes, not the pods.  Every write to a pod's
+     * node, state, device or gone flag calls us_pod_touch first. */
+    us_pod_was *journal;
+    size_t njournal, cap_journal;
+    bool journal_lost;      /* an entry could not be kept: ledgers count again */
+    uint64_t pods_version;  /* what a ledger's counts depend on besides the
+                              journal: a new value whenever pods or workloads
+                              are renumbered in a way the journal does not
+                              follow (us_state_pods_renumbered); 0: not known
+                              (a state just loaded or copied) */
     /* queue name -> index, open addressing, over the first qnamed queues
      * (us_state_queue_index; a cache: a queue appended is added, one
      * removed voids it, us_state_queues_renumbered) */
@@ -298,6 +322,22 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin);
 
 /* Drop pods marked gone, keeping the order of the rest. */
 void us_state_compact_pods(us_state *st);
+
+/* Pod p (of st->pods) is about to change its node, state, device or gone flag: its
+ * fields before the change go into the journal (once per pod between two
+ * reads).  Never fails: when memory runs out the journal is marked lost
+ * and the next ledger sync counts every pod. */
+void us_pod_touch(us_state *st, us_pod *p);
+/* Compaction moves pod `from` to index `to` (to < 0: it leaves): its
+ * journal entry follows it. */
+static inline void us_journal_moved(us_state *st, const struct us_pod *p, long to) {
+    if (p->journal) st->journal[p->journal - 1].pod = (int)to;
+}
+/* The journal was read: every entry is dropped. */
+void us_state_journal_clear(us_state *st);
+/* Pods or workloads were renumbered beyond what the journal follows (an
+ * undone append, workloads dropped): ledgers count again. */
+void us_state_pods_renumbered(us_state *st);
 
 /* Free one node/queue/workload/pod's owned memory (not the struct). */
 void us_node_free(us_node *n);
