@@ -1,11 +1,14 @@
 /*
  * cyclecache.h — what one cycle leaves for the next, so that a cycle after
- * a small change costs less than the first: per node pool, the order of
- * its nodes by name and of its background pods by name (order hints,
- * order.h).
+ * a small change costs less than the first: the ledger of what holds each
+ * node (ledger.h), and per node pool, the order of its nodes by name and
+ * of its background pods by name (order hints, order.h).
  *
  * Everything kept here changes only what a cycle costs, never what it
- * decides.  Two kinds of thing are kept.  Order hints: a hint that no
+ * decides.  Three kinds of thing are kept.  The ledger, followed through
+ * the state's journal of changed pods; checking builds count every pod
+ * after each sync and hold the ledger to it (invariant "ledger").  Order
+ * hints: a hint that no
  * longer matches the state (pods added, removed or moved, nodes renamed,
  * indices renumbered by the API's tidying) only makes the next sort
  * longer.  And a pool's node list itself, kept with the state's node

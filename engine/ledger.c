@@ -113,11 +113,13 @@ static bool can_follow(us_ledger *l, const us_state *st) {
     return true;
 }
 
-#ifdef US_CHECK_INVARIANTS
-/* The kept counts against every pod counted afresh: 0, -1 out of memory,
- * -2 when they differ (said in broken). */
-static int check(const us_ledger *l, const us_state *st, char *broken, size_t len) {
+int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t len) {
     us_ledger fresh = {0};
+    if (!l->valid || !l->use || l->nnodes != st->nnodes || l->nworkloads != st->nworkloads) {
+        snprintf(broken, len, "invariant \"ledger\" broken: no counts kept for the state's %zu "
+                 "node(s) and %zu workload(s)", st->nnodes, st->nworkloads);
+        return -2;
+    }
     if (us_ledger_take(&fresh, st) < 0) return -1;
     int rc = 0;
     for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
@@ -144,7 +146,6 @@ static int check(const us_ledger *l, const us_state *st, char *broken, size_t le
     us_ledger_free(&fresh);
     return rc;
 }
-#endif
 
 int us_ledger_sync(us_ledger *l, us_state *st, char *broken, size_t len) {
     (void)broken;
@@ -159,7 +160,7 @@ int us_ledger_sync(us_ledger *l, us_state *st, char *broken, size_t len) {
         return us_ledger_take(l, st);
     }
 #ifdef US_CHECK_INVARIANTS
-    int rc = check(l, st, broken, len);
+    int rc = us_ledger_check(l, st, broken, len);
     if (rc < 0) us_ledger_free(l);
     return rc;
 #else

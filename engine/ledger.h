@@ -59,6 +59,10 @@ int us_ledger_take(us_ledger *l, const us_state *st);
  * what counting every pod gives (broken, len bytes, says where). */
 int us_ledger_sync(us_ledger *l, us_state *st, char *broken, size_t len);
 
+/* Is l what counting every pod of st gives?  0; -1 when memory runs out;
+ * -2 when not (broken, len bytes, says where). */
+int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t len);
+
 /* A cycle borrows the use and waiting counts (its us_phys) and keeps them
  * up to date with each change it makes, as the journal records the same
  * changes: lend hands them over (l then holds none), settle takes them
