@@ -313,9 +313,12 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
     bool *need = calloc(nn + 1, sizeof *need);       /* [pos] a background pod is evicted there */
     int rc = -1;
     if (!first || !fill || !bynode || !base || !need) goto out;
-    /* only the nodes of evicted pods are read: a quiet cycle evicts few */
+    /* only the nodes of evicted pods are read: a quiet cycle evicts few.
+     * Only offered pods are evicted, and only they share a node with one
+     * evicted (those that stay are on nodes the AI plan left alone): the
+     * pods that stay are never read */
     size_t evicted = 0;
-    for (size_t k = 0; k < bg->nrunning; k++) {
+    for (size_t k = 0; k < bg->noffered; k++) {
         evictor[k] = -1;
         if (!bg->keep[k]) {
             need[p->pos[st->pods[bg->running[k]].node]] = true;
@@ -340,13 +343,13 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
             us_use_remove(&base[pos], st->workloads[st->pods[bynode[j]].workload].request,
                           p->pslot[bynode[j]]);
     }
-    for (size_t m = 0; m < bg->nrunning; m++) {
+    for (size_t m = 0; m < bg->noffered; m++) {
         const us_pod *pd = &st->pods[bg->running[m]];
         if (bg->keep[m] && need[p->pos[pd->node]])
             us_use_add(&base[p->pos[pd->node]], &st->nodes[pd->node],
                        st->workloads[pd->workload].request, -1);
     }
-    for (size_t k = 0; k < bg->nrunning; k++) {
+    for (size_t k = 0; k < bg->noffered; k++) {
         evictor[k] = -1;
         if (bg->keep[k]) continue;
         int node = st->pods[bg->running[k]].node, pos = p->pos[node];
@@ -382,7 +385,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
     evict_groups groups = {0};
     const char **waits = NULL;
     int rc = -1;
-    int *evictor = malloc((bg->nrunning + 1) * sizeof *evictor);
+    int *evictor = malloc((bg->noffered + 1) * sizeof *evictor);  /* [noffered] */
     if (!evictor || bg_evictors(p, bg, evictor) < 0) {
         free(evictor);
         return us_err_nomem(err);
@@ -404,8 +407,8 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         }
         if (evict_pod(st, ph, (int)i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
-    /* 2. background pods whose room the AI plan took */
-    for (size_t k = 0; k < bg->nrunning; k++) {
+    /* 2. background pods whose room the AI plan took (offered ones) */
+    for (size_t k = 0; k < bg->noffered; k++) {
         if (bg->keep[k]) continue;
         int i = bg->running[k];
         int node = st->pods[i].node;

@@ -25,6 +25,8 @@ int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
     for (size_t i = 0; i < p->npods; i++)
         if ((p->flags[i] & US_PF_VICTIM) && push(inv, (int)i, st->pods[i].node, US_INV_STOPPED) < 0)
             return -1;
+    /* every running pod, offered or staying: a staying pod the commit
+     * stopped (commit reads only the offered ones) breaks "kept" */
     for (size_t k = 0; k < bg->nrunning; k++)
         if (push(inv, bg->running[k], st->pods[bg->running[k]].node,
                  bg->keep[k] ? US_INV_KEPT : US_INV_STOPPED) < 0)

@@ -189,9 +189,12 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     size_t nq = st->nqueues ? st->nqueues : 1, nw = st->nworkloads ? st->nworkloads : 1;
     size_t np = st->npods ? st->npods : 1, nn = st->nnodes ? st->nnodes : 1;
 
-    /* per-pod arrays set below for every pod (pnode, pslot, evictor) or
-     * read only where written (placed, node_pods, wl_pending) are not
-     * zeroed: on a large cluster that was a cycle's largest memset */
+    /* per-pod arrays read only where written are not zeroed, nor set:
+     * pnode and pslot are read only for pods placed (US_PF_NEW), evictor
+     * only for victims (US_PF_VICTIM), each written when the flag is set;
+     * placed, node_pods and wl_pending as far as they are filled.  On a
+     * large cluster setting them was a cycle's largest memset, then a
+     * write per pod that touched every page of three arrays */
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
     p->ai = calloc(nn, sizeof *p->ai);
@@ -254,9 +257,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         evict_background(p, i, wanted, &ai);
-        p->pnode[i] = -1;
-        p->pslot[i] = -1;
-        p->evictor[i] = -1;
         bool here = pod->node >= 0 && p->pos[pod->node] >= 0;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
         bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);

@@ -261,6 +261,7 @@ static void gather(work *w) {
         us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
         us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
     }
+    out->noffered = out->nrunning;
     out->nrunning += nstay;
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];

@@ -12,6 +12,8 @@ typedef struct us_reoffer {
                           to the policy by name, then those that stay */
     bool *keep;        /* [nrunning] still fits: stays, undisturbed */
     size_t nrunning;
+    size_t noffered;   /* the first noffered of running were offered; the
+                          rest stay (keep), on nodes the AI plan left alone */
     int *pending;      /* pending background pods, by name */
     int *place;        /* [npending] node index (state) or -1 */
     size_t npending;

@@ -306,9 +306,11 @@ int us_ties_spare_background(us_plan *p, us_err *err) {
              * there and is no victim: the node is still empty for AI. */
             if ((!st->workloads[pd->workload].background &&
                  (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) ||
-                us_plan_holds_fixed(p, p->node_pods[k]))
+                us_plan_holds_fixed(p, p->node_pods[k])) {
                 w.npl[pos] = -1;
-            else if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
+                break;  /* not eligible: its other pods are never asked about */
+            }
+            if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
         }
     }
     for (size_t k = 0; k < p->nplaced; k++) {
