@@ -67,13 +67,17 @@ double us_cycle_cpu_clock(void) {
         if (rc_ < 0) goto out;                                                 \
     } while (0)
 
-/* Distinct pools of nodes and workloads, sorted; strings borrowed. */
+/* Distinct pools of nodes and workloads, sorted; strings borrowed.  A
+ * name equal to the last one met costs one comparison: most nodes and
+ * workloads share a few pools. */
 static int collect_pools(const us_state *st, const char ***out, size_t *n) {
-    const char **pools = malloc((st->nnodes + st->nworkloads + 1) * sizeof *pools);
+    const char **pools = malloc((st->nnodes + st->nworkloads + 1) * sizeof *pools), *last = NULL;
     if (!pools) return -1;
     *n = 0;
     for (size_t i = 0; i < st->nnodes + st->nworkloads; i++) {
         const char *name = i < st->nnodes ? st->nodes[i].pool : st->workloads[i - st->nnodes].pool;
+        if (last && strcmp(last, name) == 0) continue;
+        last = name;
         size_t k = 0;
         while (k < *n && strcmp(pools[k], name) < 0) k++;
         if (k < *n && strcmp(pools[k], name) == 0) continue;

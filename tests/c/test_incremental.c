@@ -7,8 +7,8 @@
  * the same order, and hold the same pods in the same states; every call
  * between cycles must return the same code on both.
  *
- * Changes of every kind between cycles: nodes added, changed (capacity,
- * labels, cordon) and removed; queues added, changed and removed;
+ * Changes of every kind between cycles, in two pools: nodes added,
+ * changed (capacity, labels, cordon) and removed; queues added, changed and removed;
  * workloads submitted, scaled, completed and removed, AI and background,
  * deployments, jobs and DaemonSets, with node selectors; pods reported
  * running on a node or pending, and removed; policies reloaded; time moving
@@ -117,6 +117,16 @@ static void compare(pair *p) {
     }
 }
 
+/* A second pool, by name (a pool never changes): nodes n18..n23, which
+ * only come and go between cycles, and workloads ai7..ai9, bg8 and bg9.
+ * Cycles keep the nodes' pools (cyclecache.h): the pool appears, empties
+ * and comes back. */
+static const char *pool_of(const char *name) {
+    if (name[0] == 'n') return atoi(name + 1) >= 18 ? "b" : NULL;
+    int k = atoi(name + 2);
+    return (name[0] == 'a' && k >= 7) || (name[0] == 'b' && k >= 8) ? "b" : NULL;
+}
+
 static void node(pair *p, rng *r, bool fresh) {
     char name[16];
     snprintf(name, sizeof name, "n%02u", roll(r, fresh ? 24 : 16));
@@ -127,6 +137,7 @@ static void node(pair *p, rng *r, bool fresh) {
     s.labels = roll(r, 2) ? zone_a : zone_b;
     s.nlabels = 1;
     s.unschedulable = roll(r, 10) == 0;
+    s.pool = pool_of(name);
     BOTH(p, us_engine_upsert_node(p->full, &s, &ef_), us_engine_upsert_node(p->incr, &s, &ei_));
 }
 
@@ -173,6 +184,7 @@ static void workload(pair *p, rng *r, double now) {
         s.node_selector = roll(r, 2) ? zone_a : zone_b;
         s.nnode_selector = 1;
     }
+    s.pool = pool_of(name);
     BOTH(p, us_engine_upsert_workload(p->full, &s, now, &ef_),
          us_engine_upsert_workload(p->incr, &s, now, &ei_));
 }
