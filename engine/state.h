@@ -219,17 +219,21 @@ typedef struct us_pod {
     int workload;          /* index into us_state.workloads */
     int node;              /* index into us_state.nodes, or -1 */
     int pin;               /* daemonset pods: the node they belong to; else -1 */
-    us_pod_state state;
-    int shared_dev;        /* fractional-GPU pods: device slot on node; else -1 */
     int journal;           /* 1 + its entry in us_state.journal: changed since
                               the journal was last read; 0: not */
     double release_at;     /* releasing pods: when their resources are free;
                               pipelined pods: when they were pipelined */
     uint64_t seq;          /* creation order, for stable ordering */
+    /* small fields last, in one word: a pod is 48 bytes, and passes over
+     * every pod of a large cluster are bound by the bytes they read */
+    int8_t shared_dev;     /* fractional-GPU pods: device slot on node
+                              (0..US_MAX_GPUS-1); else -1 */
+    uint8_t state;         /* a us_pod_state */
     bool gone;             /* left the cluster; dropped by us_state_compact_pods */
     bool named;            /* its name is a real pod's, given by the caller
                               (us_engine_upsert_pod): no other pod adopts it */
 } us_pod;
+_Static_assert(US_MAX_GPUS <= INT8_MAX, "a device slot fits in us_pod.shared_dev");
 
 /* What a pod was before its first change since the journal was last read
  * (us_pod_touch): the fields a ledger counts (ledger.h).  A pod appended
