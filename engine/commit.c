@@ -215,7 +215,12 @@ int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_c
         rc = promote(st, ph, pipelined, npipelined, log, err);
     }
     free(pipelined);
-    us_ledger_free(&own);
+    if (l == &own) {
+        /* the journal this read is gone: a ledger kept elsewhere for this
+         * state (a cache used by other cycles) must count afresh */
+        us_ledger_free(&own);
+        us_state_pods_renumbered(st);
+    }
     return rc;
 }
 
