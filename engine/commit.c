@@ -24,8 +24,7 @@
 
 /* Does the pod hold room on its node physically (running or terminating)? */
 static bool holds_physically(const us_pod *pd) {
-    return !pd->gone && pd->node >= 0 &&
-           (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING);
+    return us_ledger_holds_room(pd->gone, pd->node, pd->state);
 }
 
 int us_phys_take(const us_state *st, us_phys *ph) {
@@ -189,7 +188,7 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
 }
 
 /* The ledger brought up to date: 0, or -1 with err. */
-static int sync(us_ledger *l, us_state *st, us_err *err) {
+static int sync_ledger(us_ledger *l, us_state *st, us_err *err) {
     char broken[512];
     int rc = us_ledger_sync(l, st, broken, sizeof broken);
     if (rc == -2) return us_err_set(err, US_EINVARIANT, "%s", broken);
@@ -204,9 +203,9 @@ int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_c
     size_t npipelined = 0;
     bool broke;
     memset(ph, 0, sizeof *ph);
-    int rc = sync(l, st, err);
+    int rc = sync_ledger(l, st, err);
     if (rc == 0) rc = broken_gangs(st, l->holding, now, o, log, &broke) < 0 ? us_err_nomem(err) : 0;
-    if (rc == 0 && broke) rc = sync(l, st, err);  /* rare: the gangs' pods changed */
+    if (rc == 0 && broke) rc = sync_ledger(l, st, err);  /* rare: the gangs' pods changed */
     if (rc == 0 && list_pipelined(st, l->npipelined, &pipelined, &npipelined) < 0) rc = us_err_nomem(err);
     if (rc == 0) {
         /* the cycle keeps the ledger's node counts up to date (us_ledger_settle) */

@@ -36,7 +36,7 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
             if (pd->node >= 0) l->waiting[pd->node]++;
         }
         if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) l->holding[pd->workload]++;
-        if (pd->node >= 0 && (pd->state == US_POD_RUNNING || pd->state == US_POD_RELEASING))
+        if (us_ledger_holds_room(pd->gone, pd->node, pd->state))
             us_usesum_add(&sum, (size_t)pd->node, &st->nodes[pd->node],
                           st->workloads[pd->workload].request, pd->shared_dev);
     }
@@ -67,7 +67,7 @@ static bool count(us_ledger *l, const us_state *st, const us_pod_was *x, int sig
         if (nodes && x->node >= 0) l->waiting[x->node] += sign;
     }
     if (x->state == US_POD_RUNNING || x->state == US_POD_PIPELINED) l->holding[x->workload] += sign;
-    if (!nodes || x->node < 0 || (x->state != US_POD_RUNNING && x->state != US_POD_RELEASING)) return true;
+    if (!nodes || !us_ledger_holds_room(x->gone, x->node, x->state)) return true;
     us_res req = st->workloads[x->workload].request;
     if (us_req_is_fractional(req) && (x->shared_dev < 0 || x->shared_dev >= US_MAX_GPUS)) return false;
     us_use *u = &l->use[x->node];
@@ -179,7 +179,7 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting) {
     l->use = use;
     l->waiting = waiting;
     /* the cycle's own changes: in use and waiting already */
-    bool followed = l->valid && use && waiting && can_follow(l, st) && apply(l, st, false);
+    bool followed = waiting && can_follow(l, st) && apply(l, st, false);
     us_state_journal_clear(st);
     if (!followed) us_ledger_free(l);
 }

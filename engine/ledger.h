@@ -74,4 +74,11 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting);
 
 void us_ledger_free(us_ledger *l);
 
+/* Does a pod with these fields hold room on its node physically (running
+ * or terminating, not gone)?  What use[] counts, and what the cycle's
+ * commit keeps it to. */
+static inline bool us_ledger_holds_room(bool gone, int node, int state) {
+    return !gone && node >= 0 && (state == US_POD_RUNNING || state == US_POD_RELEASING);
+}
+
 #endif

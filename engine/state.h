@@ -327,13 +327,13 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin);
 /* Drop pods marked gone, keeping the order of the rest. */
 void us_state_compact_pods(us_state *st);
 
-/* Pod p (of st->pods) is about to change its node, state, device or gone flag: its
- * fields before the change go into the journal (once per pod between two
- * reads).  Never fails: when memory runs out the journal is marked lost
+/* Pod p (of st->pods) is about to change its node, state, device or gone
+ * flag: its fields before the change go into the journal (once per pod
+ * between two reads).  Never fails: when memory runs out the journal is marked lost
  * and the next ledger sync counts every pod. */
 void us_pod_touch(us_state *st, us_pod *p);
-/* Compaction moves pod `from` to index `to` (to < 0: it leaves): its
- * journal entry follows it. */
+/* Compaction moves pod p to index `to` (to < 0: it leaves): its journal
+ * entry follows it. */
 static inline void us_journal_moved(us_state *st, const struct us_pod *p, long to) {
     if (p->journal) st->journal[p->journal - 1].pod = (int)to;
 }
