@@ -322,7 +322,7 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
      * evicted (those that stay are on nodes the AI plan left alone): the
      * pods that stay are never read */
     size_t evicted = 0;
-    for (size_t k = 0; k < bg->noffered; k++) {
+    for (size_t k = 0; k < bg->nrunning; k++) {
         evictor[k] = -1;
         if (!bg->keep[k]) {
             need[p->pos[st->pods[bg->running[k]].node]] = true;
@@ -347,13 +347,13 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
             us_use_remove(&base[pos], st->workloads[st->pods[bynode[j]].workload].request,
                           p->pslot[bynode[j]]);
     }
-    for (size_t m = 0; m < bg->noffered; m++) {
+    for (size_t m = 0; m < bg->nrunning; m++) {
         const us_pod *pd = &st->pods[bg->running[m]];
         if (bg->keep[m] && need[p->pos[pd->node]])
             us_use_add(&base[p->pos[pd->node]], &st->nodes[pd->node],
                        st->workloads[pd->workload].request, -1);
     }
-    for (size_t k = 0; k < bg->noffered; k++) {
+    for (size_t k = 0; k < bg->nrunning; k++) {
         evictor[k] = -1;
         if (bg->keep[k]) continue;
         int node = st->pods[bg->running[k]].node, pos = p->pos[node];
@@ -389,7 +389,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
     evict_groups groups = {0};
     const char **waits = NULL;
     int rc = -1;
-    int *evictor = malloc((bg->noffered + 1) * sizeof *evictor);  /* [noffered] */
+    int *evictor = malloc((bg->nrunning + 1) * sizeof *evictor);  /* [nrunning] */
     if (!evictor || bg_evictors(p, bg, evictor) < 0) {
         free(evictor);
         return us_err_nomem(err);
@@ -412,7 +412,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         if (evict_pod(st, ph, (int)i, p->now, p->opts && p->opts->reported_pods) == -1) goto nomem;
     }
     /* 2. background pods whose room the AI plan took (offered ones) */
-    for (size_t k = 0; k < bg->noffered; k++) {
+    for (size_t k = 0; k < bg->nrunning; k++) {
         if (bg->keep[k]) continue;
         int i = bg->running[k];
         int node = st->pods[i].node;

@@ -25,12 +25,30 @@ int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
     for (size_t i = 0; i < p->npods; i++)
         if ((p->flags[i] & US_PF_VICTIM) && push(inv, (int)i, st->pods[i].node, US_INV_STOPPED) < 0)
             return -1;
-    /* every running pod, offered or staying: a staying pod the commit
-     * stopped (commit reads only the offered ones) breaks "kept" */
-    for (size_t k = 0; k < bg->nrunning; k++)
-        if (push(inv, bg->running[k], st->pods[bg->running[k]].node,
-                 bg->keep[k] ? US_INV_KEPT : US_INV_STOPPED) < 0)
-            return -1;
+    /* every running background pod, offered or staying: a staying pod the
+     * commit stopped (it reads only the offered ones) breaks "kept".  The
+     * re-offer does not list the pods that stay: they are found here from
+     * the workloads alone (not from the plan's us_plan.wl_bg), as every
+     * running pod of active background work of the pool on one of its
+     * nodes that was not offered */
+    bool *offered = calloc(p->npods + 1, sizeof *offered);
+    if (!offered) return -1;
+    int rc = 0;
+    for (size_t k = 0; k < bg->nrunning && rc == 0; k++) {
+        offered[bg->running[k]] = true;
+        rc = push(inv, bg->running[k], st->pods[bg->running[k]].node,
+                  bg->keep[k] ? US_INV_KEPT : US_INV_STOPPED);
+    }
+    for (size_t i = 0; i < p->npods && rc == 0; i++) {
+        const us_pod *pd = &st->pods[i];
+        const us_workload *w = &st->workloads[pd->workload];
+        if (!offered[i] && w->background && !w->blocked && w->state == US_WL_ACTIVE &&
+            strcmp(w->pool, p->pool) == 0 && pd->state == US_POD_RUNNING && pd->node >= 0 &&
+            p->pos[pd->node] >= 0)
+            rc = push(inv, (int)i, pd->node, US_INV_KEPT);
+    }
+    free(offered);
+    if (rc < 0) return -1;
     for (size_t k = 0; k < bg->npending; k++)
         if (bg->place[k] >= 0 && push(inv, bg->pending[k], bg->place[k], US_INV_PLACED) < 0) return -1;
     /* pods nothing may move, from the workloads alone (not from

@@ -93,6 +93,18 @@ static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
         wanted[pod->workload]++;
 }
 
+/* A running pod of the background work the re-offer offers, into its
+ * node's total: whole-GPU requests summed as us_usesum sums them. */
+static void bg_total_add(struct us_bg_total *t, us_res req) {
+    t->pods++;
+    if (us_req_is_fractional(req)) {
+        t->fractional++;
+        return;
+    }
+    t->whole = us_res_add(t->whole, req);
+    t->gpus += us_req_whole_gpus(req);
+}
+
 /* req taken n times, saturating as n additions would (requests are never
  * negative) */
 static us_res res_times(us_res req, int n) {
@@ -211,7 +223,10 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
     p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
     p->wl_pending = malloc(np * sizeof *p->wl_pending);
-    p->bg = malloc(np * sizeof *p->bg);
+    p->bg_pending = malloc(np * sizeof *p->bg_pending);
+    p->bg_running = malloc(np * sizeof *p->bg_running);
+    p->bg_total = calloc(nn, sizeof *p->bg_total);
+    p->wl_bg = calloc(nw, sizeof *p->wl_bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
@@ -219,15 +234,16 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
+        !p->wl_first || !p->wl_pending || !p->bg_pending || !p->bg_running || !p->bg_total || !p->wl_bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
     /* AI jobs of this pool: active, not background, not blocked */
     for (size_t w = 0; w < st->nworkloads; w++) {
         const us_workload *wl = &st->workloads[w];
-        p->wl_ai[w] = !wl->background && !wl->external && !wl->blocked && wl->state == US_WL_ACTIVE &&
-                      strcmp(wl->pool, pool) == 0;
+        bool mine = wl->state == US_WL_ACTIVE && !wl->blocked && strcmp(wl->pool, pool) == 0;
+        p->wl_ai[w] = mine && !wl->background && !wl->external;
+        p->wl_bg[w] = mine && wl->background;
     }
     p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     int listed = list_nodes(p);
@@ -270,9 +286,13 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
             else
                 p->terminating[p->nterminating++] = (int)i;
         }
-        if (st->workloads[pod->workload].background &&
-            ((pod->state == US_POD_RUNNING && here) || placeable))
-            p->bg[p->nbg++] = (int)i;
+        if (p->wl_bg[pod->workload]) {
+            if (pod->state == US_POD_RUNNING && here) {
+                bg_total_add(&p->bg_total[p->pos[pod->node]], st->workloads[pod->workload].request);
+                p->bg_running[p->nbg_running++] = (int)i;
+            } else if (placeable)
+                p->bg_pending[p->nbg_pending++] = (int)i;
+        }
     }
     us_usesum_flush_all(&ai);
     us_usesum_free(&ai);
@@ -329,7 +349,10 @@ void us_plan_free(us_plan *p) {
     free(p->wl_first);
     free(p->wl_pending);
     free(p->wl_placed);
-    free(p->bg);
+    free(p->bg_pending);
+    free(p->bg_running);
+    free(p->bg_total);
+    free(p->wl_bg);
     free(p->terminating);
     free(p->alloc);
     free(p->alloc_np);

@@ -67,18 +67,32 @@ typedef struct us_plan {
     int *node_pods;
 
     /* read by the re-offer (reoffer.c), gathered by the snapshot's pass
-     * over every pod so that the re-offer needs none of its own, in pod
-     * order: background pods running on the pool's nodes or pending and
-     * placeable (any workload state: the re-offer decides which it
-     * offers), and pods terminating on the pool's nodes (any kind) */
-    int *bg;
-    size_t nbg;
+     * over every pod so that the re-offer needs none of its own: pending
+     * placeable pods of the background work it offers (wl_bg) and its
+     * running pods, in pod order; what they take on each node (bg_total);
+     * and pods terminating on the pool's nodes (any kind), in pod order */
+    int *bg_pending;
+    size_t nbg_pending;
+    int *bg_running;     /* its running pods on the pool's nodes, in pod order */
+    size_t nbg_running;
+    struct us_bg_total {
+        us_res whole;    /* requests of its whole-GPU pods, summed */
+        int gpus;        /* the devices they take */
+        int pods;        /* pods, fractional ones included */
+        int fractional;  /* pods sharing a device: each takes a slot that
+                            depends on the pods before it, so they are
+                            added one by one (reoffer.c) */
+    } *bg_total;         /* [nnodes] */
     int *terminating;
     size_t nterminating, cap_terminating;
 
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
     bool *wl_ai;         /* the workload is an AI job of this pool (us_gang_is_job) */
+    bool *wl_bg;         /* the workload is background work of this pool the
+                            re-offer offers: active and breaking no rule (a
+                            blocked one's running pods hold their room in
+                            the AI view, us_plan_holds_fixed) */
     int *wl_terminating; /* its pods still terminating: releasing at snapshot, or
                             victims of this plan that will be (grace > 0) */
     int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */

@@ -35,7 +35,6 @@
 #include "hashidx.h"
 #include "placement.h"
 #include "sort.h"
-#include "usesum.h"
 
 static int by_pod_name(const void *a, const void *b, void *ctx) {
     const us_state *st = ctx;
@@ -117,7 +116,6 @@ typedef struct work {
     us_use *held;          /* [pos] what is taken now, whatever the policy says */
     us_use *end;           /* [pos] what is taken once the AI plan ends */
     us_use *idle;          /* [pos] held plus every offered running pod */
-    us_usesum stay;        /* staying pods, added to held and idle alike */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
@@ -127,17 +125,10 @@ typedef struct work {
     us_use *vidle;         /* [v] idle, by view index */
     size_t nview;
     us_bg_pod *running;    /* offered running pods */
-    size_t *offered;       /* their index in out->running */
-    size_t noffered;
     us_bg_pod *pending;
     int *cands;            /* every candidate list, one after the other */
-    const int *bg;         /* background pods running on the pool's nodes or
-                              pending, of any workload state, in pod order
-                              (the plan's: us_plan.bg) */
-    size_t nbg;
     int *victims;          /* the plan's victims, in pod order */
     size_t nvictims, cap_victims;
-    bool *wl_offer;        /* [nworkloads] active background work of the pool */
 } work;
 
 /* Pod i's room into what is held on its node. */
@@ -151,21 +142,13 @@ static void add_held(work *w, int i) {
 /* What is held now on each node beyond the AI view: held and idle start
  * as the AI view plus every pod still terminating or about to (releasing
  * pods, and AI victims that were running with a grace).  The snapshot
- * listed the terminating pods and the background ones (plan.h) in its pass
- * over every pod; the victims are the plan's own.  The pods of one node
+ * listed the terminating pods in its pass over every pod (plan.h); the
+ * victims are the plan's own.  The pods of one node
  * are added in pod order, as a walk of the node's pods would add them, so
  * device slots come out the same.  0, or -1 when memory runs out. */
 static int collect_bg(work *w) {
     const us_plan *p = w->p;
     const us_state *st = p->st;
-    for (size_t k = 0; k < st->nworkloads; k++) {
-        const us_workload *wl = &st->workloads[k];
-        /* a blocked workload's running pods hold their room in the AI view
-         * already (us_plan_holds_fixed): offering them would count them
-         * twice and evict what nothing may evict */
-        w->wl_offer[k] = wl->background && !wl->blocked && wl->state == US_WL_ACTIVE &&
-                         strcmp(wl->pool, p->pool) == 0;
-    }
     for (size_t k = 0; k < p->nnodes; k++) {
         w->held[k] = p->ai[k];
         w->end[k] = p->ai[k];  /* the AI end state: the plan's own view */
@@ -190,69 +173,144 @@ static int collect_bg(work *w) {
     return 0;
 }
 
+/* Is pod i one the re-offer may offer: running, of the background work
+ * it offers (us_plan.wl_bg)?  Read on the pods of one node (node_pods). */
+static bool offerable(const us_plan *p, int i) {
+    const us_pod *pd = &p->st->pods[i];
+    return pd->state == US_POD_RUNNING && p->wl_bg[pd->workload];
+}
+
+/* Does a node's background total fit in u?  Whole-GPU pods fit one after
+ * the other exactly when their sum fits at once (every request is whole
+ * devices, cpu and memory, none negative). */
+static bool total_fits(const us_use *u, const us_node *n, const struct us_bg_total *t) {
+    return t->whole.v[US_CPU] <= n->cap.v[US_CPU] - u->used.v[US_CPU] &&
+           t->whole.v[US_MEM] <= n->cap.v[US_MEM] - u->used.v[US_MEM] &&
+           t->gpus <= us_use_free_gpus(u, n);
+}
+
+/* The total's whole-GPU pods into u, as one after the other would add them. */
+static void total_add(us_use *u, const struct us_bg_total *t) {
+    u->used = us_res_add(u->used, t->whole);
+    u->whole += t->gpus;
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* Checking builds: a node's total decides what adding its pods one by one
+ * in pod order decides, and leaves the same end state. */
+static bool total_is_walk(const us_plan *p, int pos, const us_use *before, bool fits,
+                          const us_use *after) {
+    const us_state *st = p->st;
+    const us_node *n = &st->nodes[p->nodes[pos]];
+    us_use u = *before;
+    bool all = true;
+    for (int k = p->node_first[pos]; k < p->node_first[pos + 1] && all; k++) {
+        int i = p->node_pods[k];
+        if (!offerable(p, i)) continue;
+        us_res req = st->workloads[st->pods[i].workload].request;
+        all = us_use_fits(&u, n, req, -1);
+        if (all) us_use_add(&u, n, req, -1);
+    }
+    return all == fits && (!fits || memcmp(&u, after, sizeof u) == 0);
+}
+#endif
+
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
  * background pods no longer fit beside the AI end state for another reason
  * (a lowered capacity, say): their running background pods are offered;
  * elsewhere they stay.  The end state is finished here: the pods that stay
- * are added to it in pod order as they are found to fit (as gather would
- * add them), and a node found touched half-way goes back to the AI view
- * alone (its pods are offered, and an offered pod holds no room at the
- * end). */
-static void mark_touched(work *w) {
+ * are added to it as they are found to fit (in pod order, as gather adds
+ * them), and a node found touched half-way goes back to the AI view alone
+ * (its pods are offered, and an offered pod holds no room at the end).  A
+ * node's pods are read one by one only when one of them shares a device;
+ * else its total answers (us_plan.bg_total), so a quiet cycle reads no
+ * pod that stays.  *noffered: how many pods are offered.  0, or -2 in
+ * checking builds when a total decided otherwise than its pods would. */
+static int mark_touched(work *w, size_t *noffered) {
     us_plan *p = w->p;
     const us_state *st = p->st;
+    *noffered = 0;
     for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
     for (size_t k = 0; k < w->nvictims; k++) w->touched[p->pos[st->pods[w->victims[k]].node]] = true;
-    for (size_t k = 0; k < w->nbg; k++) {
-        const us_pod *pd = &st->pods[w->bg[k]];
-        const us_workload *wl = &st->workloads[pd->workload];
-        /* pending, or held in the AI view already (wl_offer) */
-        if (pd->state != US_POD_RUNNING || !w->wl_offer[pd->workload]) continue;
-        int pos = p->pos[pd->node];
-        if (w->touched[pos]) continue;
-        if (us_use_fits(&w->end[pos], &st->nodes[pd->node], wl->request, -1)) {
-            us_use_add(&w->end[pos], &st->nodes[pd->node], wl->request, -1);
-        } else {
-            w->touched[pos] = true;
-            w->end[pos] = p->ai[pos];
+    for (size_t pos = 0; pos < p->nnodes; pos++) {
+        const struct us_bg_total *t = &p->bg_total[pos];
+        const us_node *n = &st->nodes[p->nodes[pos]];
+        if (t->pods == 0) continue;
+        if (w->touched[pos]) {
+            *noffered += (size_t)t->pods;
+            continue;
         }
+        if (t->fractional == 0) {
+#ifdef US_CHECK_INVARIANTS
+            us_use before = w->end[pos];
+#endif
+            if (total_fits(&w->end[pos], n, t)) total_add(&w->end[pos], t);
+            else w->touched[pos] = true;
+#ifdef US_CHECK_INVARIANTS
+            if (!total_is_walk(p, (int)pos, &before, !w->touched[pos], &w->end[pos])) return -2;
+#endif
+        } else {
+            for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+                int i = p->node_pods[k];
+                if (!offerable(p, i)) continue;
+                us_res req = st->workloads[st->pods[i].workload].request;
+                if (!us_use_fits(&w->end[pos], n, req, -1)) {
+                    w->touched[pos] = true;
+                    w->end[pos] = p->ai[pos];
+                    break;
+                }
+                us_use_add(&w->end[pos], n, req, -1);
+            }
+        }
+        if (w->touched[pos]) *noffered += (size_t)t->pods;
     }
+    return 0;
 }
 
-/* Background pods of the pool: running ones (out->running), those offered
- * first by name, then the ones that stay, in pod order; and pending ones of
- * schedulable workloads by name (out->pending).  Running pods on untouched
- * nodes stay and keep holding their room: only the offered ones are sorted
- * (commit evicts in this order, and only offered pods are ever evicted), so
- * a quiet cycle sorts few.  A staying pod holds its room in held, end and
- * idle alike: in end already (mark_touched), in held and idle through
- * w->stay (usesum.h): additions per pod into arrays of whole node uses were
- * most of a quiet cycle's re-offer. */
-static void gather(work *w) {
+/* Background pods of the pool: the running ones on touched nodes, offered
+ * by name (out->running), and pending ones of the work the re-offer offers
+ * by name (out->pending).  Running pods on untouched nodes stay and keep
+ * holding their room, and are not listed: commit evicts only offered pods,
+ * so a quiet cycle sorts few and reads none that stays.  A staying pod
+ * holds its room in held, end and idle alike: in end already
+ * (mark_touched), in held and idle here, through its node's total where
+ * no pod of the node shares a device (as us_usesum would add them), else
+ * one by one in pod order. */
+static void gather(work *w, size_t noffered) {
     us_plan *p = w->p;
     us_state *st = p->st;
     us_reoffer *out = w->out;
-    size_t nstay = 0;
-    for (size_t k = 0; k < w->nbg; k++) {
-        int i = w->bg[k];
-        const us_pod *pd = &st->pods[i];
-        if (!w->wl_offer[pd->workload]) continue;
-        if (pd->state == US_POD_RUNNING) {  /* on a node of the pool (collect_bg) */
-            /* offered pods from the front, staying ones from the back */
-            if (w->touched[p->pos[pd->node]]) out->running[out->nrunning++] = i;
-            else out->running[w->nbg - ++nstay] = i;
-        } else {  /* pending, of a workload that breaks no rule (wl_offer) */
-            out->pending[out->npending++] = i;
+    /* many offered (a first cycle offers nearly all): one pass over the
+     * running ones in pod order beats reading node after node, and hands
+     * the sort by name its input in creation order, often nearly sorted */
+    bool by_pod = noffered > p->nbg_running / 8;
+    for (size_t k = 0; by_pod && k < p->nbg_running; k++) {
+        int i = p->bg_running[k];
+        if (w->touched[p->pos[st->pods[i].node]]) out->running[out->nrunning++] = i;
+    }
+    for (size_t pos = 0; pos < p->nnodes; pos++) {
+        const struct us_bg_total *t = &p->bg_total[pos];
+        const us_node *n = &st->nodes[p->nodes[pos]];
+        if (t->pods == 0 || (w->touched[pos] && by_pod)) continue;
+        if (!w->touched[pos] && t->fractional == 0) {
+            total_add(&w->held[pos], t);
+            total_add(&w->idle[pos], t);
+            continue;
+        }
+        for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+            int i = p->node_pods[k];
+            if (!offerable(p, i)) continue;
+            if (w->touched[pos]) {
+                out->running[out->nrunning++] = i;
+                continue;
+            }
+            us_res req = st->workloads[st->pods[i].workload].request;
+            us_use_add(&w->held[pos], n, req, -1);
+            us_use_add(&w->idle[pos], n, req, -1);
         }
     }
-    /* the staying ones follow the offered ones, back in pod order */
-    int *stay = out->running + w->nbg - nstay;
-    for (size_t a = 0, b = nstay; a + 1 < b; a++, b--) {
-        int t = stay[a];
-        stay[a] = stay[b - 1];
-        stay[b - 1] = t;
-    }
-    memmove(out->running + out->nrunning, stay, nstay * sizeof *stay);
+    memcpy(out->pending, p->bg_pending, p->nbg_pending * sizeof *out->pending);
+    out->npending = p->nbg_pending;
     if (p->hints) {
         /* without memory for the hint the sort is a full one: same order */
         (void)us_order_sort(&p->hints->bg_running, out->running, out->nrunning, pod_key, by_pod_name, st);
@@ -261,22 +319,13 @@ static void gather(work *w) {
         us_sort(out->running, out->nrunning, sizeof *out->running, by_pod_name, st);
         us_sort(out->pending, out->npending, sizeof *out->pending, by_pod_name, st);
     }
-    out->noffered = out->nrunning;
-    out->nrunning += nstay;
     for (size_t i = 0; i < out->nrunning; i++) {
         int pod = out->running[i], pos = p->pos[st->pods[pod].node];
         const us_workload *wl = &st->workloads[st->pods[pod].workload];
-        if (w->touched[pos]) {
-            w->running[w->noffered] = (us_bg_pod){&st->pods[pod], wl, pos, NULL, 0};
-            w->offered[w->noffered++] = i;
-            w->shown[pos] = true;
-            us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
-        } else {
-            out->keep[i] = true;
-            us_usesum_add(&w->stay, (size_t)pos, &st->nodes[p->nodes[pos]], wl->request, -1);
-        }
+        w->running[i] = (us_bg_pod){&st->pods[pod], wl, pos, NULL, 0};
+        w->shown[pos] = true;
+        us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
     }
-    us_usesum_flush_all(&w->stay);
 }
 
 /* Same selector, tolerations and request: pods that may go to the same
@@ -402,7 +451,7 @@ static void build_view(work *w) {
                                             us_use_free_gpus(&w->idle[k], n),
                                             us_nodelabels_of(p->labels, k)};
     }
-    for (size_t i = 0; i < w->noffered; i++) w->running[i].node = w->view_of[w->running[i].node];
+    for (size_t i = 0; i < w->out->nrunning; i++) w->running[i].node = w->view_of[w->running[i].node];
     /* lists may be shared: remap each once (positions are >= 0, views
      * become negative while in flight, then flipped back) */
     for (size_t j = 0; j < w->out->npending; j++) {
@@ -424,9 +473,9 @@ static void build_view(work *w) {
  * offered and pending lists; place holds view indices. */
 static int decide(work *w, bool *keep, int *place, us_err *err) {
     us_plan *p = w->p;
-    us_bg_input in = {w->nodes, w->nview, w->running, w->noffered, w->pending, w->out->npending};
+    us_bg_input in = {w->nodes, w->nview, w->running, w->out->nrunning, w->pending, w->out->npending};
     us_use *scratch = malloc(2 * (w->nview + 1) * sizeof *scratch), *iscratch = scratch + w->nview + 1;
-    size_t nkeep = w->noffered + 1;
+    size_t nkeep = w->out->nrunning + 1;
     if (!scratch) return us_err_nomem(err);
     int rc = 0;
     bool decided = false;
@@ -497,7 +546,6 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     memset(out, 0, sizeof *out);
     size_t nn = p->nnodes + 1;
     work w = {.p = p, .out = out};
-    bool *keep = NULL;
     int *place = NULL;
     /* node uses are large (a slot count per device): the arrays written
      * whole before they are read (collect_bg, build_view) are not zeroed */
@@ -505,7 +553,6 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.end = malloc(nn * sizeof *w.end);
     w.idle = malloc(nn * sizeof *w.idle);
     w.touched = calloc(nn, sizeof *w.touched);
-    w.wl_offer = malloc((p->st->nworkloads + 1) * sizeof *w.wl_offer);
     w.shown = calloc(nn, sizeof *w.shown);
     w.view_of = malloc(nn * sizeof *w.view_of);
     w.pos_of = malloc(nn * sizeof *w.pos_of);
@@ -513,56 +560,48 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.vend = malloc(nn * sizeof *w.vend);
     w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
-    us_use *stay_in[] = {w.held, w.idle};
-    bool summing = w.held && w.end && w.idle && us_usesum_init(&w.stay, p->nnodes, stay_in, 2) == 0;
-    if (!summing || !w.touched || !w.shown || !w.view_of ||
-        !w.pos_of || !w.nodes || !w.vend || !w.vidle || !w.wl_offer) {
+    if (!w.held || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
+        !w.nodes || !w.vend || !w.vidle || collect_bg(&w) < 0) {
         us_err_nomem(err);
         goto done;
     }
-    w.bg = p->bg;
-    w.nbg = p->nbg;
-    if (collect_bg(&w) < 0) {
+    /* what follows is per offered or pending pod: sized by them, not by
+     * every pod (zeroing arrays of every pod each cycle cost more than
+     * using them) */
+    size_t noffered, npending = p->nbg_pending + 1;
+    if (mark_touched(&w, &noffered) < 0) {
+        us_err_set(err, US_EINVARIANT, "invariant \"reoffer-totals\" broken: a node's total of "
+                   "background pods decided otherwise than its pods one by one");
+        goto done;
+    }
+    place = calloc(npending, sizeof *place);
+    w.running = malloc((noffered + 1) * sizeof *w.running);
+    w.pending = malloc(npending * sizeof *w.pending);
+    out->running = malloc((noffered + 1) * sizeof *out->running);
+    out->keep = calloc(noffered + 1, sizeof *out->keep);
+    out->pending = malloc(npending * sizeof *out->pending);
+    out->place = malloc(npending * sizeof *out->place);
+    if (!place || !w.running || !w.pending || !out->running || !out->keep || !out->pending ||
+        !out->place) {
         us_err_nomem(err);
         goto done;
     }
-    /* what follows is per background pod: sized by them, not by every pod
-     * (zeroing arrays of every pod each cycle cost more than using them) */
-    size_t nb = w.nbg + 1;
-    keep = calloc(nb, sizeof *keep);
-    place = calloc(nb, sizeof *place);
-    w.running = malloc(nb * sizeof *w.running);
-    w.offered = malloc(nb * sizeof *w.offered);
-    w.pending = malloc(nb * sizeof *w.pending);
-    out->running = malloc(nb * sizeof *out->running);
-    out->keep = calloc(nb, sizeof *out->keep);
-    out->pending = malloc(nb * sizeof *out->pending);
-    out->place = malloc(nb * sizeof *out->place);
-    if (!keep || !place || !w.running || !w.offered || !w.pending || !out->running || !out->keep ||
-        !out->pending || !out->place) {
-        us_err_nomem(err);
-        goto done;
-    }
-    mark_touched(&w);
-    gather(&w);
+    gather(&w, noffered);
     if (candidates(&w) < 0) {
         us_err_nomem(err);
         goto done;
     }
     build_view(&w);
-    if (decide(&w, keep, place, err) < 0) goto done;
-    for (size_t j = 0; j < w.noffered; j++) out->keep[w.offered[j]] = keep[j];
+    if (decide(&w, out->keep, place, err) < 0) goto done;
     for (size_t i = 0; i < out->npending; i++)
         out->place[i] = place[i] >= 0 ? p->nodes[w.pos_of[place[i]]] : -1;
     rc = 0;
 done:
     if (rc < 0) us_reoffer_free(out);
-    free(keep);
     free(place);
     free(w.held);
     free(w.end);
     free(w.idle);
-    us_usesum_free(&w.stay);
     free(w.touched);
     free(w.shown);
     free(w.view_of);
@@ -571,10 +610,8 @@ done:
     free(w.vend);
     free(w.vidle);
     free(w.running);
-    free(w.offered);
     free(w.pending);
     free(w.cands);
     free(w.victims);
-    free(w.wl_offer);
     return rc;
 }

@@ -8,12 +8,11 @@
 #include "plan.h"
 
 typedef struct us_reoffer {
-    int *running;      /* background pods on the pool's nodes: those offered
-                          to the policy by name, then those that stay */
+    int *running;      /* running background pods offered to the policy,
+                          by name: those on nodes the AI plan changed.  The
+                          others stay, undisturbed, and are not listed */
     bool *keep;        /* [nrunning] still fits: stays, undisturbed */
     size_t nrunning;
-    size_t noffered;   /* the first noffered of running were offered; the
-                          rest stay (keep), on nodes the AI plan left alone */
     int *pending;      /* pending background pods, by name */
     int *place;        /* [npending] node index (state) or -1 */
     size_t npending;
