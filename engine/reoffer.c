@@ -114,8 +114,12 @@ typedef struct work {
     us_plan *p;
     us_reoffer *out;
     us_use *held;          /* [pos] what is taken now, whatever the policy says */
-    us_use *end;           /* [pos] what is taken once the AI plan ends */
-    us_use *idle;          /* [pos] held plus every offered running pod */
+    /* end (what is taken once the AI plan ends) and idle (held plus every
+     * offered running pod) are written only where they differ from the
+     * AI view and held: node uses are large, and a cycle that wrote both
+     * for every node moved tens of megabytes (end_of, idle_of) */
+    us_use *end;           /* [pos] untouched nodes with a pod sharing a device */
+    us_use *idle;          /* [pos] touched nodes */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
@@ -151,7 +155,6 @@ static int collect_bg(work *w) {
     const us_state *st = p->st;
     for (size_t k = 0; k < p->nnodes; k++) {
         w->held[k] = p->ai[k];
-        w->end[k] = p->ai[k];  /* the AI end state: the plan's own view */
     }
     const int *term = p->terminating;
     size_t t = 0;
@@ -169,7 +172,6 @@ static int collect_bg(work *w) {
         add_held(w, (int)i);
     }
     for (; t < p->nterminating; t++) add_held(w, term[t]);
-    memcpy(w->idle, w->held, p->nnodes * sizeof *w->idle);
     return 0;
 }
 
@@ -179,6 +181,12 @@ static bool offerable(const us_plan *p, int i) {
     const us_pod *pd = &p->st->pods[i];
     return pd->state == US_POD_RUNNING && p->wl_bg[pd->workload];
 }
+
+/* What is taken on node pos once the AI plan ends: the AI view, and on a
+ * node the AI plan left alone the background pods that stay there (all of
+ * them: one that does not fit makes the node touched, mark_touched); *tmp
+ * holds it when it is made here. */
+static const us_use *end_of(const work *w, size_t pos, us_use *tmp);
 
 /* Does a node's background total fit in u?  Whole-GPU pods fit one after
  * the other exactly when their sum fits at once (every request is whole
@@ -241,25 +249,21 @@ static int mark_touched(work *w, size_t *noffered) {
             continue;
         }
         if (t->fractional == 0) {
+            w->touched[pos] = !total_fits(&p->ai[pos], n, t);
 #ifdef US_CHECK_INVARIANTS
-            us_use before = w->end[pos];
-#endif
-            if (total_fits(&w->end[pos], n, t)) total_add(&w->end[pos], t);
-            else w->touched[pos] = true;
-#ifdef US_CHECK_INVARIANTS
-            if (!total_is_walk(p, (int)pos, &before, !w->touched[pos], &w->end[pos])) return -2;
+            us_use tmp;
+            if (!total_is_walk(p, (int)pos, &p->ai[pos], !w->touched[pos], end_of(w, pos, &tmp)))
+                return -2;
 #endif
         } else {
-            for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
+            us_use *end = &w->end[pos];
+            *end = p->ai[pos];
+            for (int k = p->node_first[pos]; k < p->node_first[pos + 1] && !w->touched[pos]; k++) {
                 int i = p->node_pods[k];
                 if (!offerable(p, i)) continue;
                 us_res req = st->workloads[st->pods[i].workload].request;
-                if (!us_use_fits(&w->end[pos], n, req, -1)) {
-                    w->touched[pos] = true;
-                    w->end[pos] = p->ai[pos];
-                    break;
-                }
-                us_use_add(&w->end[pos], n, req, -1);
+                w->touched[pos] = !us_use_fits(end, n, req, -1);
+                if (!w->touched[pos]) us_use_add(end, n, req, -1);
             }
         }
         if (w->touched[pos]) *noffered += (size_t)t->pods;
@@ -267,15 +271,32 @@ static int mark_touched(work *w, size_t *noffered) {
     return 0;
 }
 
+static const us_use *end_of(const work *w, size_t pos, us_use *tmp) {
+    const us_plan *p = w->p;
+    const struct us_bg_total *t = &p->bg_total[pos];
+    if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
+    if (t->fractional) return &w->end[pos];
+    *tmp = p->ai[pos];
+    total_add(tmp, t);
+    return tmp;
+}
+
+/* What is idle room on node pos for a pending pod: held, plus the offered
+ * pods, which are on touched nodes only. */
+static const us_use *idle_of(const work *w, size_t pos) {
+    return w->touched[pos] ? &w->idle[pos] : &w->held[pos];
+}
+
 /* Background pods of the pool: the running ones on touched nodes, offered
  * by name (out->running), and pending ones of the work the re-offer offers
  * by name (out->pending).  Running pods on untouched nodes stay and keep
  * holding their room, and are not listed: commit evicts only offered pods,
  * so a quiet cycle sorts few and reads none that stays.  A staying pod
- * holds its room in held, end and idle alike: in end already
- * (mark_touched), in held and idle here, through its node's total where
- * no pod of the node shares a device (as us_usesum would add them), else
- * one by one in pod order. */
+ * holds its room in held, end and idle alike: in end through end_of, in
+ * held (which is idle where it stays, idle_of) here, through its node's
+ * total where no pod of the node shares a device (as us_usesum would add
+ * them), else one by one in pod order.  Idle room on a touched node starts
+ * from held, which is final there: no pod stays on it. */
 static void gather(work *w, size_t noffered) {
     us_plan *p = w->p;
     us_state *st = p->st;
@@ -291,10 +312,10 @@ static void gather(work *w, size_t noffered) {
     for (size_t pos = 0; pos < p->nnodes; pos++) {
         const struct us_bg_total *t = &p->bg_total[pos];
         const us_node *n = &st->nodes[p->nodes[pos]];
+        if (w->touched[pos]) w->idle[pos] = w->held[pos];  /* final: no pod stays here */
         if (t->pods == 0 || (w->touched[pos] && by_pod)) continue;
         if (!w->touched[pos] && t->fractional == 0) {
             total_add(&w->held[pos], t);
-            total_add(&w->idle[pos], t);
             continue;
         }
         for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
@@ -304,9 +325,7 @@ static void gather(work *w, size_t noffered) {
                 out->running[out->nrunning++] = i;
                 continue;
             }
-            us_res req = st->workloads[st->pods[i].workload].request;
-            us_use_add(&w->held[pos], n, req, -1);
-            us_use_add(&w->idle[pos], n, req, -1);
+            us_use_add(&w->held[pos], n, st->workloads[st->pods[i].workload].request, -1);
         }
     }
     memcpy(out->pending, p->bg_pending, p->nbg_pending * sizeof *out->pending);
@@ -392,7 +411,7 @@ static int candidates(work *w) {
         list[g] = w->cands + ncand;
         for (size_t k = 0; k < p->nnodes; k++)
             if (us_place_allowed(p, lead[g], p->nodes[k]) &&
-                us_use_fits(&w->idle[k], &st->nodes[p->nodes[k]], req, -1)) {
+                us_use_fits(idle_of(w, k), &st->nodes[p->nodes[k]], req, -1)) {
                 w->cands[ncand++] = (int)k;
                 w->shown[k] = true;
             }
@@ -407,7 +426,7 @@ static int candidates(work *w) {
         if (pd->pin >= 0) {
             int k = p->pos[pd->pin];
             if (k >= 0 && us_place_allowed(p, pod, pd->pin) &&
-                us_use_fits(&w->idle[k], &st->nodes[pd->pin], wl->request, -1)) {
+                us_use_fits(idle_of(w, (size_t)k), &st->nodes[pd->pin], wl->request, -1)) {
                 w->cands[ncand] = k;
                 mine = w->cands + ncand++;
                 n = 1;
@@ -438,17 +457,19 @@ static void build_view(work *w) {
         w->view_of[k] = -1;
         if (!w->shown[k]) continue;
         const us_node *n = &st->nodes[p->nodes[k]];
+        us_use tmp;
+        const us_use *end = end_of(w, k, &tmp), *idle = idle_of(w, k);
         w->view_of[k] = (int)w->nview;
         w->pos_of[w->nview] = (int)k;
-        w->vend[w->nview] = w->end[k];
-        w->vidle[w->nview] = w->idle[k];
+        w->vend[w->nview] = *end;
+        w->vidle[w->nview] = *idle;
         w->nodes[w->nview++] = (us_bg_node){n,
                                             us_res_sub(n->cap, w->held[k].used),
                                             us_use_free_gpus(&w->held[k], n),
-                                            us_res_sub(n->cap, w->end[k].used),
-                                            us_use_free_gpus(&w->end[k], n),
-                                            us_res_sub(n->cap, w->idle[k].used),
-                                            us_use_free_gpus(&w->idle[k], n),
+                                            us_res_sub(n->cap, end->used),
+                                            us_use_free_gpus(end, n),
+                                            us_res_sub(n->cap, idle->used),
+                                            us_use_free_gpus(idle, n),
                                             us_nodelabels_of(p->labels, k)};
     }
     for (size_t i = 0; i < w->out->nrunning; i++) w->running[i].node = w->view_of[w->running[i].node];
