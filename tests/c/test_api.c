@@ -1007,6 +1007,42 @@ TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
  * the first "<workload>-<k>" no pod holds.  A pod the caller itself named
  * in one workload is still refused in another, and a refused report
  * renames nothing. */
+/* Background pods that share devices and run where they were reported
+ * stay while they fit there, whatever order they were reported in: the
+ * re-offer must not find a node full that is not.  Reported out of pod
+ * order, the pods hold devices that adding them anew in pod order would
+ * not choose (fullest device first). */
+TEST(background_pods_sharing_devices_stay_where_they_fit) {
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    us_pod_info p;
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(node(e, "n0", 2) == US_OK);
+    CHECK(queue(e, "q", NULL, 2) == US_OK);
+    CHECK(bg_queue(e, "bg") == US_OK);
+    CHECK(workload(e, "ai", "q", 1, 0.3, 0) == US_OK);
+    CHECK(bg_workload(e, "x", US_CONTROLLER_DEPLOYMENT, 2, 0.5, 0) == US_OK);
+    CHECK(bg_workload(e, "y", US_CONTROLLER_DEPLOYMENT, 1, 0.7, 0) == US_OK);
+    /* device 0: ai-0 and y-0 (0.3 + 0.7); device 1: x-0 and x-1 */
+    const char *order[] = {"ai-0", "y-0", "x-0", "x-1"};
+    for (int k = 0; k < 4; k++) {
+        us_pod_spec run = {.name = order[k], .node = "n0"};
+        CHECK(us_engine_upsert_pod(e, &run, &err) == US_OK);
+    }
+    for (int c = 0; c < 3; c++) {
+        CHECK(us_engine_run_cycle(e, c, &err) == US_OK);
+        for (int k = 0; k < 4; k++)
+            CHECK(pod_named(e, order[k], &p) && p.phase == US_PHASE_RUNNING && p.node &&
+                  strcmp(p.node, "n0") == 0);
+        CHECK(count_decisions(e, US_DECISION_EVICT, NULL) + count_decisions(e, US_DECISION_EVICT, "backgroundpods") == 0);
+        CHECK(count_phase(e, US_PHASE_RUNNING) == 4);
+    }
+    us_engine_destroy(e);
+}
+
 TEST(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement) {
     us_engine *e = engine();
     us_error err;
@@ -1687,6 +1723,7 @@ int main(void) {
     RUN(pipelined_pod_reported_unbound_stays_pipelined);
     RUN(pipelined_pod_reported_pinned_elsewhere_is_planned_anew);
     RUN(reported_fractional_pod_takes_a_device_free_now_and_as_planned);
+    RUN(background_pods_sharing_devices_stay_where_they_fit);
     RUN(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
