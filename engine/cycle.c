@@ -333,10 +333,15 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         return us_err_nomem(err);
     if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
     for (size_t w = 0; w < st->nworkloads; w++) st->workloads[w].why_pending = US_WHY_NONE;
-    us_life_expire(st, now);
     const char **pools = NULL;
     size_t npools;
     int rc = -1;
+    if (us_life_expire(st, now) < 0) {
+        us_err_set(err, US_EINVARIANT, "invariant \"release-times\" broken before the cycle at "
+                   "t=%g: a pod ends or has left that the state did not know of (a write to a "
+                   "pod that skipped us_pod_touch?)", now);
+        goto out;
+    }
     if (rule_warnings(st, o, log) < 0) {
         us_err_nomem(err);
         goto out;

@@ -373,11 +373,33 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
     return pod;
 }
 
+/* Does a pod end, or has one left, by now?  What the state knows without
+ * a pass (us_state.next_release), with the pods changed since folded in;
+ * true when it does not know. */
+static bool expiry_due(us_state *st, double now) {
+    if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost)
+        return true;
+    us_state_fold_releases(st);
+    return st->gone_left || st->next_release <= now;
+}
+
 /* Marking and compacting in one pass: it runs before every cycle, and a
  * pass over the pods of a large cluster is much of a quiet cycle's cost.
- * The same as marking every pod first and then us_state_compact_pods. */
-void us_life_expire(us_state *st, double now) {
+ * The same as marking every pod first and then us_state_compact_pods.  No
+ * pass at all while no pod ends or has left (expiry_due). */
+int us_life_expire(us_state *st, double now) {
+    if (!expiry_due(st, now)) {
+#ifdef US_CHECK_INVARIANTS
+        /* checking builds: no pod ends or has left where none is due */
+        for (size_t i = 0; i < st->npods; i++) {
+            const us_pod *p = &st->pods[i];
+            if (p->gone || (p->state == US_POD_RELEASING && p->release_at <= now)) return -2;
+        }
+#endif
+        return 0;
+    }
     size_t j = 0;
+    double next = INFINITY;
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
         if (p->state == US_POD_RELEASING && p->release_at <= now && !p->gone) {
@@ -389,6 +411,7 @@ void us_life_expire(us_state *st, double now) {
             free(p->name);
             continue;
         }
+        if (p->state == US_POD_RELEASING && p->release_at < next) next = p->release_at;
         if (j != i) {
             us_journal_moved(st, p, (long)j);
             st->pods[j] = *p;
@@ -397,6 +420,10 @@ void us_life_expire(us_state *st, double now) {
     }
     if (j != st->npods) st->generation++;
     st->npods = j;
+    st->next_release = next;
+    st->gone_left = false;
+    st->release_version = st->pods_version;
+    return 0;
 }
 
 int us_life_node_changed_listed(us_state *st, int n, const int *pods, size_t np, double now,

@@ -72,8 +72,12 @@ void us_life_cordon(us_state *st, int n, bool cordoned);
  * -1 when memory runs out. */
 int us_life_evict(us_state *st, int pod, double now, bool reported);
 
-/* Releasing pods whose grace has ended leave (call before a cycle). */
-void us_life_expire(us_state *st, double now);
+/* Releasing pods whose grace has ended leave, and pods marked gone are
+ * dropped (call before a cycle); no pass over the pods while the state
+ * knows none is due (us_state.next_release).  0; -2 in checking builds
+ * when a pod was due that the state did not know of (invariant
+ * "release-times": a write that skipped us_pod_touch), nothing done. */
+int us_life_expire(us_state *st, double now);
 
 /* A present node's labels or taints changed: active daemonsets whose
  * selector now matches (and that tolerate its taints) get a pending pod on

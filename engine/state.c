@@ -328,6 +328,7 @@ static void journal_add(us_state *st, us_pod *p, us_pod_was was) {
         us_grow((void **)&st->journal, &st->cap_journal, st->njournal, sizeof *st->journal) < 0) {
         journal_drop(st);
         st->journal_lost = true;
+        st->release_version = 0;  /* a pod changed that no fold will see */
         return;
     }
     st->journal[st->njournal++] = was;
@@ -339,7 +340,19 @@ void us_pod_touch(us_state *st, us_pod *p) {
     journal_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state, p->gone});
 }
 
+void us_state_fold_releases(us_state *st) {
+    for (size_t k = 0; k < st->njournal; k++) {
+        int i = st->journal[k].pod;
+        if (i < 0 || (size_t)i >= st->npods) continue;
+        const us_pod *p = &st->pods[i];
+        if (p->gone) st->gone_left = true;
+        else if (p->state == US_POD_RELEASING && p->release_at < st->next_release)
+            st->next_release = p->release_at;
+    }
+}
+
 void us_state_journal_clear(us_state *st) {
+    us_state_fold_releases(st);
     journal_drop(st);
     st->journal_lost = false;
 }

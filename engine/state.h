@@ -276,6 +276,15 @@ typedef struct us_state {
                               are renumbered in a way the journal does not
                               follow (us_state_pods_renumbered); 0: not known
                               (a state just loaded or copied) */
+    /* What us_life_expire knows without a pass over the pods: no releasing
+     * pod ends before next_release, and no pod is gone unless gone_left.
+     * Its last pass set them; every read of the journal folds in the pods
+     * it names (us_state_journal_clear), so a pod changed since is counted.
+     * Known while release_version is the pods version (nonzero) and the
+     * journal is not lost: a journal given up voids it */
+    double next_release;
+    bool gone_left;
+    uint64_t release_version;
     /* queue name -> index, open addressing, over the first qnamed queues
      * (us_state_queue_index; a cache: a queue appended is added, one
      * removed voids it, us_state_queues_renumbered) */
@@ -337,8 +346,12 @@ void us_pod_touch(us_state *st, us_pod *p);
 static inline void us_journal_moved(us_state *st, const struct us_pod *p, long to) {
     if (p->journal) st->journal[p->journal - 1].pod = (int)to;
 }
-/* The journal was read: every entry is dropped. */
+/* The journal was read: every entry is dropped, and what its pods are now
+ * folded into what us_life_expire knows (us_state.next_release). */
 void us_state_journal_clear(us_state *st);
+/* Fold the journal's pods, as they are now, into next_release and
+ * gone_left without dropping an entry. */
+void us_state_fold_releases(us_state *st);
 /* Pods or workloads were renumbered beyond what the journal follows (an
  * undone append, workloads dropped): ledgers count again. */
 void us_state_pods_renumbered(us_state *st);

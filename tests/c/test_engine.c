@@ -107,9 +107,9 @@ TEST(daemonset_pods_one_per_node_and_recreated_pinned) {
     CHECK_STR(st->pods[2].name, "agent-n1");
     CHECK(st->pods[2].state == US_POD_PENDING);
     CHECK(st->pods[2].pin == st->pods[0].pin);
-    us_life_expire(st, 14);
+    CHECK(us_life_expire(st, 14) == 0);
     CHECK(st->npods == 3);
-    us_life_expire(st, 15);
+    CHECK(us_life_expire(st, 15) == 0);
     CHECK(st->npods == 2);
     us_scenario_free(&sc);
 }

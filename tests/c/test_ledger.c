@@ -86,7 +86,7 @@ static void change(us_state *st, double now) {
         }
         break;
     default:
-        us_life_expire(st, now);
+        CHECK(us_life_expire(st, now) == 0);
         break;
     }
     n_changes++;

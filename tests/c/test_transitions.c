@@ -131,7 +131,7 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
         CHECK(0);
         return;
     }
-    us_life_expire(&c, now);
+    CHECK(us_life_expire(&c, now) == 0);
     CHECK(us_commit_cycle_start(&c, now, NULL, &log, &ph, &err) == 0);
     CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log) == 0);
     CHECK(us_fairshare_compute(&p, &err) == 0);
@@ -339,7 +339,7 @@ TEST(random_clusters_in_motion_keep_the_rules) {
             /* pods that hold a node before the cycle (grace periods ending
              * first): each one that does not after it was evicted, by a
              * decision */
-            us_life_expire(st, now);
+            CHECK(us_life_expire(st, now) == 0);
             size_t nbefore = 0;
             char **before = malloc((st->npods + 1) * sizeof *before);
             for (size_t i = 0; i < st->npods; i++) {
