@@ -373,10 +373,7 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
     return pod;
 }
 
-/* Does a pod end, or has one left, by now?  What the state knows without
- * a pass (us_state.next_release), with the pods changed since folded in;
- * true when it does not know. */
-static bool expiry_due(us_state *st, double now) {
+bool us_life_expiry_due(us_state *st, double now) {
     if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost)
         return true;
     us_state_fold_releases(st);
@@ -386,9 +383,9 @@ static bool expiry_due(us_state *st, double now) {
 /* Marking and compacting in one pass: it runs before every cycle, and a
  * pass over the pods of a large cluster is much of a quiet cycle's cost.
  * The same as marking every pod first and then us_state_compact_pods.  No
- * pass at all while no pod ends or has left (expiry_due). */
+ * pass at all while no pod ends or has left (us_life_expiry_due). */
 int us_life_expire(us_state *st, double now) {
-    if (!expiry_due(st, now)) {
+    if (!us_life_expiry_due(st, now)) {
 #ifdef US_CHECK_INVARIANTS
         /* checking builds: no pod ends or has left where none is due */
         for (size_t i = 0; i < st->npods; i++) {

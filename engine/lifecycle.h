@@ -78,6 +78,11 @@ int us_life_evict(us_state *st, int pod, double now, bool reported);
  * when a pod was due that the state did not know of (invariant
  * "release-times": a write that skipped us_pod_touch), nothing done. */
 int us_life_expire(us_state *st, double now);
+/* Does a pod's grace end by now, or has a pod left?  What the state knows
+ * without a pass (us_state.next_release), with the pods changed since
+ * folded in; true when it does not know.  False means us_life_expire(st,
+ * now) has nothing to do. */
+bool us_life_expiry_due(us_state *st, double now);
 
 /* A present node's labels or taints changed: active daemonsets whose
  * selector now matches (and that tolerate its taints) get a pending pod on

@@ -323,6 +323,7 @@ static int by_workload_then_pod(const void *a, const void *b) {
  * earlier eviction or deletion, so it does not count as activity for the
  * quiet-run stop. */
 static int expire(us_state *st, double t, us_sim_cycle *c) {
+    if (!us_life_expiry_due(st, t)) return 0;  /* none leaves: no pass */
     size_t n = 0;
     leaver *leaving = malloc((st->npods + 1) * sizeof *leaving);
     int rc = 0;
