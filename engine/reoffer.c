@@ -203,22 +203,27 @@ static void total_add(us_use *u, const struct us_bg_total *t) {
     u->whole += t->gpus;
 }
 
-#ifdef US_CHECK_INVARIANTS
-/* Checking builds: a node's total decides what adding its pods one by one
- * in pod order decides, and leaves the same end state. */
-static bool total_is_walk(const us_plan *p, int pos, const us_use *before, bool fits,
-                          const us_use *after) {
+/* Add the offerable pods of node pos to u one by one, in pod order, while
+ * each fits; true when all did (u is then what they leave). */
+static bool walk_fits(const us_plan *p, size_t pos, us_use *u) {
     const us_state *st = p->st;
     const us_node *n = &st->nodes[p->nodes[pos]];
-    us_use u = *before;
-    bool all = true;
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1] && all; k++) {
+    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
         int i = p->node_pods[k];
         if (!offerable(p, i)) continue;
         us_res req = st->workloads[st->pods[i].workload].request;
-        all = us_use_fits(&u, n, req, -1);
-        if (all) us_use_add(&u, n, req, -1);
+        if (!us_use_fits(u, n, req, -1)) return false;
+        us_use_add(u, n, req, -1);
     }
+    return true;
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* Checking builds: a node's total decides what adding its pods one by one
+ * in pod order decides, and leaves the same end state. */
+static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use *after) {
+    us_use u = p->ai[pos];
+    bool all = walk_fits(p, pos, &u);
     return all == fits && (!fits || memcmp(&u, after, sizeof u) == 0);
 }
 #endif
@@ -226,13 +231,13 @@ static bool total_is_walk(const us_plan *p, int pos, const us_use *before, bool 
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
  * background pods no longer fit beside the AI end state for another reason
  * (a lowered capacity, say): their running background pods are offered;
- * elsewhere they stay.  The end state is finished here: the pods that stay
- * are added to it as they are found to fit (in pod order, as gather adds
- * them), and a node found touched half-way goes back to the AI view alone
- * (its pods are offered, and an offered pod holds no room at the end).  A
- * node's pods are read one by one only when one of them shares a device;
- * else its total answers (us_plan.bg_total), so a quiet cycle reads no
- * pod that stays.  *noffered: how many pods are offered.  0, or -2 in
+ * elsewhere they stay.  A node's pods are read one by one only when one of
+ * them shares a device: then its end state (the AI view and every pod that
+ * stays, added in pod order as gather adds them) is kept in w->end; else
+ * its total answers (us_plan.bg_total) and end_of makes the end state when
+ * asked, so a quiet cycle reads no pod that stays.  On a node found
+ * touched, the end state is the AI view alone (its pods are offered, and
+ * an offered pod holds no room at the end).  *noffered: how many pods are offered.  0, or -2 in
  * checking builds when a total decided otherwise than its pods would. */
 static int mark_touched(work *w, size_t *noffered) {
     us_plan *p = w->p;
@@ -252,19 +257,11 @@ static int mark_touched(work *w, size_t *noffered) {
             w->touched[pos] = !total_fits(&p->ai[pos], n, t);
 #ifdef US_CHECK_INVARIANTS
             us_use tmp;
-            if (!total_is_walk(p, (int)pos, &p->ai[pos], !w->touched[pos], end_of(w, pos, &tmp)))
-                return -2;
+            if (!total_is_walk(p, pos, !w->touched[pos], end_of(w, pos, &tmp))) return -2;
 #endif
         } else {
-            us_use *end = &w->end[pos];
-            *end = p->ai[pos];
-            for (int k = p->node_first[pos]; k < p->node_first[pos + 1] && !w->touched[pos]; k++) {
-                int i = p->node_pods[k];
-                if (!offerable(p, i)) continue;
-                us_res req = st->workloads[st->pods[i].workload].request;
-                w->touched[pos] = !us_use_fits(end, n, req, -1);
-                if (!w->touched[pos]) us_use_add(end, n, req, -1);
-            }
+            w->end[pos] = p->ai[pos];
+            w->touched[pos] = !walk_fits(p, pos, &w->end[pos]);
         }
         if (w->touched[pos]) *noffered += (size_t)t->pods;
     }
@@ -568,8 +565,9 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     size_t nn = p->nnodes + 1;
     work w = {.p = p, .out = out};
     int *place = NULL;
-    /* node uses are large (a slot count per device): the arrays written
-     * whole before they are read (collect_bg, build_view) are not zeroed */
+    /* node uses are large (a slot count per device): these arrays are
+     * written where they are read (collect_bg, mark_touched, gather,
+     * build_view), never zeroed */
     w.held = malloc(nn * sizeof *w.held);
     w.end = malloc(nn * sizeof *w.end);
     w.idle = malloc(nn * sizeof *w.idle);
