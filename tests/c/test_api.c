@@ -23,6 +23,17 @@ static us_engine *engine(void) {
     return e;
 }
 
+/* An engine that checks every invariant after each cycle. */
+static us_engine *checked_engine(void) {
+    us_engine_options o;
+    us_engine *e = NULL;
+    us_error err;
+    us_engine_options_init(&o);
+    o.check_invariants = 1;
+    if (us_engine_create(&o, &e, &err) != US_OK) fprintf(stderr, "create: %s\n", err.message);
+    return e;
+}
+
 /* Everything readable about the engine, as text: a refused call must leave
  * it byte for byte the same. */
 static char *dump(const us_engine *e) {
@@ -954,12 +965,10 @@ TEST(pipelined_pod_reported_pinned_elsewhere_is_planned_anew) {
  * room in both (fuzz_api found one put on a device that was free now but
  * filled by pipelined pods, a plan over capacity). */
 TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
-    us_engine_options o;
-    us_engine *e = NULL;
+    us_engine *e = checked_engine();
     us_error err;
-    us_engine_options_init(&o);
-    o.check_invariants = 1;
-    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(e != NULL);
+    if (!e) return;
     CHECK(node(e, "n0", 3) == US_OK);
     CHECK(queue(e, "q", NULL, 3) == US_OK);
     /* device 0 held by two half-GPU pods terminating until removed */
@@ -1013,13 +1022,11 @@ TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
  * order, the pods hold devices that adding them anew in pod order would
  * not choose (fullest device first). */
 TEST(background_pods_sharing_devices_stay_where_they_fit) {
-    us_engine_options o;
-    us_engine *e = NULL;
+    us_engine *e = checked_engine();
     us_error err;
     us_pod_info p;
-    us_engine_options_init(&o);
-    o.check_invariants = 1;
-    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(e != NULL);
+    if (!e) return;
     CHECK(node(e, "n0", 2) == US_OK);
     CHECK(queue(e, "q", NULL, 2) == US_OK);
     CHECK(bg_queue(e, "bg") == US_OK);
@@ -1427,14 +1434,11 @@ TEST(pod_of_a_fractional_multi_gpu_workload_fits_nowhere) {
  * their room, and no AI pod is pipelined onto it (fuzz_api found the
  * capacity invariant broken). */
 TEST(running_pods_of_blocked_background_work_keep_their_room) {
-    us_engine_options o;
-    us_engine *e = NULL;
+    us_engine *e = checked_engine();
     us_error err;
     us_workload_spec w;
     us_pod_spec pod = {.name = "b-0", .workload = "b", .node = "n1"};
-    us_engine_options_init(&o);
-    o.check_invariants = 1;
-    CHECK(us_engine_create(&o, &e, &err) == US_OK);
+    CHECK(e != NULL);
     if (!e) return;
     CHECK(node(e, "n1", 1) == US_OK);
     CHECK(bg_queue(e, "bg") == US_OK);
