@@ -237,8 +237,9 @@ static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use 
  * its total answers (us_plan.bg_total) and end_of makes the end state when
  * asked, so a quiet cycle reads no pod that stays.  On a node found
  * touched, the end state is the AI view alone (its pods are offered, and
- * an offered pod holds no room at the end).  *noffered: how many pods are offered.  0, or -2 in
- * checking builds when a total decided otherwise than its pods would. */
+ * an offered pod holds no room at the end).  *noffered: how many pods are
+ * offered.  0, or -2 in checking builds when a total decided otherwise
+ * than its pods would. */
 static int mark_touched(work *w, size_t *noffered) {
     us_plan *p = w->p;
     const us_state *st = p->st;
