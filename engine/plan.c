@@ -260,24 +260,34 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
 
     /* pods by node and pending pods by workload: counting sorts (which
      * keep pod order inside a node and creation order inside a workload),
-     * one pass to count, one to fill; virtual eviction rides on the first
-     * (a pass over every pod is most of a quiet cycle's cost on a large
-     * cluster) */
+     * one pass over every pod to count, then one to fill; virtual eviction
+     * rides on the first (a pass over every pod is most of a quiet cycle's
+     * cost on a large cluster).  The first notes each pod's place in the
+     * fill (its node's position, or -1) in at[], and lists the pending
+     * pods, so that the fill reads 4 bytes a pod, not the pods again */
     int *wanted = calloc(nw, sizeof *wanted);  /* [nworkloads] AI pods running or wanting to */
+    int *at = malloc(np * sizeof *at);         /* [npods] position whose pods it joins, or -1 */
+    size_t npending = 0;
     us_usesum ai;
-    if (!wanted || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
+    if (!wanted || !at || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
         free(wanted);
+        free(at);
         goto fail;
     }
     bool short_of_memory = false;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
         evict_background(p, i, wanted, &ai);
-        bool here = pod->node >= 0 && p->pos[pod->node] >= 0;
+        int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
+        bool here = pos >= 0;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
         bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);
-        if (!pod->gone && placeable) p->wl_first[pod->workload + 1]++;
-        if (here && holds(pod->state)) p->node_first[p->pos[pod->node] + 1]++;
+        if (!pod->gone && placeable) {
+            p->wl_first[pod->workload + 1]++;
+            p->wl_pending[npending++] = (int)i;  /* in pod order; grouped below */
+        }
+        at[i] = here && holds(pod->state) ? pos : -1;
+        if (at[i] >= 0) p->node_first[pos + 1]++;
         /* for the re-offer (gone or not, as it has always read them) */
         if (here && pod->state == US_POD_RELEASING) {
             if (us_grow((void **)&p->terminating, &p->cap_terminating, p->nterminating,
@@ -288,7 +298,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         }
         if (p->wl_bg[pod->workload]) {
             if (pod->state == US_POD_RUNNING && here) {
-                bg_total_add(&p->bg_total[p->pos[pod->node]], st->workloads[pod->workload].request);
+                bg_total_add(&p->bg_total[pos], st->workloads[pod->workload].request);
                 p->bg_running[p->nbg_running++] = (int)i;
             } else if (placeable)
                 p->bg_pending[p->nbg_pending++] = (int)i;
@@ -298,6 +308,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     us_usesum_free(&ai);
     if (short_of_memory) {
         free(wanted);
+        free(at);
         goto fail;
     }
     queue_sums(p, wanted);
@@ -307,23 +318,28 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     {
         int *nfill = calloc(p->nnodes + 1, sizeof *nfill);
         int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
-        if (!nfill || !wfill) {
+        int *pending = malloc((npending + 1) * sizeof *pending);
+        if (!nfill || !wfill || !pending) {
             free(nfill);
             free(wfill);
+            free(pending);
+            free(at);
             goto fail;
         }
+        memcpy(pending, p->wl_pending, npending * sizeof *pending);
+        for (size_t k = 0; k < npending; k++) {
+            int w = st->pods[pending[k]].workload;
+            p->wl_pending[p->wl_first[w] + wfill[w]++] = pending[k];
+        }
         for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *pod = &st->pods[i];
-            if (!pod->gone && pod->state == US_POD_PENDING && us_cycle_may_place(o, pod))
-                p->wl_pending[p->wl_first[pod->workload] + wfill[pod->workload]++] = (int)i;
-            if (pod->node >= 0 && p->pos[pod->node] >= 0 && holds(pod->state)) {
-                int n = p->pos[pod->node];
-                p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
-            }
+            int n = at[i];
+            if (n >= 0) p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
         }
         free(nfill);
         free(wfill);
+        free(pending);
     }
+    free(at);
 
     return 0;
 fail:
