@@ -67,23 +67,77 @@ double us_cycle_cpu_clock(void) {
         if (rc_ < 0) goto out;                                                 \
     } while (0)
 
-/* Distinct pools of nodes and workloads, sorted; strings borrowed.  A
- * name equal to the last one met costs one comparison: most nodes and
- * workloads share a few pools. */
-static int collect_pools(const us_state *st, const char ***out, size_t *n) {
+/* Add name to the sorted set pools (*n of them) unless it is there. */
+static void pool_add(const char **pools, size_t *n, const char *name) {
+    size_t k = 0;
+    while (k < *n && strcmp(pools[k], name) < 0) k++;
+    if (k < *n && strcmp(pools[k], name) == 0) return;
+    memmove(pools + k + 1, pools + k, (*n - k) * sizeof *pools);
+    pools[k] = name;
+    (*n)++;
+}
+
+/* The distinct pools of the nodes into pools (*n of them): read off every
+ * node, or from the cache while the state's node version is the one it
+ * read them at.  A name equal to the last one met costs one comparison:
+ * most nodes share a few pools.  -1 when the cache says otherwise than
+ * the nodes (checking builds read the nodes anyway). */
+static int node_pools(const us_state *st, us_cycle_cache *cache, const char **pools, size_t *n) {
+    size_t from = *n;
+    bool kept = cache && cache->node_pools_version &&
+                cache->node_pools_version == st->nodes_version;
+    if (kept) {
+        for (size_t i = 0; i < cache->n; i++)
+            if (cache->pools[i].has_nodes) pool_add(pools, n, cache->pools[i].pool);
+#ifndef US_CHECK_INVARIANTS
+        return 0;
+#endif
+    }
+    const char **fresh = kept ? malloc((st->nnodes + 1) * sizeof *fresh) : pools;
+    size_t nfresh = kept ? 0 : *n;
+    if (!fresh) return 0;  /* only a check goes without */
+    const char *last = NULL;
+    for (size_t i = 0; i < st->nnodes; i++) {
+        const char *name = st->nodes[i].pool;
+        if (last && strcmp(last, name) == 0) continue;
+        last = name;
+        pool_add(fresh, &nfresh, name);
+    }
+    if (kept) {
+        bool same = nfresh == *n - from;
+        for (size_t i = 0; same && i < nfresh; i++) same = strcmp(fresh[i], pools[from + i]) == 0;
+        free(fresh);
+        return same ? 0 : -1;
+    }
+    *n = nfresh;
+    if (!cache) return 0;
+    cache->node_pools_version = 0;
+    for (size_t i = 0; i < cache->n; i++) cache->pools[i].has_nodes = false;
+    for (size_t i = from; i < *n; i++) {
+        us_pool_hints *h = us_cycle_cache_pool(cache, pools[i]);
+        if (!h) return 0;  /* not kept: the next cycle reads the nodes again */
+        h->has_nodes = true;
+    }
+    cache->node_pools_version = st->nodes_version;
+    return 0;
+}
+
+/* Distinct pools of nodes and workloads, sorted; strings borrowed (from
+ * the state or the cache).  0; -1 when memory runs out; -2 in checking
+ * builds when the cache's pools of nodes are not the nodes'. */
+static int collect_pools(const us_state *st, us_cycle_cache *cache, const char ***out, size_t *n) {
     const char **pools = malloc((st->nnodes + st->nworkloads + 1) * sizeof *pools), *last = NULL;
     if (!pools) return -1;
     *n = 0;
-    for (size_t i = 0; i < st->nnodes + st->nworkloads; i++) {
-        const char *name = i < st->nnodes ? st->nodes[i].pool : st->workloads[i - st->nnodes].pool;
+    if (node_pools(st, cache, pools, n) < 0) {
+        free(pools);
+        return -2;
+    }
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        const char *name = st->workloads[i].pool;
         if (last && strcmp(last, name) == 0) continue;
         last = name;
-        size_t k = 0;
-        while (k < *n && strcmp(pools[k], name) < 0) k++;
-        if (k < *n && strcmp(pools[k], name) == 0) continue;
-        memmove(pools + k + 1, pools + k, (*n - k) * sizeof *pools);
-        pools[k] = name;
-        (*n)++;
+        pool_add(pools, n, name);
     }
     *out = pools;
     return 0;
@@ -347,7 +401,14 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         goto out;
     }
     if (us_commit_cycle_start(st, now, o, log, &ph, err) < 0) goto out;
-    if (collect_pools(st, &pools, &npools) < 0) {
+    int listed = collect_pools(st, o->cache, &pools, &npools);
+    if (listed == -2) {
+        us_err_set(err, US_EINVARIANT, "invariant \"pool-list\" broken: the pools of nodes kept "
+                   "from the last cycle are not the nodes' pools (a change to the nodes did not "
+                   "move the state's node version)");
+        goto out;
+    }
+    if (listed < 0) {
         us_err_nomem(err);
         goto out;
     }

@@ -11,7 +11,8 @@
  * hints: a hint that no
  * longer matches the state (pods added, removed or moved, nodes renamed,
  * indices renumbered by the API's tidying) only makes the next sort
- * longer.  And a pool's node list itself, kept with the state's node
+ * longer.  And a pool's node list itself (and whether it has nodes at
+ * all), kept with the state's node
  * version: every change a list depends on (a node added, removed or back,
  * the nodes renumbered) moves the version (us_state_nodes_changed), and
  * checking builds (-DUS_CHECK_INVARIANTS) list the nodes afresh each cycle
@@ -41,12 +42,19 @@ typedef struct us_pool_hints {
     us_order nodes;       /* the pool's nodes by name (key: node index) */
     us_order bg_running;  /* its running background pods by name (key: pod seq) */
     us_order bg_pending;  /* its pending background pods by name (key: pod seq) */
+    bool has_nodes;       /* some node is in the pool, removed or not (read
+                             while us_cycle_cache.node_pools_version holds) */
 } us_pool_hints;
 
 typedef struct us_cycle_cache {
     us_pool_hints *pools;
     size_t n, cap;
     us_ledger ledger;  /* every pool's nodes and workloads (ledger.h) */
+    /* the state's node version when the pools' has_nodes were set: a
+     * node's pool never changes, so while the version holds they say
+     * which pools have nodes without reading every node's (a cache miss
+     * per node); 0: not known */
+    uint64_t node_pools_version;
 } us_cycle_cache;
 
 /* A new empty cache, or NULL when memory runs out. */
