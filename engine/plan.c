@@ -93,6 +93,19 @@ static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
         wanted[pod->workload]++;
 }
 
+/* What pod i, which holds room on a pool node (running, pipelined or
+ * terminating), tells the tie-break of its node (us_plan.node_kind).  A
+ * terminating pod holds none in the AI view and is no victim: the node is
+ * still empty for AI. */
+static uint8_t node_kind_of(const us_plan *p, size_t i) {
+    const us_pod *pod = &p->st->pods[i];
+    bool bg = p->st->workloads[pod->workload].background;
+    if ((!bg && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED)) ||
+        us_plan_holds_fixed(p, (int)i))
+        return US_NODE_HOLDS_AI;
+    return pod->state == US_POD_RUNNING && bg ? US_NODE_RUNS_BG : 0;
+}
+
 /* A running pod of the background work the re-offer offers, into its
  * node's total: whole-GPU requests summed as us_usesum sums them. */
 static void bg_total_add(struct us_bg_total *t, us_res req) {
@@ -226,6 +239,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->bg_pending = malloc(np * sizeof *p->bg_pending);
     p->bg_running = malloc(np * sizeof *p->bg_running);
     p->bg_total = calloc(nn, sizeof *p->bg_total);
+    p->node_kind = calloc(nn, sizeof *p->node_kind);
     p->wl_bg = calloc(nw, sizeof *p->wl_bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
@@ -234,7 +248,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
         !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->bg_pending || !p->bg_running || !p->bg_total || !p->wl_bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
+        !p->wl_first || !p->wl_pending || !p->bg_pending || !p->bg_running || !p->bg_total || !p->node_kind || !p->wl_bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
@@ -287,7 +301,10 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
             p->wl_pending[npending++] = (int)i;  /* in pod order; grouped below */
         }
         at[i] = here && holds(pod->state) ? pos : -1;
-        if (at[i] >= 0) p->node_first[pos + 1]++;
+        if (at[i] >= 0) {
+            p->node_first[pos + 1]++;
+            p->node_kind[pos] |= node_kind_of(p, i);
+        }
         /* for the re-offer (gone or not, as it has always read them) */
         if (here && pod->state == US_POD_RELEASING) {
             if (us_grow((void **)&p->terminating, &p->cap_terminating, p->nterminating,
@@ -368,6 +385,7 @@ void us_plan_free(us_plan *p) {
     free(p->bg_pending);
     free(p->bg_running);
     free(p->bg_total);
+    free(p->node_kind);
     free(p->wl_bg);
     free(p->terminating);
     free(p->alloc);

@@ -25,6 +25,13 @@ enum {
     US_PF_HELD = 4       /* counted in the AI view at snapshot (running/pipelined AI) */
 };
 
+/* What holds room on a node at snapshot, for the tie-break (us_plan.node_kind). */
+enum {
+    US_NODE_HOLDS_AI = 1,  /* a pod that is not background runs or is pipelined
+                              there, or one nothing may move (us_plan_holds_fixed) */
+    US_NODE_RUNS_BG = 2    /* a background pod runs there */
+};
+
 /* The time budget of one cycle (us_cycle_opts.cycle_budget), shared by
  * the plans of its pools. */
 typedef struct us_cycle_budget {
@@ -85,6 +92,9 @@ typedef struct us_plan {
     } *bg_total;         /* [nnodes] */
     int *terminating;
     size_t nterminating, cap_terminating;
+    /* read by the tie-break (ties.c), from the same pass: what holds room
+     * on each node at snapshot (its node_pods) */
+    uint8_t *node_kind;  /* [nnodes] US_NODE_HOLDS_AI, US_NODE_RUNS_BG */
 
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */

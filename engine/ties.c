@@ -295,23 +295,13 @@ int us_ties_spare_background(us_plan *p, us_err *err) {
         rc = us_err_nomem(err);
         goto done;
     }
+    /* a node where a pod holds room in the AI view (an AI pod, or one
+     * nothing may move, whose room stays on this node whichever bundle
+     * lands here) is not eligible; the snapshot said which (node_kind) */
     for (size_t pos = 0; pos < p->nnodes; pos++) {
         w.to[pos] = -1;
-        for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-            const us_pod *pd = &st->pods[p->node_pods[k]];
-            /* a pod that holds room in the AI view: an AI pod, or one
-             * nothing may move (us_plan_holds_fixed: an external or blocked
-             * workload's, background ones too), whose room stays on this
-             * node whichever bundle lands here.  One terminating holds none
-             * there and is no victim: the node is still empty for AI. */
-            if ((!st->workloads[pd->workload].background &&
-                 (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) ||
-                us_plan_holds_fixed(p, p->node_pods[k])) {
-                w.npl[pos] = -1;
-                break;  /* not eligible: its other pods are never asked about */
-            }
-            if (pd->state == US_POD_RUNNING) w.bg[pos] = true;
-        }
+        if (p->node_kind[pos] & US_NODE_HOLDS_AI) w.npl[pos] = -1;
+        else w.bg[pos] = (p->node_kind[pos] & US_NODE_RUNS_BG) != 0;
     }
     for (size_t k = 0; k < p->nplaced; k++) {
         int pod = p->placed[k], pos = p->pos[p->pnode[pod]];
