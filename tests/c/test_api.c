@@ -1008,20 +1008,13 @@ TEST(reported_fractional_pod_takes_a_device_free_now_and_as_planned) {
     us_engine_destroy(e);
 }
 
-/* A pod the caller reports gone is recreated pending under its name by its
- * controller (us_engine_remove_pod).  When the same name is then reported
- * under another workload, the real pod was adopted by another owner (its
- * ownerReferences changed, as `understory serve` sees it): it joins that
- * workload, and the old one keeps its replacement under a name of its own,
- * the first "<workload>-<k>" no pod holds.  A pod the caller itself named
- * in one workload is still refused in another, and a refused report
- * renames nothing. */
-/* Background pods that share devices and run where they were reported
- * stay while they fit there, whatever order they were reported in: the
- * re-offer must not find a node full that is not.  Reported out of pod
- * order, the pods hold devices that adding them anew in pod order would
- * not choose (fullest device first). */
-TEST(background_pods_sharing_devices_stay_where_they_fit) {
+/* Background work that asks a fraction of a GPU breaks a rule and is never
+ * scheduled (docs/scheduling.md), but its pods reported running hold the
+ * devices they were reported on: nothing evicts them, whatever order they
+ * were reported in.  Reported out of pod order, they hold devices that
+ * adding them anew in pod order would not choose (fullest device first),
+ * so a view that re-added them would find the node full. */
+TEST(fractional_background_pods_reported_running_stay_where_they_run) {
     us_engine *e = checked_engine();
     us_error err;
     us_pod_info p;
@@ -1050,6 +1043,14 @@ TEST(background_pods_sharing_devices_stay_where_they_fit) {
     us_engine_destroy(e);
 }
 
+/* A pod the caller reports gone is recreated pending under its name by its
+ * controller (us_engine_remove_pod).  When the same name is then reported
+ * under another workload, the real pod was adopted by another owner (its
+ * ownerReferences changed, as `understory serve` sees it): it joins that
+ * workload, and the old one keeps its replacement under a name of its own,
+ * the first "<workload>-<k>" no pod holds.  A pod the caller itself named
+ * in one workload is still refused in another, and a refused report
+ * renames nothing. */
 TEST(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement) {
     us_engine *e = engine();
     us_error err;
@@ -1727,7 +1728,7 @@ int main(void) {
     RUN(pipelined_pod_reported_unbound_stays_pipelined);
     RUN(pipelined_pod_reported_pinned_elsewhere_is_planned_anew);
     RUN(reported_fractional_pod_takes_a_device_free_now_and_as_planned);
-    RUN(background_pods_sharing_devices_stay_where_they_fit);
+    RUN(fractional_background_pods_reported_running_stay_where_they_run);
     RUN(a_pod_adopted_by_another_workload_takes_its_name_from_the_replacement);
     RUN(many_pods_reported_gone_then_read);
     RUN(cycle_events_and_callback);
