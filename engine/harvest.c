@@ -499,7 +499,7 @@ void us_hv_figures_of(const us_harvest *h, int p, us_hv_figures *out) {
     double left = out->capacity - out->ai;
     out->harvest_ratio = left > 0 ? out->background / left : -1;
     size_t k = p >= 0 ? (size_t)p : h->npools;
-    if (k > h->npools) return;
+    if (k > h->npools || !h->nwaits) return;  /* no such pool, or an empty harvest (a failed run's) */
     out->waits = h->nwaits[k];
     for (size_t i = 0; i < h->nwaits[k]; i++) out->wait_total += h->waits[k][i];
     out->wait_p50 = percentile(h->waits[k], h->nwaits[k], 50);

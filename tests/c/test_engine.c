@@ -307,6 +307,24 @@ TEST(natural_order_compares_numbers_as_numbers) {
         }
 }
 
+/* A run that fails leaves its result empty (us_sim_result_free): reading
+ * it gives figures of nothing, for every pool asked and for all of them,
+ * not a read through the harvest's missing arrays. */
+TEST(an_empty_result_reads_as_nothing) {
+    us_sim_result res;
+    memset(&res, 0, sizeof res);
+    for (int p = -1; p <= 1; p++) {
+        us_hv_figures f;
+        memset(&f, 0xff, sizeof f);
+        us_hv_figures_of(&res.harvest, p, &f);
+        CHECK(f.capacity == 0 && f.ai == 0 && f.background == 0 && f.idle == 0);
+        CHECK(f.evictions == 0 && f.needed == 0 && f.waits == 0 && f.wait_total == 0 &&
+              f.wait_p50 == 0 && f.wait_p99 == 0);
+        CHECK(f.harvest_ratio == -1);  /* nothing left over: no ratio */
+    }
+    us_sim_result_free(&res);  /* and freeing it again is fine */
+}
+
 int main(void) {
     RUN(natural_order_compares_numbers_as_numbers);
     RUN(sort_orders_by_the_context_comparator);
@@ -317,5 +335,6 @@ int main(void) {
     RUN(pinned_pod_waits_for_its_node_in_the_simulator);
     RUN(cycle_evicts_background_for_ai_and_pipelines);
     RUN(builtin_fair_share_is_checked_like_a_policy);
+    RUN(an_empty_result_reads_as_nothing);
     return check_report();
 }

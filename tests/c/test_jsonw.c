@@ -62,7 +62,14 @@ TEST(output_streamed_is_cjson_print_on_every_example) {
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         CHECK(us_scenario_load_file(&sc, path, &err) == 0);
         if (err.msg[0]) fprintf(stderr, "  %s: %s\n", names[i], err.msg);
-        CHECK(us_sim_run(&sc, NULL, NULL, &res, &err) == 0);
+        int ran = us_sim_run(&sc, NULL, NULL, &res, &err);
+        CHECK(ran == 0);
+        if (ran != 0) {  /* nothing to compare: the result is empty */
+            fprintf(stderr, "  %s: %s\n", names[i], err.msg);
+            us_scenario_free(&sc);
+            free(names[i]);
+            continue;
+        }
         cJSON *doc = us_output_document(&res, &sc.state);
         char *tree = doc ? cJSON_Print(doc) : NULL, *text = streamed(&res, &sc.state);
         CHECK(tree && text);
