@@ -113,11 +113,17 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
 typedef struct work {
     us_plan *p;
     us_reoffer *out;
-    us_use *held;          /* [pos] what is taken now, whatever the policy says */
-    /* end (what is taken once the AI plan ends) and idle (held plus every
-     * offered running pod) are written only where they differ from the
-     * AI view and held: node uses are large, and a cycle that wrote both
-     * for every node moved tens of megabytes (end_of, idle_of) */
+    /* held (what is taken now, whatever the policy says), end (what is
+     * taken once the AI plan ends) and idle (held plus every offered
+     * running pod) are written only where they differ from the AI view
+     * and the node's background total: node uses are large, and a cycle
+     * that wrote them for every node moved tens of megabytes (held_of,
+     * end_of, idle_of) */
+    int *held_at;          /* [pos] 1 + its entry in held, or 0: none (nodes with
+                              pods terminating, or a staying pod that shares
+                              a device) */
+    us_use *held;          /* [nheld] */
+    size_t nheld, cap_held;
     us_use *end;           /* [pos] untouched nodes with a pod sharing a device */
     us_use *idle;          /* [pos] touched nodes */
     bool *touched;         /* [pos] the AI plan changed the node */
@@ -133,14 +139,28 @@ typedef struct work {
     int *cands;            /* every candidate list, one after the other */
     int *victims;          /* the plan's victims, in pod order */
     size_t nvictims, cap_victims;
+    bool broken;           /* checking builds: idle_fits was not us_use_fits */
 } work;
 
-/* Pod i's room into what is held on its node. */
-static void add_held(work *w, int i) {
+/* What is held on node pos written out (the AI view to start from), to
+ * add pods to one by one; NULL when memory runs out. */
+static us_use *own_held(work *w, size_t pos) {
+    if (w->held_at[pos]) return &w->held[w->held_at[pos] - 1];
+    if (us_grow((void **)&w->held, &w->cap_held, w->nheld, sizeof *w->held) < 0) return NULL;
+    w->held[w->nheld] = w->p->ai[pos];
+    w->held_at[pos] = (int)++w->nheld;
+    return &w->held[w->nheld - 1];
+}
+
+/* Pod i's room into what is held on its node.  0, or -1 when memory runs
+ * out. */
+static int add_held(work *w, int i) {
     const us_state *st = w->p->st;
     const us_pod *pd = &st->pods[i];
-    us_use_add(&w->held[w->p->pos[pd->node]], &st->nodes[pd->node],
-               st->workloads[pd->workload].request, pd->shared_dev);
+    us_use *u = own_held(w, (size_t)w->p->pos[pd->node]);
+    if (!u) return -1;
+    us_use_add(u, &st->nodes[pd->node], st->workloads[pd->workload].request, pd->shared_dev);
+    return 0;
 }
 
 /* What is held now on each node beyond the AI view: held and idle start
@@ -153,9 +173,6 @@ static void add_held(work *w, int i) {
 static int collect_bg(work *w) {
     const us_plan *p = w->p;
     const us_state *st = p->st;
-    for (size_t k = 0; k < p->nnodes; k++) {
-        w->held[k] = p->ai[k];
-    }
     const int *term = p->terminating;
     size_t t = 0;
     for (size_t i = 0; i < p->npods; i++) {
@@ -168,10 +185,12 @@ static int collect_bg(work *w) {
         if (pd->state != US_POD_RUNNING || pd->node < 0 || p->pos[pd->node] < 0 ||
             !us_cycle_evict_terminates(p->opts, &st->workloads[pd->workload]))
             continue;
-        for (; t < p->nterminating && term[t] < (int)i; t++) add_held(w, term[t]);
-        add_held(w, (int)i);
+        for (; t < p->nterminating && term[t] < (int)i; t++)
+            if (add_held(w, term[t]) < 0) return -1;
+        if (add_held(w, (int)i) < 0) return -1;
     }
-    for (; t < p->nterminating; t++) add_held(w, term[t]);
+    for (; t < p->nterminating; t++)
+        if (add_held(w, term[t]) < 0) return -1;
     return 0;
 }
 
@@ -279,10 +298,46 @@ static const us_use *end_of(const work *w, size_t pos, us_use *tmp) {
     return tmp;
 }
 
+/* What is held on node pos now: the AI view, the pods terminating there
+ * and, on a node the AI plan left alone, the background pods that stay
+ * (once gather has run).  Written out where pods were added one by one,
+ * else the AI view plus the node's total, in *tmp. */
+static const us_use *held_of(const work *w, size_t pos, us_use *tmp) {
+    const us_plan *p = w->p;
+    const struct us_bg_total *t = &p->bg_total[pos];
+    if (w->held_at[pos]) return &w->held[w->held_at[pos] - 1];
+    if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
+    *tmp = p->ai[pos];
+    total_add(tmp, t);
+    return tmp;
+}
+
 /* What is idle room on node pos for a pending pod: held, plus the offered
  * pods, which are on touched nodes only. */
-static const us_use *idle_of(const work *w, size_t pos) {
-    return w->touched[pos] ? &w->idle[pos] : &w->held[pos];
+static const us_use *idle_of(const work *w, size_t pos, us_use *tmp) {
+    return w->touched[pos] ? &w->idle[pos] : held_of(w, pos, tmp);
+}
+
+/* Does req fit in the idle room of node pos?  As us_use_fits on idle_of,
+ * without writing the use out where it is the AI view plus the node's
+ * total of whole-GPU pods: the candidate search asks this of every node
+ * for each kind of pending pod.  Checking builds compare the two and set
+ * w->broken when they differ. */
+static bool idle_fits(work *w, size_t pos, const us_node *n, us_res req) {
+    const us_plan *p = w->p;
+    const struct us_bg_total *t = &p->bg_total[pos];
+    us_use tmp;
+    if (w->touched[pos] || w->held_at[pos] || t->pods == 0 || us_req_is_fractional(req))
+        return us_use_fits(idle_of(w, pos, &tmp), n, req, -1);
+    const us_use *ai = &p->ai[pos];
+    us_res used = us_res_add(ai->used, t->whole);
+    bool fits = req.v[US_CPU] <= n->cap.v[US_CPU] - used.v[US_CPU] &&
+                req.v[US_MEM] <= n->cap.v[US_MEM] - used.v[US_MEM] &&
+                us_req_whole_gpus(req) <= us_use_free_gpus(ai, n) - t->gpus;
+#ifdef US_CHECK_INVARIANTS
+    if (fits != us_use_fits(idle_of(w, pos, &tmp), n, req, -1)) w->broken = true;
+#endif
+    return fits;
 }
 
 /* Background pods of the pool: the running ones on touched nodes, offered
@@ -295,7 +350,7 @@ static const us_use *idle_of(const work *w, size_t pos) {
  * total where no pod of the node shares a device (as us_usesum would add
  * them), else one by one in pod order.  Idle room on a touched node starts
  * from held, which is final there: no pod stays on it. */
-static void gather(work *w, size_t noffered) {
+static int gather(work *w, size_t noffered) {
     us_plan *p = w->p;
     us_state *st = p->st;
     us_reoffer *out = w->out;
@@ -310,12 +365,16 @@ static void gather(work *w, size_t noffered) {
     for (size_t pos = 0; pos < p->nnodes; pos++) {
         const struct us_bg_total *t = &p->bg_total[pos];
         const us_node *n = &st->nodes[p->nodes[pos]];
-        if (w->touched[pos]) w->idle[pos] = w->held[pos];  /* final: no pod stays here */
+        us_use tmp;
+        if (w->touched[pos]) w->idle[pos] = *held_of(w, pos, &tmp);  /* final: no pod stays here */
         if (t->pods == 0 || (w->touched[pos] && by_pod)) continue;
         if (!w->touched[pos] && t->fractional == 0) {
-            total_add(&w->held[pos], t);
+            /* written out: the total joins it; else held_of adds it */
+            if (w->held_at[pos]) total_add(&w->held[w->held_at[pos] - 1], t);
             continue;
         }
+        us_use *held = w->touched[pos] ? NULL : own_held(w, pos);
+        if (!w->touched[pos] && !held) return -1;
         for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
             int i = p->node_pods[k];
             if (!offerable(p, i)) continue;
@@ -323,7 +382,7 @@ static void gather(work *w, size_t noffered) {
                 out->running[out->nrunning++] = i;
                 continue;
             }
-            us_use_add(&w->held[pos], n, st->workloads[st->pods[i].workload].request, -1);
+            us_use_add(held, n, st->workloads[st->pods[i].workload].request, -1);
         }
     }
     memcpy(out->pending, p->bg_pending, p->nbg_pending * sizeof *out->pending);
@@ -343,6 +402,7 @@ static void gather(work *w, size_t noffered) {
         w->shown[pos] = true;
         us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
     }
+    return 0;
 }
 
 /* Same selector, tolerations and request: pods that may go to the same
@@ -409,7 +469,7 @@ static int candidates(work *w) {
         list[g] = w->cands + ncand;
         for (size_t k = 0; k < p->nnodes; k++)
             if (us_place_allowed(p, lead[g], p->nodes[k]) &&
-                us_use_fits(idle_of(w, k), &st->nodes[p->nodes[k]], req, -1)) {
+                idle_fits(w, k, &st->nodes[p->nodes[k]], req)) {
                 w->cands[ncand++] = (int)k;
                 w->shown[k] = true;
             }
@@ -424,7 +484,7 @@ static int candidates(work *w) {
         if (pd->pin >= 0) {
             int k = p->pos[pd->pin];
             if (k >= 0 && us_place_allowed(p, pod, pd->pin) &&
-                us_use_fits(idle_of(w, (size_t)k), &st->nodes[pd->pin], wl->request, -1)) {
+                idle_fits(w, (size_t)k, &st->nodes[pd->pin], wl->request)) {
                 w->cands[ncand] = k;
                 mine = w->cands + ncand++;
                 n = 1;
@@ -455,15 +515,16 @@ static void build_view(work *w) {
         w->view_of[k] = -1;
         if (!w->shown[k]) continue;
         const us_node *n = &st->nodes[p->nodes[k]];
-        us_use tmp;
-        const us_use *end = end_of(w, k, &tmp), *idle = idle_of(w, k);
+        us_use tmp, itmp, htmp;
+        const us_use *end = end_of(w, k, &tmp), *idle = idle_of(w, k, &itmp),
+                     *held = held_of(w, k, &htmp);
         w->view_of[k] = (int)w->nview;
         w->pos_of[w->nview] = (int)k;
         w->vend[w->nview] = *end;
         w->vidle[w->nview] = *idle;
         w->nodes[w->nview++] = (us_bg_node){n,
-                                            us_res_sub(n->cap, w->held[k].used),
-                                            us_use_free_gpus(&w->held[k], n),
+                                            us_res_sub(n->cap, held->used),
+                                            us_use_free_gpus(held, n),
                                             us_res_sub(n->cap, end->used),
                                             us_use_free_gpus(end, n),
                                             us_res_sub(n->cap, idle->used),
@@ -569,7 +630,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     /* node uses are large (a slot count per device): these arrays are
      * written where they are read (collect_bg, mark_touched, gather,
      * build_view), never zeroed */
-    w.held = malloc(nn * sizeof *w.held);
+    w.held_at = calloc(nn, sizeof *w.held_at);
     w.end = malloc(nn * sizeof *w.end);
     w.idle = malloc(nn * sizeof *w.idle);
     w.touched = calloc(nn, sizeof *w.touched);
@@ -580,7 +641,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.vend = malloc(nn * sizeof *w.vend);
     w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
-    if (!w.held || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
+    if (!w.held_at || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
         !w.nodes || !w.vend || !w.vidle || collect_bg(&w) < 0) {
         us_err_nomem(err);
         goto done;
@@ -606,9 +667,13 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
         us_err_nomem(err);
         goto done;
     }
-    gather(&w, noffered);
-    if (candidates(&w) < 0) {
+    if (gather(&w, noffered) < 0 || candidates(&w) < 0) {
         us_err_nomem(err);
+        goto done;
+    }
+    if (w.broken) {
+        us_err_set(err, US_EINVARIANT, "invariant \"reoffer-totals\" broken: a node's idle room "
+                   "asked through its total of background pods is not its room written out");
         goto done;
     }
     build_view(&w);
@@ -619,6 +684,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
 done:
     if (rc < 0) us_reoffer_free(out);
     free(place);
+    free(w.held_at);
     free(w.held);
     free(w.end);
     free(w.idle);
