@@ -108,6 +108,35 @@ static const char *check(const us_bg_input *in, const bool *keep, const int *pla
     return NULL;
 }
 
+/* Node uses written out for a few nodes only (by position), one after the
+ * other: a node use is 160 bytes, and an array of them for every node was
+ * tens of megabytes to write, or to fault in page by page. */
+typedef struct few_uses {
+    int *at;               /* [pos] 1 + its entry in use, or 0: not written */
+    us_use *use;
+    size_t n, cap;
+} few_uses;
+
+/* Node pos's use, or NULL when it is not written out. */
+static us_use *use_at(const few_uses *f, size_t pos) {
+    return f->at[pos] ? &f->use[f->at[pos] - 1] : NULL;
+}
+
+/* Node pos's use written out, starting as *from when it was not; NULL
+ * when memory runs out. */
+static us_use *use_own(few_uses *f, size_t pos, const us_use *from) {
+    if (f->at[pos]) return &f->use[f->at[pos] - 1];
+    if (us_grow((void **)&f->use, &f->cap, f->n, sizeof *f->use) < 0) return NULL;
+    f->use[f->n] = *from;
+    f->at[pos] = (int)++f->n;
+    return &f->use[f->n - 1];
+}
+
+static void few_uses_free(few_uses *f) {
+    free(f->at);
+    free(f->use);
+}
+
 /* The re-offer of one pool being put together.  Positions (pos) index the
  * plan's nodes; view indices (v) index the nodes the policy is shown. */
 typedef struct work {
@@ -115,17 +144,12 @@ typedef struct work {
     us_reoffer *out;
     /* held (what is taken now, whatever the policy says), end (what is
      * taken once the AI plan ends) and idle (held plus every offered
-     * running pod) are written only where they differ from the AI view
-     * and the node's background total: node uses are large, and a cycle
-     * that wrote them for every node moved tens of megabytes (held_of,
-     * end_of, idle_of) */
-    int *held_at;          /* [pos] 1 + its entry in held, or 0: none (nodes with
-                              pods terminating, or a staying pod that shares
-                              a device) */
-    us_use *held;          /* [nheld] */
-    size_t nheld, cap_held;
-    us_use *end;           /* [pos] untouched nodes with a pod sharing a device */
-    us_use *idle;          /* [pos] touched nodes */
+     * running pod) are written out only where they differ from the AI
+     * view and the node's background total (held_of, end_of, idle_of) */
+    few_uses held;         /* nodes with pods terminating, or a staying pod
+                              that shares a device */
+    few_uses end;          /* untouched nodes with a pod sharing a device */
+    few_uses idle;         /* touched nodes */
     bool *touched;         /* [pos] the AI plan changed the node */
     bool *shown;           /* [pos] the node is in the view */
     int *view_of;          /* [pos] its view index, or -1 */
@@ -142,22 +166,13 @@ typedef struct work {
     bool broken;           /* checking builds: idle_fits was not us_use_fits */
 } work;
 
-/* What is held on node pos written out (the AI view to start from), to
- * add pods to one by one; NULL when memory runs out. */
-static us_use *own_held(work *w, size_t pos) {
-    if (w->held_at[pos]) return &w->held[w->held_at[pos] - 1];
-    if (us_grow((void **)&w->held, &w->cap_held, w->nheld, sizeof *w->held) < 0) return NULL;
-    w->held[w->nheld] = w->p->ai[pos];
-    w->held_at[pos] = (int)++w->nheld;
-    return &w->held[w->nheld - 1];
-}
-
 /* Pod i's room into what is held on its node.  0, or -1 when memory runs
  * out. */
 static int add_held(work *w, int i) {
     const us_state *st = w->p->st;
     const us_pod *pd = &st->pods[i];
-    us_use *u = own_held(w, (size_t)w->p->pos[pd->node]);
+    size_t pos = (size_t)w->p->pos[pd->node];
+    us_use *u = use_own(&w->held, pos, &w->p->ai[pos]);
     if (!u) return -1;
     us_use_add(u, &st->nodes[pd->node], st->workloads[pd->workload].request, pd->shared_dev);
     return 0;
@@ -257,8 +272,8 @@ static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use 
  * asked, so a quiet cycle reads no pod that stays.  On a node found
  * touched, the end state is the AI view alone (its pods are offered, and
  * an offered pod holds no room at the end).  *noffered: how many pods are
- * offered.  0, or -2 in checking builds when a total decided otherwise
- * than its pods would. */
+ * offered.  0; -1 when memory runs out; -2 in checking builds when a
+ * total decided otherwise than its pods would. */
 static int mark_touched(work *w, size_t *noffered) {
     us_plan *p = w->p;
     const us_state *st = p->st;
@@ -280,8 +295,9 @@ static int mark_touched(work *w, size_t *noffered) {
             if (!total_is_walk(p, pos, !w->touched[pos], end_of(w, pos, &tmp))) return -2;
 #endif
         } else {
-            w->end[pos] = p->ai[pos];
-            w->touched[pos] = !walk_fits(p, pos, &w->end[pos]);
+            us_use *end = use_own(&w->end, pos, &p->ai[pos]);
+            if (!end) return -1;
+            w->touched[pos] = !walk_fits(p, pos, end);
         }
         if (w->touched[pos]) *noffered += (size_t)t->pods;
     }
@@ -292,7 +308,7 @@ static const us_use *end_of(const work *w, size_t pos, us_use *tmp) {
     const us_plan *p = w->p;
     const struct us_bg_total *t = &p->bg_total[pos];
     if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
-    if (t->fractional) return &w->end[pos];
+    if (t->fractional) return use_at(&w->end, pos);
     *tmp = p->ai[pos];
     total_add(tmp, t);
     return tmp;
@@ -305,7 +321,8 @@ static const us_use *end_of(const work *w, size_t pos, us_use *tmp) {
 static const us_use *held_of(const work *w, size_t pos, us_use *tmp) {
     const us_plan *p = w->p;
     const struct us_bg_total *t = &p->bg_total[pos];
-    if (w->held_at[pos]) return &w->held[w->held_at[pos] - 1];
+    const us_use *held = use_at(&w->held, pos);
+    if (held) return held;
     if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
     *tmp = p->ai[pos];
     total_add(tmp, t);
@@ -315,7 +332,7 @@ static const us_use *held_of(const work *w, size_t pos, us_use *tmp) {
 /* What is idle room on node pos for a pending pod: held, plus the offered
  * pods, which are on touched nodes only. */
 static const us_use *idle_of(const work *w, size_t pos, us_use *tmp) {
-    return w->touched[pos] ? &w->idle[pos] : held_of(w, pos, tmp);
+    return w->touched[pos] ? use_at(&w->idle, pos) : held_of(w, pos, tmp);
 }
 
 /* Does req fit in the idle room of node pos?  As us_use_fits on idle_of,
@@ -327,7 +344,7 @@ static bool idle_fits(work *w, size_t pos, const us_node *n, us_res req) {
     const us_plan *p = w->p;
     const struct us_bg_total *t = &p->bg_total[pos];
     us_use tmp;
-    if (w->touched[pos] || w->held_at[pos] || t->pods == 0 || us_req_is_fractional(req))
+    if (w->touched[pos] || w->held.at[pos] || t->pods == 0 || us_req_is_fractional(req))
         return us_use_fits(idle_of(w, pos, &tmp), n, req, -1);
     const us_use *ai = &p->ai[pos];
     us_res used = us_res_add(ai->used, t->whole);
@@ -366,14 +383,17 @@ static int gather(work *w, size_t noffered) {
         const struct us_bg_total *t = &p->bg_total[pos];
         const us_node *n = &st->nodes[p->nodes[pos]];
         us_use tmp;
-        if (w->touched[pos]) w->idle[pos] = *held_of(w, pos, &tmp);  /* final: no pod stays here */
+        /* idle room on a touched node starts from what is held, final
+         * there: no pod stays */
+        if (w->touched[pos] && !use_own(&w->idle, pos, held_of(w, pos, &tmp))) return -1;
         if (t->pods == 0 || (w->touched[pos] && by_pod)) continue;
         if (!w->touched[pos] && t->fractional == 0) {
             /* written out: the total joins it; else held_of adds it */
-            if (w->held_at[pos]) total_add(&w->held[w->held_at[pos] - 1], t);
+            us_use *held = use_at(&w->held, pos);
+            if (held) total_add(held, t);
             continue;
         }
-        us_use *held = w->touched[pos] ? NULL : own_held(w, pos);
+        us_use *held = w->touched[pos] ? NULL : use_own(&w->held, pos, &p->ai[pos]);
         if (!w->touched[pos] && !held) return -1;
         for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
             int i = p->node_pods[k];
@@ -400,7 +420,7 @@ static int gather(work *w, size_t noffered) {
         const us_workload *wl = &st->workloads[st->pods[pod].workload];
         w->running[i] = (us_bg_pod){&st->pods[pod], wl, pos, NULL, 0};
         w->shown[pos] = true;
-        us_use_add(&w->idle[pos], &st->nodes[p->nodes[pos]], wl->request, -1);
+        us_use_add(use_at(&w->idle, pos), &st->nodes[p->nodes[pos]], wl->request, -1);
     }
     return 0;
 }
@@ -627,12 +647,12 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     size_t nn = p->nnodes + 1;
     work w = {.p = p, .out = out};
     int *place = NULL;
-    /* node uses are large (a slot count per device): these arrays are
-     * written where they are read (collect_bg, mark_touched, gather,
-     * build_view), never zeroed */
-    w.held_at = calloc(nn, sizeof *w.held_at);
-    w.end = malloc(nn * sizeof *w.end);
-    w.idle = malloc(nn * sizeof *w.idle);
+    /* node uses are large (a slot count per device): held, end and idle
+     * are written out for a few nodes only (few_uses), the view's arrays
+     * by view index as build_view fills them, never zeroed */
+    w.held.at = calloc(nn, sizeof *w.held.at);
+    w.end.at = calloc(nn, sizeof *w.end.at);
+    w.idle.at = calloc(nn, sizeof *w.idle.at);
     w.touched = calloc(nn, sizeof *w.touched);
     w.shown = calloc(nn, sizeof *w.shown);
     w.view_of = malloc(nn * sizeof *w.view_of);
@@ -641,7 +661,7 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     w.vend = malloc(nn * sizeof *w.vend);
     w.vidle = malloc(nn * sizeof *w.vidle);
     int rc = -1;
-    if (!w.held_at || !w.end || !w.idle || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
+    if (!w.held.at || !w.end.at || !w.idle.at || !w.touched || !w.shown || !w.view_of || !w.pos_of ||
         !w.nodes || !w.vend || !w.vidle || collect_bg(&w) < 0) {
         us_err_nomem(err);
         goto done;
@@ -650,9 +670,14 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
      * every pod (zeroing arrays of every pod each cycle cost more than
      * using them) */
     size_t noffered, npending = p->nbg_pending + 1;
-    if (mark_touched(&w, &noffered) < 0) {
+    int marked = mark_touched(&w, &noffered);
+    if (marked == -2) {
         us_err_set(err, US_EINVARIANT, "invariant \"reoffer-totals\" broken: a node's total of "
                    "background pods decided otherwise than its pods one by one");
+        goto done;
+    }
+    if (marked < 0) {
+        us_err_nomem(err);
         goto done;
     }
     place = calloc(npending, sizeof *place);
@@ -684,10 +709,9 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
 done:
     if (rc < 0) us_reoffer_free(out);
     free(place);
-    free(w.held_at);
-    free(w.held);
-    free(w.end);
-    free(w.idle);
+    few_uses_free(&w.held);
+    few_uses_free(&w.end);
+    few_uses_free(&w.idle);
     free(w.touched);
     free(w.shown);
     free(w.view_of);
