@@ -64,8 +64,9 @@ static bool holds(us_pod_state s) {
  * state, are left out.  Pods of external workloads hold their room in the
  * AI view as AI pods do, but in no queue and with no flag: nothing may move
  * or evict them.  Called in pod order; room held in the AI view is added
- * through ai, a sum of p->ai (usesum.h). */
-static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
+ * through ai, a sum of p->ai (usesum.h).  True when the pod holds room in
+ * the AI view. */
+static bool evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
     us_state *st = p->st;
     const us_pod *pod = &st->pods[i];
     const us_workload *w = &st->workloads[pod->workload];
@@ -76,13 +77,14 @@ static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
          * evicts it).  Planning through them would pipeline onto room
          * that never frees (found by tests/fuzz/fuzz_scenario, and for
          * background work by tests/fuzz/fuzz_api). */
-        if (us_plan_holds_fixed(p, (int)i))
-            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
-                          pod->shared_dev);
-        return;
+        if (!us_plan_holds_fixed(p, (int)i)) return false;
+        us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
+                      pod->shared_dev);
+        return true;
     }
-    if ((pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) && pod->node >= 0 &&
-        p->pos[pod->node] >= 0) {
+    bool held = (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
+                pod->node >= 0 && p->pos[pod->node] >= 0;
+    if (held) {
         us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
                       pod->shared_dev);
         p->flags[i] |= US_PF_HELD;
@@ -91,17 +93,19 @@ static void evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
     if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
         pod->state == US_POD_PENDING)
         wanted[pod->workload]++;
+    return held;
 }
 
 /* What pod i, which holds room on a pool node (running, pipelined or
- * terminating), tells the tie-break of its node (us_plan.node_kind).  A
- * terminating pod holds none in the AI view and is no victim: the node is
- * still empty for AI. */
-static uint8_t node_kind_of(const us_plan *p, size_t i) {
+ * terminating), tells the tie-break of its node (us_plan.node_kind):
+ * in_view, whether it holds room in the AI view (an AI pod, or one nothing
+ * may move: evict_background said so), or a pod of other work that is not
+ * background runs there.  A terminating pod holds none in the AI view and
+ * is no victim: the node is still empty for AI. */
+static uint8_t node_kind_of(const us_plan *p, size_t i, bool in_view) {
     const us_pod *pod = &p->st->pods[i];
     bool bg = p->st->workloads[pod->workload].background;
-    if ((!bg && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED)) ||
-        us_plan_holds_fixed(p, (int)i))
+    if (in_view || (!bg && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED)))
         return US_NODE_HOLDS_AI;
     return pod->state == US_POD_RUNNING && bg ? US_NODE_RUNS_BG : 0;
 }
@@ -281,29 +285,31 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * pods, so that the fill reads 4 bytes a pod, not the pods again */
     int *wanted = calloc(nw, sizeof *wanted);  /* [nworkloads] AI pods running or wanting to */
     int *at = malloc(np * sizeof *at);         /* [npods] position whose pods it joins, or -1 */
+    int *pending = malloc(np * sizeof *pending);  /* pods pending, in pod order */
     size_t npending = 0;
     us_usesum ai;
-    if (!wanted || !at || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
+    if (!wanted || !at || !pending || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
         free(wanted);
         free(at);
+        free(pending);
         goto fail;
     }
     bool short_of_memory = false;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        evict_background(p, i, wanted, &ai);
+        bool in_view = evict_background(p, i, wanted, &ai);
         int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
         bool here = pos >= 0;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
         bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);
         if (!pod->gone && placeable) {
             p->wl_first[pod->workload + 1]++;
-            p->wl_pending[npending++] = (int)i;  /* in pod order; grouped below */
+            pending[npending++] = (int)i;
         }
         at[i] = here && holds(pod->state) ? pos : -1;
         if (at[i] >= 0) {
             p->node_first[pos + 1]++;
-            p->node_kind[pos] |= node_kind_of(p, i);
+            p->node_kind[pos] |= node_kind_of(p, i, in_view);
         }
         /* for the re-offer (gone or not, as it has always read them) */
         if (here && pod->state == US_POD_RELEASING) {
@@ -326,6 +332,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     if (short_of_memory) {
         free(wanted);
         free(at);
+        free(pending);
         goto fail;
     }
     queue_sums(p, wanted);
@@ -335,15 +342,13 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     {
         int *nfill = calloc(p->nnodes + 1, sizeof *nfill);
         int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
-        int *pending = malloc((npending + 1) * sizeof *pending);
-        if (!nfill || !wfill || !pending) {
+        if (!nfill || !wfill) {
             free(nfill);
             free(wfill);
             free(pending);
             free(at);
             goto fail;
         }
-        memcpy(pending, p->wl_pending, npending * sizeof *pending);
         for (size_t k = 0; k < npending; k++) {
             int w = st->pods[pending[k]].workload;
             p->wl_pending[p->wl_first[w] + wfill[w]++] = pending[k];

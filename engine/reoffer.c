@@ -222,19 +222,35 @@ static bool offerable(const us_plan *p, int i) {
  * holds it when it is made here. */
 static const us_use *end_of(const work *w, size_t pos, us_use *tmp);
 
-/* Does a node's background total fit in u?  Whole-GPU pods fit one after
- * the other exactly when their sum fits at once (every request is whole
- * devices, cpu and memory, none negative). */
+/* Does want (whole devices: gpus of them) fit in u once beside (whole
+ * devices, its gpus) is taken too?  As us_use_fits would answer on u with
+ * beside added, without writing that use out.  Whole-GPU pods fit one
+ * after the other exactly when their sum fits at once (every request is
+ * whole devices, cpu and memory, none negative). */
+static bool whole_fits(const us_use *u, const us_node *n, us_res beside, int beside_gpus,
+                       us_res want, int gpus) {
+    us_res used = us_res_add(u->used, beside);
+    return want.v[US_CPU] <= n->cap.v[US_CPU] - used.v[US_CPU] &&
+           want.v[US_MEM] <= n->cap.v[US_MEM] - used.v[US_MEM] &&
+           gpus <= us_use_free_gpus(u, n) - beside_gpus;
+}
+
+/* Does a node's background total fit in u? */
 static bool total_fits(const us_use *u, const us_node *n, const struct us_bg_total *t) {
-    return t->whole.v[US_CPU] <= n->cap.v[US_CPU] - u->used.v[US_CPU] &&
-           t->whole.v[US_MEM] <= n->cap.v[US_MEM] - u->used.v[US_MEM] &&
-           t->gpus <= us_use_free_gpus(u, n);
+    return whole_fits(u, n, (us_res){{0}}, 0, t->whole, t->gpus);
 }
 
 /* The total's whole-GPU pods into u, as one after the other would add them. */
 static void total_add(us_use *u, const struct us_bg_total *t) {
     u->used = us_res_add(u->used, t->whole);
     u->whole += t->gpus;
+}
+
+/* The AI view of node pos with its background total added, in *tmp. */
+static const us_use *ai_and_total(const us_plan *p, size_t pos, us_use *tmp) {
+    *tmp = p->ai[pos];
+    total_add(tmp, &p->bg_total[pos]);
+    return tmp;
 }
 
 /* Add the offerable pods of node pos to u one by one, in pod order, while
@@ -309,9 +325,7 @@ static const us_use *end_of(const work *w, size_t pos, us_use *tmp) {
     const struct us_bg_total *t = &p->bg_total[pos];
     if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
     if (t->fractional) return use_at(&w->end, pos);
-    *tmp = p->ai[pos];
-    total_add(tmp, t);
-    return tmp;
+    return ai_and_total(p, pos, tmp);
 }
 
 /* What is held on node pos now: the AI view, the pods terminating there
@@ -324,9 +338,7 @@ static const us_use *held_of(const work *w, size_t pos, us_use *tmp) {
     const us_use *held = use_at(&w->held, pos);
     if (held) return held;
     if (w->touched[pos] || t->pods == 0) return &p->ai[pos];
-    *tmp = p->ai[pos];
-    total_add(tmp, t);
-    return tmp;
+    return ai_and_total(p, pos, tmp);
 }
 
 /* What is idle room on node pos for a pending pod: held, plus the offered
@@ -344,13 +356,9 @@ static bool idle_fits(work *w, size_t pos, const us_node *n, us_res req) {
     const us_plan *p = w->p;
     const struct us_bg_total *t = &p->bg_total[pos];
     us_use tmp;
-    if (w->touched[pos] || w->held.at[pos] || t->pods == 0 || us_req_is_fractional(req))
+    if (w->touched[pos] || use_at(&w->held, pos) || t->pods == 0 || us_req_is_fractional(req))
         return us_use_fits(idle_of(w, pos, &tmp), n, req, -1);
-    const us_use *ai = &p->ai[pos];
-    us_res used = us_res_add(ai->used, t->whole);
-    bool fits = req.v[US_CPU] <= n->cap.v[US_CPU] - used.v[US_CPU] &&
-                req.v[US_MEM] <= n->cap.v[US_MEM] - used.v[US_MEM] &&
-                us_req_whole_gpus(req) <= us_use_free_gpus(ai, n) - t->gpus;
+    bool fits = whole_fits(&p->ai[pos], n, t->whole, t->gpus, req, us_req_whole_gpus(req));
 #ifdef US_CHECK_INVARIANTS
     if (fits != us_use_fits(idle_of(w, pos, &tmp), n, req, -1)) w->broken = true;
 #endif
