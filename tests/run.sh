@@ -16,7 +16,9 @@
 # Prints one line per suite and, last, exactly "N passed, N failed".  Exits
 # non-zero when anything failed; a suite that crashes, cannot run or prints
 # no count counts as one failure.  Failing suites show the tail of their
-# output, so a failure can be read without rerunning.
+# output, so a failure can be read without rerunning; just before the last
+# line a recap names each failing suite with its first "FAIL" line, so that
+# the end of the output alone (all a CI summary may keep) says what broke.
 set -u
 set -o pipefail
 
@@ -33,6 +35,7 @@ trap 'rm -rf "$LOG"' EXIT
 total_passed=0
 total_failed=0
 seq_no=0
+recap=()
 
 # result NAME PASSED FAILED [NOTE] [LOGFILE]
 result() {
@@ -42,6 +45,11 @@ result() {
     printf '%-46s %d passed, %d failed%s\n' "$name" "$p" "$f" "${note:+  ($note)}"
     if [ "$f" -gt 0 ] && [ -n "$log" ] && [ -s "$log" ]; then
         tail -n 30 "$log" | sed 's/^/      | /'
+    fi
+    if [ "$f" -gt 0 ]; then
+        local first=
+        [ -n "$log" ] && [ -s "$log" ] && first=$(grep -m 1 'FAIL' "$log" | cut -c 1-300)
+        recap+=("$name: ${first:-${note:-failed}}")
     fi
 }
 
@@ -258,5 +266,9 @@ else
     echo "valgrind: not installed (skipped)"
 fi
 
+if [ ${#recap[@]} -gt 0 ]; then
+    echo "failed:"
+    printf '  %s\n' "${recap[@]}"
+fi
 echo "$total_passed passed, $total_failed failed"
 [ "$total_failed" -eq 0 ]
