@@ -4,9 +4,10 @@
 # (tests/kube/build.sh: a no-op once built), a scratch directory $work,
 # and until_ok.  Then the set-up the daemon's tests share: fail, k,
 # kube_up (the control plane with RBAC and CRDs, and the cleanup trap),
-# sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve and
-# stop_serve.  A test whose failure output or cleanup differs defines its
-# own fail() or trap after sourcing this.
+# sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve,
+# stop_serve, and train_runs (the seed story's training runs).  A test
+# whose failure output or cleanup differs defines its own fail() or trap
+# after sourcing this.
 # A command that stops the test under `set -e` names itself and its line:
 # a failure outside fail() would otherwise leave no message at all.
 set -E
@@ -119,3 +120,13 @@ stop_serve() {
 	kill -TERM "$serve_pid"
 	wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
 }
+
+# train_phases: the phases of the seed story's training pods (Job train-1
+# in team-a), sorted, on one line: "Running Running" while it runs.  The
+# test cluster runs a pod until it is deleted (kwok-stages.yaml), as a
+# kubelet runs training for hours; a phase other than Running here means a
+# member ended early, which strands a gang of minMember 2.
+train_phases() {
+	k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | sort | xargs
+}
+train_runs() { [[ $(train_phases) == "Running Running" ]]; }

@@ -28,7 +28,7 @@
 # adopts.  A ReplicaSet for none and job too: the simulator keeps a
 # workload's pods until it is deleted and sends an evicted pod back to
 # pending whatever its controller, which is what a ReplicaSet does (a
-# Job's pods complete at once under KWOK, and a bare pod evicted is gone).
+# Job counts an evicted pod as failed, and a bare pod evicted is gone).
 # External workloads are bound pods of the default scheduler.  Priorities
 # are PriorityClasses (a number N: class priority-N).
 #

@@ -189,6 +189,7 @@ train_bound() {
 	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
 }
 until_ok 120 "training binds once its room is free" train_bound
+until_ok 30 "training runs (both pods Running)" train_runs
 [[ $(k -n infra get events.events.k8s.io -o jsonpath='{range .items[?(@.reason=="Evict")]}{.reportingInstance}{"\n"}{end}' | sort -u) == "$(identity $leader)" ]] ||
 	fail "the Evict events are not all the leader's (reportingInstance)"
 # started together, both may have tried to create the lease: the server
@@ -200,6 +201,7 @@ leader_binds=$(jq -r --arg ua "understory/$(identity $leader)" 'select(.userAgen
 refused=$(jq -r --arg ua "understory/$(identity $standby)" 'select(.userAgent == $ua) | .verb' "$work/c/audit.log" | wc -l)
 echo "full RBAC: the leader made $leader_binds bindings and the Evict events; the standby wrote nothing ($refused lease writes refused)"
 # training leaves: the burn-in comes back, for the eviction runs below
+train_runs || fail "training stopped before it was deleted: phases $(train_phases)"
 k -n team-a delete job train-1 --wait=true >/dev/null
 k -n team-a delete podgroup train-1 >/dev/null
 until_ok 120 "the burn-in back on every idle GPU (28 bound)" burn28

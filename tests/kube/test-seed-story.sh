@@ -92,6 +92,7 @@ train_bound() {
 	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
 }
 until_ok 120 "training binds once its room is free" train_bound
+until_ok 30 "training runs (both pods Running)" train_runs
 train_nodes=$(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
 [[ $(echo "$train_nodes" | wc -l) -eq 2 ]] || fail "the gang's two 8-GPU pods on one node: $train_nodes"
 # the burn-in pods that were on the gang's nodes, and only those, are gone
@@ -119,6 +120,7 @@ total=$(echo "$events" | awk '{s += $5} END {print s + 0}')
 ! grep -qE '^evict infra/node-check' "$work/serve.out" || fail "understory evicted a health check"
 until_ok 30 "a health check on every node while training runs" checks4
 # --- training leaves: the burn-in comes back ---------------------------
+train_runs || fail "training stopped before it was deleted: phases $(train_phases)"
 k -n team-a delete job train-1 --wait=true >/dev/null
 k -n team-a delete podgroup train-1 >/dev/null
 until_ok 90 "the burn-in back on every idle GPU (28 bound)" burn28
