@@ -47,7 +47,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #ifdef __GLIBC__
-#include <malloc.h>  /* malloc_trim: see release_view */
 #endif
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
@@ -169,24 +168,6 @@ static void view_end(us_policy *p, size_t items) {
     p->view_items = items;
     p->building_view = false;
     p->mem_view = p->mem_used > p->view_from ? p->mem_used - p->view_from : 0;
-}
-
-/* A view this large, once collected, goes back to the system.  glibc keeps
- * the pages of a view's million freed small blocks in its heap, and much
- * of the next large view does not land in them: at 130,000 nodes the
- * process's peak was 571 MiB, 549 MiB with this (docs/benchmarks.md).
- * Trimming walks the whole heap (5 to 10 ms there, the pages faulted in
- * again later), so only views that size, built in cycles taking a second,
- * pay for it; trimming after every cycle saved more (512 MiB) but made the
- * cycle after a 1% change a fifth slower. */
-#define TRIM_VIEW_BYTES ((size_t)16 << 20)
-
-static void release_view(size_t view_bytes) {
-#ifdef __GLIBC__
-    if (view_bytes >= TRIM_VIEW_BYTES) malloc_trim(0);
-#else
-    (void)view_bytes;
-#endif
 }
 
 static us_policy *owner(lua_State *L) {
@@ -435,7 +416,6 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
         rc = us_err_set(err, US_EPOLICY, "%s: %s", t.file, m);
     }
     lua_settop(L, top);
-    size_t view_bytes = p->mem_view;
     p->building_view = false;
     p->mem_view = 0;
     p->view_items = 0;
@@ -448,7 +428,6 @@ static int protect(us_policy *p, const char *file, int (*run)(task *, lua_State 
         p->steps = 0;
         p->cut = false;
         lua_gc(L, LUA_GCCOLLECT);
-        release_view(view_bytes);
     }
     p->gc_held = false;
     return rc;
