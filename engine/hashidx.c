@@ -64,17 +64,29 @@ uint64_t us_hash_bytes(uint64_t h, const void *data, size_t n) {
 }
 
 /* The shift folds high bits down, as a table's slot is the hash's low bits
- * and memory sizes differ only in high ones. */
+ * and memory sizes differ only in high ones.  A tail of fewer than 8 bytes
+ * is one more word, zero-padded, with its length in the top byte: byte by
+ * byte it was a chain of up to 7 dependent multiplications, most of what
+ * hashing a node's class key cost (nodeclass.c, every node every cycle). */
+static inline uint64_t mix_word(uint64_t h, uint64_t w) {
+    h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
+    return h ^ (h >> 32);
+}
+
 uint64_t us_hash_words(uint64_t h, const void *data, size_t n) {
     const unsigned char *s = data;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t w;
         memcpy(&w, s + i, sizeof w);
-        h = (h ^ w) * 0x9E3779B97F4A7C15ULL;
-        h ^= h >> 32;
+        h = mix_word(h, w);
     }
-    return us_hash_bytes(h, s + i, n - i);
+    if (i < n) {
+        uint64_t w = 0;
+        memcpy(&w, s + i, n - i);
+        h = mix_word(h, w ^ ((uint64_t)(n - i) << 56));
+    }
+    return h;
 }
 
 /* A word at a time: label keys and values are hashed for every node of a
@@ -84,14 +96,14 @@ uint64_t us_hash_str(uint64_t h, const char *s) { return us_hash_words(h, s, str
 
 uint64_t us_hash_labels(uint64_t h, const us_labels *l) {
     for (size_t i = 0; i < l->n; i++) h = us_hash_str(us_hash_str(h, l->items[i].key), l->items[i].value);
-    return us_hash_bytes(h, &l->n, sizeof l->n);
+    return us_hash_words(h, &l->n, sizeof l->n);
 }
 
 uint64_t us_hash_taints(uint64_t h, const us_taints *t) {
     for (size_t i = 0; i < t->n; i++)
         h = us_hash_bytes(us_hash_str(us_hash_str(h, t->items[i].key), t->items[i].value),
                           &t->items[i].effect, sizeof t->items[i].effect);
-    return us_hash_bytes(h, &t->n, sizeof t->n);
+    return us_hash_words(h, &t->n, sizeof t->n);
 }
 
 uint64_t us_hash_tolerations(uint64_t h, const us_tolerations *t) {
@@ -101,7 +113,7 @@ uint64_t us_hash_tolerations(uint64_t h, const us_tolerations *t) {
         h = us_hash_bytes(us_hash_str(us_hash_str(h, x->key), x->value), &exists, 1);
         h = us_hash_bytes(h, &x->effect, sizeof x->effect);
     }
-    return us_hash_bytes(h, &t->n, sizeof t->n);
+    return us_hash_words(h, &t->n, sizeof t->n);
 }
 
 /* MurmurHash3's finaliser */
