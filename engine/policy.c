@@ -46,8 +46,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#ifdef __GLIBC__
-#endif
 
 #define DEFAULT_INSTRUCTIONS 10000000ULL
 #define DEFAULT_MEMORY ((size_t)64 << 20)

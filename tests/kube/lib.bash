@@ -5,9 +5,9 @@
 # and until_ok.  Then the set-up the daemon's tests share: fail, k,
 # kube_up (the control plane with RBAC and CRDs, and the cleanup trap),
 # sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve,
-# stop_serve, and train_runs (the seed story's training runs).  A test
-# whose failure output or cleanup differs defines its own fail() or trap
-# after sourcing this.
+# stop_serve, and train_bound and train_runs (the seed story's training
+# is bound, and runs).  A test whose failure output or cleanup differs
+# defines its own fail() or trap after sourcing this.
 # A command that stops the test under `set -e` names itself and its line:
 # a failure outside fail() would otherwise leave no message at all.
 set -E
@@ -121,6 +121,11 @@ stop_serve() {
 	wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
 }
 
+# train_bound: both of the seed story's training pods (Job train-1 in
+# team-a) are bound to a node.
+train_bound() {
+	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
+}
 # train_phases: the phases of the seed story's training pods (Job train-1
 # in team-a), sorted, on one line: "Running Running" while it runs.  The
 # test cluster runs a pod until it is deleted (kwok-stages.yaml), as a

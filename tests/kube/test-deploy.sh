@@ -185,9 +185,6 @@ serve1() {
 }
 until_ok 30 "serve-1 PodScheduled=False Unschedulable" serve1
 k apply -f "$story/30-train.yaml" >/dev/null
-train_bound() {
-	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
-}
 until_ok 120 "training binds once its room is free" train_bound
 until_ok 30 "training runs (both pods Running)" train_runs
 [[ $(k -n infra get events.events.k8s.io -o jsonpath='{range .items[?(@.reason=="Evict")]}{.reportingInstance}{"\n"}{end}' | sort -u) == "$(identity $leader)" ]] ||

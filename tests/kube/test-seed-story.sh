@@ -88,9 +88,6 @@ k -n infra get pods -l app=gpu-burn -o jsonpath='{range .items[*]}{.metadata.nam
 
 # --- training arrives -----------------------------------------------------
 k apply -f "$story/30-train.yaml" >/dev/null
-train_bound() {
-	[[ $(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | grep -c . || true) -eq 2 ]]
-}
 until_ok 120 "training binds once its room is free" train_bound
 until_ok 30 "training runs (both pods Running)" train_runs
 train_nodes=$(k -n team-a get pods -l job-name=train-1 -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u)
