@@ -43,14 +43,13 @@ result() {
     total_passed=$((total_passed + p))
     total_failed=$((total_failed + f))
     printf '%-46s %d passed, %d failed%s\n' "$name" "$p" "$f" "${note:+  ($note)}"
-    if [ "$f" -gt 0 ] && [ -n "$log" ] && [ -s "$log" ]; then
+    [ "$f" -gt 0 ] || return 0
+    local first=
+    if [ -n "$log" ] && [ -s "$log" ]; then
         tail -n 30 "$log" | sed 's/^/      | /'
+        first=$(grep -m 1 'FAIL' "$log" | cut -c 1-300)
     fi
-    if [ "$f" -gt 0 ]; then
-        local first=
-        [ -n "$log" ] && [ -s "$log" ] && first=$(grep -m 1 'FAIL' "$log" | cut -c 1-300)
-        recap+=("$name: ${first:-${note:-failed}}")
-    fi
+    recap+=("$name: ${first:-${note:-failed}}")
 }
 
 newlog() {
