@@ -344,6 +344,12 @@ typedef struct us_workload_spec {
      * them pending.  queue must be NULL (it is in no queue); the background
      * label does not apply. */
     int external;
+    /* Pods of it that ran to completion (a Job's Succeeded pods), not among
+     * replicas.  A gang with one is never stopped for holding fewer than
+     * min_member pods (its first workers finished), and one that holds
+     * nothing starts again with min_member less them; min_member may be up
+     * to replicas + succeeded.  0 for a DaemonSet or an external workload. */
+    int succeeded;
 } us_workload_spec;
 
 /* Fill w with the defaults (and NULL name and queue).  Thread-safe. */
@@ -351,10 +357,10 @@ US_API void us_workload_spec_init(us_workload_spec *w);
 
 /* Submit a new workload at time now (its controller creates its pods,
  * pending), or update a live one.  On a live workload only replicas,
- * min_member and termination_grace may change (scaling down terminates the
- * newest pods first, pending before running); any other difference is
- * refused with US_EINVAL naming the field: remove the workload and submit
- * it again.  An identical spec is a no-op, so a control plane may resend
+ * min_member, succeeded and termination_grace may change (scaling down
+ * terminates the newest pods first, pending before running); any other
+ * difference is refused with US_EINVAL naming the field: remove the
+ * workload and submit it again.  An identical spec is a no-op, so a control plane may resend
  * its whole state.  A workload that breaks a background rule is accepted
  * and never scheduled, with a Warning event saying why, as a cluster does. */
 US_API int us_engine_upsert_workload(us_engine *e, const us_workload_spec *spec, double now,

@@ -718,6 +718,7 @@ static cJSON *workload_object(const us_workload_spec *s, build *b) {
     add_str(b, o, "controller", ctrl_names[s->controller]);
     add_num(b, o, "replicas", s->replicas);
     if (s->min_member != 0) add_num(b, o, "min_member", s->min_member);
+    if (s->succeeded != 0) add_num(b, o, "succeeded", s->succeeded);
     add_str(b, o, "pool", s->pool);
     add_labels(b, o, "node_selector", s->node_selector, s->nnode_selector, "workload");
     add_labels(b, o, "labels", s->labels, s->nlabels, "workload");
@@ -1816,8 +1817,8 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     us_workload *cur = &st->workloads[idx];
     if ((what = immutable_change(cur, &w))) {
         rc = fail(err, US_EINVAL,
-                  "workload.%s: cannot change on live workload \"%s\" (only replicas, min_member "
-                  "and termination_grace can); remove the workload and submit it again",
+                  "workload.%s: cannot change on live workload \"%s\" (only replicas, min_member, "
+                  "succeeded and termination_grace can); remove the workload and submit it again",
                   what, cur->name);
         us_workload_free(&w);
         return rc;
@@ -1825,6 +1826,7 @@ static int upsert_workload(us_engine *e, const cJSON *o, double now, us_error *e
     e->now = now;
     cur->termination_grace = w.termination_grace;
     cur->min_member = w.min_member;
+    cur->succeeded = w.succeeded;
     rc = 0;
     if (cur->controller != US_CTRL_DAEMONSET && cur->replicas != w.replicas) {
         /* its pods from the pod index when there is one; the pods it

@@ -154,7 +154,7 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
     for (size_t w = 0; w < nw && rc == 0; w++) {
         us_workload *wl = &st->workloads[w];
         /* an external workload's gang is its own scheduler's business */
-        if (wl->state != US_WL_ACTIVE || wl->external || holding[w] == 0 || holding[w] >= wl->min_member)
+        if (wl->state != US_WL_ACTIVE || wl->external || holding[w] == 0 || us_wl_gang_whole(wl, holding[w]))
             continue;
         size_t npods = st->npods;  /* recreated pods are appended past this */
         int count = 0;

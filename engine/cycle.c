@@ -289,7 +289,7 @@ static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) 
         us_blocker b = US_BLOCK_NONE;
         /* a gang that holds nothing needs min_member pods at once; one that
          * runs only waits for elastic pods, one at a time */
-        int need = holding[i] == 0 ? w->min_member : 1;
+        int need = holding[i] == 0 ? us_wl_gang_start(w) : 1;
         if (w->controller != US_CTRL_DAEMONSET) b = us_blocker_find(st, w, -1, need, why, sizeof why);
         else if (pinned[i] > 0) b = us_blocker_find(st, w, pinned[i] - 1, 1, why, sizeof why);
         /* AI work short of pods to place: it waits for its controller to
@@ -347,14 +347,16 @@ static int pending_reports(us_state *st, const wl_counts *c, us_cycle_log *log) 
     return rc;
 }
 
-/* A gang runs once min_member of its pods run; one that no longer holds
- * min_member starts again when it next runs. */
+/* A gang runs once min_member of its pods run (or some run and others ran
+ * to completion); one that is no longer whole starts again when it next
+ * runs. */
 static void gang_clock(us_state *st, const wl_counts *c, double now) {
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE) continue;
-        if (c->holding[w] < wl->min_member) wl->started_at = -1;
-        else if (c->running[w] >= wl->min_member && wl->started_at < 0) wl->started_at = now;
+        if (!us_wl_gang_whole(wl, c->holding[w])) wl->started_at = -1;
+        else if (c->running[w] > 0 && us_wl_gang_whole(wl, c->running[w]) && wl->started_at < 0)
+            wl->started_at = now;
     }
 }
 

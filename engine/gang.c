@@ -19,7 +19,9 @@ const int *us_gang_pending(const us_plan *p, int w, size_t *n) {
 }
 
 int us_gang_missing(const us_plan *p, int w) {
-    int m = p->st->workloads[w].min_member - p->held[w];
+    const us_workload *wl = &p->st->workloads[w];
+    /* one that holds pods needs min_member less those and the succeeded */
+    int m = us_wl_gang_start(wl) - p->held[w];
     return m > 0 ? m : 0;
 }
 

@@ -131,7 +131,7 @@ static int gangs(const us_state *st, double now, us_err *err) {
     int rc = 0;
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++) {
         const us_workload *wl = &st->workloads[w];
-        if (ai_workload(wl) && live[w] > 0 && live[w] < wl->min_member)
+        if (ai_workload(wl) && live[w] > 0 && !us_wl_gang_whole(wl, live[w]))
             rc = BROKEN(err, "gang",
                         "workload \"%s\" holds %d pod(s) (running or pipelined), below its "
                         "min_member %d and above 0",

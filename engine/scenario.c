@@ -896,7 +896,7 @@ static const char *const wl_fields[] = {"name", "queue", "priority", "preemptibi
                                         "node_selector", "termination_grace", "submit_at",
                                         "duration", "labels", "requests", "pods", "created_at",
                                         "tolerations", "external", "pinned_pending",
-                                        NULL};
+                                        "succeeded", NULL};
 static const char *const pod_fields[] = {"name", "node", "state", "release_at", "until_removed", "pin", "device", NULL};
 static const char *const pinned_fields[] = {"name", "pin", NULL};
 static const char *const pod_states[] = {"running", "pipelined", "releasing"};
@@ -1334,9 +1334,21 @@ static int workload_fields_parse(ctx *c, const cJSON *o, const char *path, bool 
                 (w.controller == US_CTRL_NONE || w.controller == US_CTRL_JOB) && w.replicas > 0 ? w.replicas : 1, 1,
                 MAX_REPLICAS, &w.min_member) < 0)
         goto fail;
+    /* pods that ran to completion: a gang is whole with some of them, and
+     * its controller keeps only replicas pods beside them */
+    if (get_int(c, o, path, "succeeded", 0, 0, MAX_REPLICAS, &w.succeeded) < 0) goto fail;
+    if (w.succeeded > 0 && (w.controller == US_CTRL_DAEMONSET || w.external)) {
+        failk(c, path, "succeeded", "%s", w.external ? "an external workload's pods are its own scheduler's business"
+                                                     : "a daemonset's pods do not run to completion");
+        goto fail;
+    }
     /* a daemonset's size is its matching nodes, unknown until it runs */
-    if (w.controller != US_CTRL_DAEMONSET && !w.external && w.min_member > w.replicas) {
-        failk(c, path, "min_member", "%d is more than replicas (%d)", w.min_member, w.replicas);
+    if (w.controller != US_CTRL_DAEMONSET && !w.external && w.min_member > w.replicas + w.succeeded) {
+        if (w.succeeded)
+            failk(c, path, "min_member", "%d is more than replicas (%d) and succeeded (%d) together",
+                  w.min_member, w.replicas, w.succeeded);
+        else
+            failk(c, path, "min_member", "%d is more than replicas (%d)", w.min_member, w.replicas);
         goto fail;
     }
     if (get_str(c, o, path, "pool", "default", &w.pool) < 0) goto fail;

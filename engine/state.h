@@ -172,6 +172,12 @@ typedef struct us_workload {
     us_controller controller;
     int replicas;              /* ignored for daemonsets: one pod per node */
     int min_member;
+    /* Pods that ran to completion (a cluster's Succeeded pods, which hold
+     * nothing; not among replicas).  A gang with one is never stopped for
+     * holding fewer than min_member: its first workers finished, it is not
+     * broken (KAI's IsStale); and it starts again with min_member less
+     * them. */
+    int succeeded;
     char *pool;
     us_labels node_selector;
     us_labels labels;
@@ -376,6 +382,19 @@ void us_state_check_rules(us_state *st);
 void us_state_check_rules_from(us_state *st, size_t first);
 
 /* Whole devices and fractional share of a request. */
+/* The pods a gang that holds none needs placed at once: min_member, less
+ * those that already ran to completion, and at least one. */
+static inline int us_wl_gang_start(const us_workload *w) {
+    return w->min_member - w->succeeded > 1 ? w->min_member - w->succeeded : 1;
+}
+
+/* Whether a gang holding n pods (running or pipelined) is whole: n reaches
+ * min_member, or some of its pods already ran to completion.  One that is
+ * not, and holds some, broke: the next cycle stops it. */
+static inline bool us_wl_gang_whole(const us_workload *w, int n) {
+    return n >= w->min_member || (w->succeeded > 0 && n > 0);
+}
+
 static inline int us_req_whole_gpus(us_res req) { return (int)(req.v[US_GPU] / US_GPU_UNIT); }
 static inline bool us_req_is_fractional(us_res req) {
     return req.v[US_GPU] % US_GPU_UNIT != 0;

@@ -285,6 +285,7 @@ static cJSON *workload(out *o, const us_state *st, const index *ix, int wi, doub
     put(o, x, "controller", cJSON_CreateString(ctrl_names[w->controller]));
     put(o, x, "replicas", cJSON_CreateNumber(live(w, now) ? w->replicas : 0));
     if (!ext) put(o, x, "min_member", cJSON_CreateNumber(w->min_member));
+    if (!ext && w->succeeded > 0) put(o, x, "succeeded", cJSON_CreateNumber(w->succeeded));
     put(o, x, "pool", cJSON_CreateString(w->pool));
     labels(o, x, "node_selector", &w->node_selector);
     labels(o, x, "labels", &w->labels);

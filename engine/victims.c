@@ -206,10 +206,10 @@ static void sort_band(us_plan *p, int x) {
     memset(p->victim_done + x, 1, (size_t)(e - x) * sizeof *p->victim_done);
 }
 
-/* Evict the unit headed by pod: the pod alone when its gang keeps
- * min_member without it, else the whole gang (a semi-preemptible gang is
- * never broken up: only its elastic pods may go).  *taken = false when the
- * unit may not be taken. */
+/* Evict the unit headed by pod: the pod alone when its gang stays whole
+ * without it (us_wl_gang_whole), else the whole gang (a semi-preemptible
+ * gang is never broken up: only its elastic pods may go).  *taken = false
+ * when the unit may not be taken. */
 static int evict_unit(search *s, int pod, bool *taken) {
     us_plan *p = s->p;
     int vw = p->st->pods[pod].workload;
@@ -218,7 +218,7 @@ static int evict_unit(search *s, int pod, bool *taken) {
     const us_workload *j = &p->st->workloads[s->job];
     if (s->act == US_ACT_RECLAIM && !reclaimable(p, v->queue, j->queue, s->total))
         return 0;
-    if (p->held[vw] - 1 >= v->min_member) {
+    if (us_wl_gang_whole(v, p->held[vw] - 1)) {
         *taken = true;
         return us_plan_evict(p, pod, s->act, s->job);
     }

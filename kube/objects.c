@@ -426,6 +426,7 @@ typedef struct kpod {
     const char *node;   /* spec.nodeName, or NULL */
     const char *pin;    /* the node its affinity on metadata.name names, or NULL */
     bool ours, releasing;
+    bool succeeded;     /* skipped: it ran to completion (phase Succeeded) */
     int controller;     /* US_CTRL_* */
     double created;     /* metadata.creationTimestamp, epoch seconds */
     bool has_created;
@@ -441,6 +442,9 @@ typedef struct kctx {
     kpod *pods;
     size_t npods;
     struct kindex *ix;  /* the objects pods refer to, by name: IX_* */
+    char **done;        /* the workload of each pod that ran to completion,
+                           sorted once all are read */
+    size_t ndone;
 } kctx;
 
 static const char *const ctrl_names[] = {"none", "job", "deployment", "daemonset"};
@@ -777,7 +781,8 @@ static int our_fields(kctx *k, kpod *p, us_res req) {
     return put_res(f, req, err);
 }
 
-/* Read one pod into p; *skip when it has finished (Succeeded, Failed). */
+/* Read one pod into p; *skip when it has finished (Succeeded, Failed:
+ * p->succeeded tells which). */
 static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *skip) {
     us_err *err = k->err;
     const cJSON *spec, *status, *md;
@@ -795,6 +800,7 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
         return -1;
     if (!spec) return fail(err, &p->l, "spec", "required field is missing");
     if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
+        p->succeeded = !strcmp(phase, "Succeeded");
         *skip = true;
         return 0;
     }
@@ -848,7 +854,7 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
 }
 
 char *kube_pod_workload(const cJSON *pod, const kube_opts *o) {
-    kctx k = {NULL, o, 0, NULL, NULL, 0, NULL};
+    kctx k = {NULL, o, 0, NULL, NULL, 0, NULL, NULL, 0};
     us_err err = {0};
     kpod p;
     const char *sched, *pgname = NULL;
@@ -889,6 +895,29 @@ static const char *path_of(const kube_objs *k, size_t i, const char *kind, char 
     if (k->paths && k->paths[i]) return k->paths[i];
     snprintf(buf, len, "%s[%zu]", kind, i);
     return buf;
+}
+
+static int by_str(const void *a, const void *b, void *ctx) {
+    (void)ctx;
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* How many pods of workload wl ran to completion (k->done is sorted). */
+static int done_of(const kctx *k, const char *wl) {
+    size_t lo = 0, hi = k->ndone;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp(k->done[mid], wl) < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    int n = 0;
+    while (lo < k->ndone && !strcmp(k->done[lo++], wl)) n++;
+    return n;
+}
+
+static void free_done(kctx *k) {
+    for (size_t i = 0; i < k->ndone; i++) free(k->done[i]);
+    free(k->done);
 }
 
 /* One workload from pods[0..n) of one group. */
@@ -963,12 +992,16 @@ static int workload(kctx *k, kpod *pods, size_t n, cJSON *out) {
             has_ct = true;
         }
     if (has_ct && !cJSON_AddNumberToObject(w, "created_at", ct - k->epoch)) return us_err_nomem(err);
+    /* its pods that ran to completion: a gang with some is whole, and
+     * starts again with min_member less them (KAI's IsStale) */
+    int done = external || first->controller == US_CTRL_DAEMONSET ? 0 : done_of(k, first->wl);
     /* a gang whose pods are not all created yet: its controller creates them */
-    int replicas = live > min || external ? live : min;
+    int replicas = live > min - done || external ? live : min - done;
     if (replicas < 1 && !external) replicas = 1; /* its controller recreates one */
     if (!cJSON_AddStringToObject(w, "pool", pool ? pool : "default") ||
         (first->controller != US_CTRL_DAEMONSET && !cJSON_AddNumberToObject(w, "replicas", replicas)) ||
         (!external && !cJSON_AddNumberToObject(w, "min_member", min)) ||
+        (done > 0 && !cJSON_AddNumberToObject(w, "succeeded", done)) ||
         !(arr = cJSON_AddArrayToObject(w, "pods")))
         return us_err_nomem(err);
     bool pending = k->o && k->o->pending_pods;
@@ -1016,7 +1049,7 @@ static int sort_named(cJSON *arr, us_err *err) {
 
 int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err *err) {
     kindex ix[IX_N] = {{0}};
-    kctx k = {c, o, 0, err, NULL, 0, ix};
+    kctx k = {c, o, 0, err, NULL, 0, ix, NULL, 0};
     cJSON *doc = cJSON_CreateObject(), *nodes, *queues, *wls, *x;
     char pb[64];
     *out = NULL;
@@ -1060,13 +1093,20 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
         index_objs(&ix[IX_PODGROUPS], &c->podgroups, true, err) < 0 ||
         index_objs(&ix[IX_PRIORITYCLASSES], &c->priorityclasses, false, err) < 0)
         goto fail;
-    if (!(k.pods = calloc(c->pods.n ? c->pods.n : 1, sizeof *k.pods))) goto nomem;
+    if (!(k.pods = calloc(c->pods.n ? c->pods.n : 1, sizeof *k.pods)) ||
+        !(k.done = calloc(c->pods.n ? c->pods.n : 1, sizeof *k.done)))
+        goto nomem;
     char (*paths)[64] = calloc(c->pods.n ? c->pods.n : 1, sizeof *paths);
     if (!paths) goto nomem;
     for (size_t i = 0; i < c->pods.n; i++) {
         bool skip;
         const char *p = path_of(&c->pods, i, "pods", paths[i], sizeof paths[i]);
         int rc = read_pod(&k, c->pods.objs[i], p, &k.pods[k.npods], &skip);
+        if (rc == 0 && skip && k.pods[k.npods].succeeded) {
+            /* a finished pod whose owner cannot be read counts for no one */
+            char *wl = kube_pod_workload(c->pods.objs[i], o);
+            if (wl) k.done[k.ndone++] = wl;
+        }
         if (rc < 0 || skip) {
             kpod *q = &k.pods[k.npods];
             free(q->key);
@@ -1082,6 +1122,7 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
         k.npods++;
     }
     us_sort(k.pods, k.npods, sizeof *k.pods, by_group, NULL);
+    us_sort(k.done, k.ndone, sizeof *k.done, by_str, NULL);
     for (size_t i = 0, j; i < k.npods; i = j) {
         for (j = i + 1; j < k.npods && !strcmp(k.pods[j].group, k.pods[i].group); j++) {}
         /* two groups of one name (a Deployment and a lone pod both "ns/web") */
@@ -1099,6 +1140,7 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
     free(paths);
     if (sort_named(nodes, err) < 0 || sort_named(queues, err) < 0 || sort_named(wls, err) < 0) goto fail;
     free_pods(k.pods, k.npods);
+    free_done(&k);
     for (int j = 0; j < IX_N; j++) free(ix[j].v);
     *out = doc;
     return 0;
@@ -1106,6 +1148,7 @@ nomem:
     us_err_nomem(err);
 fail:
     free_pods(k.pods, k.npods);
+    free_done(&k);
     for (int j = 0; j < IX_N; j++) free(ix[j].v);
     cJSON_Delete(doc);
     return -1;

@@ -783,6 +783,69 @@ TEST(pod_reports) {
     us_engine_destroy(e);
 }
 
+/* A job of three workers, min_member 3, through the C spec: as each
+ * worker finishes, the caller says the pod is gone and counts it in
+ * succeeded (replicas one fewer).  The workers left run on, below
+ * min_member, never stopped as a broken gang; the same gang without the
+ * count is stopped whole.  Once nothing holds room, it starts again with
+ * min_member less the succeeded pods. */
+static int job(us_engine *e, const char *name, int replicas, int min_member, int succeeded, double now) {
+    us_workload_spec w;
+    us_error err;
+    us_workload_spec_init(&w);
+    w.name = name;
+    w.queue = "q";
+    w.controller = US_CONTROLLER_JOB;
+    w.replicas = replicas;
+    w.min_member = min_member;
+    w.succeeded = succeeded;
+    w.requests.gpu = 2;
+    int rc = us_engine_upsert_workload(e, &w, now, &err);
+    if (rc != US_OK) fprintf(stderr, "  %s\n", err.message);
+    return rc;
+}
+
+TEST(succeeded_workers_keep_their_gang_whole) {
+    us_engine *e = engine();
+    us_error err;
+    us_pod_info p;
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(job(e, "j", 3, 3, 0, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 3);
+    /* j-2 finished: gone, one replica fewer, one succeeded */
+    CHECK(us_engine_remove_pod(e, "j-2", &err) == US_OK);
+    CHECK(job(e, "j", 2, 3, 1, 10) == US_OK);
+    CHECK(us_engine_run_cycle(e, 10, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 0);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 0); /* no replacement for a pod that succeeded */
+    CHECK(pod_named(e, "j-0", &p) && p.phase == US_PHASE_RUNNING);
+    CHECK(pod_named(e, "j-1", &p) && p.phase == US_PHASE_RUNNING);
+    /* j-1 was lost (its node's kubelet, say): the gang keeps j-0, whole
+     * with its succeeded pod, and places the replacement beside it */
+    CHECK(us_engine_remove_pod(e, "j-1", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 0);
+    CHECK(count_decisions(e, US_DECISION_BIND, "allocate") == 1);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
+    /* the state document says it */
+    char *doc = NULL;
+    size_t len;
+    CHECK(us_engine_state_json(e, &doc, &len, &err) == US_OK);
+    CHECK(doc && strstr(doc, "\"succeeded\"") != NULL);
+    us_free(doc);
+    /* the same loss without the count: stopped whole */
+    CHECK(job(e, "k", 2, 2, 0, 20) == US_OK);
+    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
+    CHECK(us_engine_remove_pod(e, "k-1", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 30, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 1);
+    CHECK(pod_named(e, "j-0", &p) && p.phase == US_PHASE_RUNNING);
+    us_engine_destroy(e);
+}
+
 /* A control plane reports the pods of a workload by their real names, bound
  * or not, in any order: each takes a place of its own (none takes another's
  * name away), whatever the mix, and one more than the replicas is refused.
@@ -1722,6 +1785,7 @@ int main(void) {
     RUN(queue_pools_from_c);
     RUN(workload_errors);
     RUN(workload_resend_scale_and_finish);
+    RUN(succeeded_workers_keep_their_gang_whole);
     RUN(pod_reports);
     RUN(reported_pods_each_take_a_place_of_their_own);
     RUN(evicted_pod_reported_gone_frees_its_room_at_once);

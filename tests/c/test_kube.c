@@ -37,6 +37,44 @@ static const char *pods_json[] = {
 
 static char *print(const cJSON *o) { return cJSON_PrintUnformatted(o); }
 
+/* A mapping's objects into the engine through the public JSON calls, as
+ * a control plane feeds them: nodes, queues, then each workload and its
+ * pods (reported with upsert_pod, not in the workload). */
+static void feed(us_engine *e, const cJSON *doc, double now) {
+    us_error ue;
+    const cJSON *o;
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "nodes")) {
+        char *s = print(o);
+        CHECK(us_engine_upsert_node_json(e, s, &ue) == US_OK);
+        free(s);
+    }
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "queues")) {
+        char *s = print(o);
+        CHECK(us_engine_upsert_queue_json(e, s, &ue) == US_OK);
+        free(s);
+    }
+    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "workloads")) {
+        cJSON *w = cJSON_Duplicate(o, true);
+        cJSON *pl = cJSON_DetachItemFromObject(w, "pods");
+        char *s = print(w);
+        CHECK(us_engine_upsert_workload_json(e, s, now, &ue) == US_OK);
+        if (ue.code) fprintf(stderr, "  %s\n", ue.message);
+        const cJSON *p;
+        cJSON_ArrayForEach(p, pl) {
+            char *ps2 = NULL;
+            cJSON *pp = cJSON_Duplicate(p, true);
+            cJSON_AddStringToObject(pp, "workload", cJSON_GetObjectItem(w, "name")->valuestring);
+            ps2 = print(pp);
+            CHECK(us_engine_upsert_pod_json(e, ps2, &ue) == US_OK);
+            free(ps2);
+            cJSON_Delete(pp);
+        }
+        cJSON_Delete(pl);
+        cJSON_Delete(w);
+        free(s);
+    }
+}
+
 TEST(objects_from_caches_feed_the_engine) {
     cJSON *node = cJSON_Parse(node_json), *queue = cJSON_Parse(queue_json), *ns = cJSON_Parse(ns_json);
     cJSON *pods[2] = {cJSON_Parse(pods_json[0]), cJSON_Parse(pods_json[1])};
@@ -68,38 +106,7 @@ TEST(objects_from_caches_feed_the_engine) {
     us_engine *e = NULL;
     us_error ue;
     CHECK(us_engine_create(NULL, &e, &ue) == US_OK);
-    const cJSON *o;
-    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "nodes")) {
-        char *s = print(o);
-        CHECK(us_engine_upsert_node_json(e, s, &ue) == US_OK);
-        free(s);
-    }
-    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "queues")) {
-        char *s = print(o);
-        CHECK(us_engine_upsert_queue_json(e, s, &ue) == US_OK);
-        free(s);
-    }
-    cJSON_ArrayForEach(o, cJSON_GetObjectItem(doc, "workloads")) {
-        /* the pods are reported with upsert_pod, not in the workload */
-        cJSON *w = cJSON_Duplicate(o, true);
-        cJSON *pl = cJSON_DetachItemFromObject(w, "pods");
-        char *s = print(w);
-        CHECK(us_engine_upsert_workload_json(e, s, 0, &ue) == US_OK);
-        if (ue.code) fprintf(stderr, "  %s\n", ue.message);
-        const cJSON *p;
-        cJSON_ArrayForEach(p, pl) {
-            char *ps2 = NULL;
-            cJSON *pp = cJSON_Duplicate(p, true);
-            cJSON_AddStringToObject(pp, "workload", cJSON_GetObjectItem(w, "name")->valuestring);
-            ps2 = print(pp);
-            CHECK(us_engine_upsert_pod_json(e, ps2, &ue) == US_OK);
-            free(ps2);
-            cJSON_Delete(pp);
-        }
-        cJSON_Delete(pl);
-        cJSON_Delete(w);
-        free(s);
-    }
+    feed(e, doc, 0);
     /* the external pod holds 2 of 4 GPUs: train fits beside it */
     CHECK(us_engine_run_cycle(e, 0, &ue) == US_OK);
     us_decision_info d;
@@ -188,9 +195,88 @@ TEST(node_affinity_on_metadata_name_is_a_pin) {
     cJSON_Delete(node);
 }
 
+/* Phase and node of the engine's pod named name: 1 when found. */
+static int engine_pod(const us_engine *e, const char *name, us_pod_info *out) {
+    for (size_t i = 0; i < us_engine_pod_count(e); i++)
+        if (us_engine_pod(e, i, out) == US_OK && !strcmp(out->name, name)) return 1;
+    return 0;
+}
+
+static int evictions(const us_engine *e) {
+    us_decision_info d;
+    int n = 0;
+    for (size_t i = 0; i < us_engine_decision_count(e); i++)
+        n += us_engine_decision(e, i, &d) == US_OK && d.op == US_DECISION_EVICT;
+    return n;
+}
+
+/* A distributed job's workers finish a few seconds apart.  Its pods that
+ * Succeeded count as the workload's `succeeded` (Failed ones as nothing),
+ * and the workers still running are never stopped as a broken gang (KAI:
+ * a PodGroup with a Succeeded pod is not stale), first with one worker of
+ * three done, then, fed as serve feeds a change (the pod gone, then its
+ * workload again), with two. */
+TEST(a_gang_whose_workers_succeed_keeps_the_rest_running) {
+    static const char *const pod_fmt =
+        "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"w%d\",\"namespace\":\"t\","
+        "\"annotations\":{\"pod-group-name\":\"pg\"}},"
+        "\"spec\":{\"schedulerName\":\"understory\",\"nodeName\":\"n1\",\"priority\":50,"
+        "\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"}],"
+        "\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+        "\"status\":{\"phase\":\"%s\"}}";
+    const char *phases[2][4] = {{"Running", "Succeeded", "Running", "Failed"},
+                                {"Running", "Succeeded", "Succeeded", "Failed"}};
+    const char *want[2] = {"\"replicas\":2,\"min_member\":3,\"succeeded\":1,",
+                           "\"replicas\":1,\"min_member\":3,\"succeeded\":2,"};
+    cJSON *node = cJSON_Parse(node_json), *queue = cJSON_Parse(queue_json), *ns = cJSON_Parse(ns_json);
+    cJSON *pg = cJSON_Parse("{\"kind\":\"PodGroup\",\"metadata\":{\"name\":\"pg\",\"namespace\":\"t\"},"
+                            "\"spec\":{\"minMember\":3}}");
+    CHECK(node && queue && ns && pg);
+    us_engine *e = NULL;
+    us_error ue;
+    us_pod_info pi;
+    CHECK(us_engine_create(NULL, &e, &ue) == US_OK);
+    for (int step = 0; step < 2; step++) {
+        char text[1024];
+        cJSON *pods[4];
+        const cJSON *ps[4], *nodes[] = {node}, *queues[] = {queue}, *nss[] = {ns}, *pgs[] = {pg};
+        for (int i = 0; i < 4; i++) {
+            snprintf(text, sizeof text, pod_fmt, i, phases[step][i]);
+            ps[i] = pods[i] = cJSON_Parse(text);
+            CHECK(pods[i] != NULL);
+        }
+        kube_cluster c = {{nodes, NULL, 1}, {ps, NULL, 4}, {nss, NULL, 1}, {queues, NULL, 1}, {pgs, NULL, 1}, {0}};
+        cJSON *doc = NULL;
+        us_err err = {0};
+        CHECK(kube_scenario(&c, NULL, &doc, &err) == 0);
+        char *got = print(cJSON_GetArrayItem(cJSON_GetObjectItem(doc, "workloads"), 0));
+        CHECK_HAS(got, want[step]);
+        /* serve's order: the pod that finished leaves (its controller's
+         * replacement is made pending), then the workload with its count
+         * takes the replacement back */
+        if (step == 1) CHECK(us_engine_remove_pod(e, "t/w2", &ue) == US_OK);
+        feed(e, doc, 10.0 * step);
+        CHECK(us_engine_run_cycle(e, 10.0 * step, &ue) == US_OK);
+        CHECK(evictions(e) == 0);
+        CHECK(engine_pod(e, "t/w0", &pi) && pi.phase == US_PHASE_RUNNING && !strcmp(pi.node, "n1"));
+        if (step == 0) CHECK(engine_pod(e, "t/w2", &pi) && pi.phase == US_PHASE_RUNNING);
+        else CHECK(!engine_pod(e, "t/w2", &pi)); /* the replacement went with the count */
+        CHECK(us_engine_pod_count(e) == (size_t)(2 - step));
+        free(got);
+        cJSON_Delete(doc);
+        for (int i = 0; i < 4; i++) cJSON_Delete(pods[i]);
+    }
+    us_engine_destroy(e);
+    cJSON_Delete(node);
+    cJSON_Delete(queue);
+    cJSON_Delete(ns);
+    cJSON_Delete(pg);
+}
+
 int main(void) {
     RUN(objects_from_caches_feed_the_engine);
     RUN(errors_name_the_object_without_a_list);
     RUN(node_affinity_on_metadata_name_is_a_pin);
+    RUN(a_gang_whose_workers_succeed_keeps_the_rest_running);
     return check_report();
 }

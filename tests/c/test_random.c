@@ -270,6 +270,9 @@ static char *scenario(uint64_t seed, bool hostname) {
         if (p2) put(&b, ",\"pool\":\"p2\"");
         if (tol) put(&b, ",\"tolerations\":[{\"key\":\"gpu\",\"operator\":\"Exists\"}]");
         if (pre) existing(&r, &b, &rm, p2, atoi(g), cpu, reps, true);
+        /* a running gang whose first pods ran to completion: it stays
+         * whole with fewer than min_member */
+        if (pre && !deploy && coin(&r, 40)) put(&b, ",\"succeeded\":%d", 1 + pick(&r, minm));
         put(&b, "}");
         first = false;
         if (coin(&r, 40) && ndel < 8) del[ndel++] = k;

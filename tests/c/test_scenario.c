@@ -550,10 +550,22 @@ TEST(error_numbers_out_of_range) {
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,'min_member':3}"))),
               "workloads[0].min_member: 3 is more than replicas (2)");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','min_member':0}"))), "workloads[0].min_member: 0 is not a whole number from 1");
+    /* succeeded pods are beside replicas: min_member may reach both */
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','replicas':2,'succeeded':1,'min_member':4}"))),
+              "workloads[0].min_member: 4 is more than replicas (2) and succeeded (1) together");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','succeeded':-1}"))),
+              "workloads[0].succeeded: -1 is not a whole number from 0");
+    CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','controller':'daemonset','succeeded':1}"))),
+              "workloads[0].succeeded: a daemonset's pods do not run to completion");
+    CHECK_HAS(fails(J(DOC("{'name':'a','external':true,'succeeded':1}"))),
+              "workloads[0].succeeded: an external workload's pods are its own scheduler's business");
     CHECK_HAS(fails(J(DOC("{'name':'a','queue':'team-a','controller':'statefulset'}"))),
               "workloads[0].controller: \"statefulset\" is not a controller (none, job, deployment, daemonset)");
     CHECK_HAS(fails(J("{'timeline':[{'at':-1,'action':'cordon','node':'x'}]}")), "timeline[0].at: -1 is not a number >= 0");
     us_scenario sc;
+    if (!loads(&sc, J(DOC("{'name':'a','queue':'team-a','replicas':2,'succeeded':1,'min_member':3}")))) return;
+    CHECK(sc.state.workloads[0].succeeded == 1 && sc.state.workloads[0].min_member == 3);
+    us_scenario_free(&sc);
     if (!loads(&sc, J(DOC("{'name':'a','queue':'team-a','duration':300,'termination_grace':0,'submit_at':12.5}")))) return;
     CHECK(sc.state.workloads[0].duration == 300 && sc.state.workloads[0].termination_grace == 0);
     CHECK(sc.state.workloads[0].submit_at == 12.5);
