@@ -1522,6 +1522,9 @@ static int upsert_node(us_engine *e, const cJSON *o, us_error *err) {
         relabel = !v || strcmp(v, n.labels.items[i].value) != 0;
     }
     relabel = relabel || !us_taints_equal(&cur->taints, &n.taints);
+    if (relabel || memcmp(&cur->cap, &n.cap, sizeof cur->cap) != 0 || cur->gpus != n.gpus ||
+        cur->unschedulable != n.unschedulable)
+        us_state_node_specs_changed(st);
     us_labels old = cur->labels;
     cur->labels = n.labels;
     n.labels = old;

@@ -29,6 +29,9 @@ typedef struct us_cycle_profile {
     unsigned long long policy_calls;  /* Lua policy function invocations */
     double policy_seconds;            /* time inside us_policy_* calls */
     int placed;                       /* AI and background pods bound or pipelined */
+    /* nodes put into node classes (each pool's at its first placement),
+     * and of them those that kept the last cycle's class key (cyclecache.h) */
+    unsigned long long nodes_classed, nodes_class_kept;
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nodeclass.h"
 #include "state.h"
 
 us_cycle_cache *us_cycle_cache_new(void) { return calloc(1, sizeof(us_cycle_cache)); }
@@ -19,6 +20,7 @@ void us_cycle_cache_free(us_cycle_cache *c) {
         us_order_free(&c->pools[i].nodes);
         us_order_free(&c->pools[i].bg_running);
         us_order_free(&c->pools[i].bg_pending);
+        us_classes_free(c->pools[i].classes);
     }
     free(c->pools);
     us_ledger_free(&c->ledger);

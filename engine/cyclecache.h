@@ -5,7 +5,7 @@
  * of its background pods by name (order hints, order.h).
  *
  * Everything kept here changes only what a cycle costs, never what it
- * decides.  Three kinds of thing are kept.  The ledger, followed through
+ * decides.  Four kinds of thing are kept.  The ledger, followed through
  * the state's journal of changed pods; checking builds count every pod
  * after each sync and hold the ledger to it (invariant "ledger").  Order
  * hints: a hint that no
@@ -16,7 +16,12 @@
  * version: every change a list depends on (a node added, removed or back,
  * the nodes renumbered) moves the version (us_state_nodes_changed), and
  * checking builds (-DUS_CHECK_INVARIANTS) list the nodes afresh each cycle
- * and hold the kept list to it (invariant "node-list").  A cycle run
+ * and hold the kept list to it (invariant "node-list").  And a pool's node
+ * classes (nodeclass.h), kept with the node version, the node spec version
+ * and the label keys that matter: a node whose use in the AI view did not
+ * change keeps its class without its key made and hashed again; checking
+ * builds find the classes afresh and hold the kept ones to them
+ * (invariant "node-classes").  A cycle run
  * without a cache
  * (us_cycle_opts.cache NULL: `--full-cycles`, us_engine_options.full_cycles)
  * recomputes everything and decides the same, byte for byte; make test
@@ -44,6 +49,10 @@ typedef struct us_pool_hints {
     us_order bg_pending;  /* its pending background pods by name (key: pod seq) */
     bool has_nodes;       /* some node is in the pool, removed or not (read
                              while us_cycle_cache.node_pools_version holds) */
+    /* the node classes the pool's last plan ended with (nodeclass.h): the
+     * next plan's are found from them (us_classes_renew), or afresh when
+     * the nodes or their static views changed; NULL: none */
+    struct us_classes *classes;
 } us_pool_hints;
 
 typedef struct us_cycle_cache {

@@ -342,7 +342,10 @@ int us_life_remove_node_listed(us_state *st, int n, const int *pods, size_t npod
     return 0;
 }
 
-void us_life_cordon(us_state *st, int n, bool cordoned) { st->nodes[n].unschedulable = cordoned; }
+void us_life_cordon(us_state *st, int n, bool cordoned) {
+    if (st->nodes[n].unschedulable != cordoned) us_state_node_specs_changed(st);
+    st->nodes[n].unschedulable = cordoned;
+}
 
 int us_life_evict(us_state *st, int pod, double now, bool reported) {
     us_pod *p = &st->pods[pod];
@@ -428,6 +431,7 @@ int us_life_node_changed_listed(us_state *st, int n, const int *pods, size_t np,
     taken t = {0};
     t.held = held;
     t.ctx = ctx;
+    us_state_node_specs_changed(st);  /* node classes are found again */
     for (size_t w = 0; w < st->nworkloads; w++) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE || wl->controller != US_CTRL_DAEMONSET) continue;

@@ -88,7 +88,8 @@ bool us_life_expiry_due(us_state *st, double now);
  * selector now matches (and that tolerate its taints) get a pending pod on
  * it; the pods of those that no longer match terminate (not recreated),
  * except a running one that only a NoSchedule taint would keep off, as
- * Kubernetes' DaemonSet controller does. */
+ * Kubernetes' DaemonSet controller does.  The state's node spec version
+ * moves (us_state_node_specs_changed). */
 int us_life_node_changed(us_state *st, int n, double now);
 /* The same given the pods pinned to n (pods[np]; others are passed over),
  * without compacting, new pods named clear of the names held says are

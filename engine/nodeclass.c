@@ -19,17 +19,18 @@
 #include "nodelabels.h"
 
 
+/* What a node's class is keyed on: its static view (sid: the labels that
+ * matter, taints, capacity, cordon), its devices, and its use in the AI
+ * view.  No pointer: a key outlives the cycle that made it. */
 typedef struct nkey {
-    const us_labels *labels;
-    const us_taints *taints;  /* feasibility depends on them */
-    us_res cap;
+    int sid;
     int gpus;
-    int cordon;
     us_use ai;
 } nkey;
 
 typedef struct nclass {
     nkey key;
+    uint64_t hash;     /* of key (hash_key) */
     int count;         /* members now */
     int *heap, nheap, capheap;
 } nclass;
@@ -54,39 +55,39 @@ struct us_classes {
     int ncls, capcls;
     us_hashidx table;  /* node classes by their key's hash */
     int *node_class;   /* [nnodes] */
+    int *sid;          /* [nnodes] each node's static view (compute_sids) */
     int *live;         /* ids of the classes with members, ascending */
     int nlive, caplive;
     pclass *pcs;
     int npcs, cappcs;
     us_hashidx pc_table;  /* pod classes by their key's hash */
     int *wl_class;     /* [nworkloads]: pod class, or -1 not known yet */
+    /* what the static views were made from: while all of it holds, every
+     * node's sid holds (us_classes_renew) */
+    size_t nnodes;
+    uint64_t nodes_version, specs_version;
+    char **keys;       /* the label keys that mattered, copied */
+    size_t nkeys;
+    size_t kept;       /* nodes that kept the last cycle's class key */
 };
 
-/* ---- hashing ---------------------------------------------------------- */
+/* ---- static views ------------------------------------------------------ */
 
-/* The fixed part of a key (capacity and use: about 200 bytes, most of
- * them the zero shared-slot counts) a word at a time: hashing it byte by
- * byte was most of what joining a node to its class cost. */
-static uint64_t hash_key(const nkey *k) {
-    uint64_t h = us_hash_taints(us_hash_labels(US_HASH_SEED, k->labels), k->taints);
-    /* the key is zero-filled before it is set, so padding hashes the same;
-     * of the shared-slot counts only the node's own devices' are hashed
-     * (equal keys have equal gpus, so they still hash the same), the rest
-     * is compared by key_equal */
-    h = us_hash_words(h, &k->cap, offsetof(nkey, ai.shared) - offsetof(nkey, cap));
-    size_t slots = k->gpus > 0 && k->gpus <= US_MAX_GPUS ? (size_t)k->gpus : 0;
-    h = us_hash_words(h, k->ai.shared, (slots + 3) / 4 * 4 * sizeof *k->ai.shared);
-    return us_hash_finish(h);
-}
+/* A node's view but for its use: two nodes of equal static views differ
+ * only by what they run. */
+typedef struct skey {
+    const us_labels *labels;
+    const us_taints *taints;
+    us_res cap;
+    int gpus, cordon;
+} skey;
 
-static bool key_equal(const nkey *a, const nkey *b) {
-    return us_labels_equal(a->labels, b->labels) && us_taints_equal(a->taints, b->taints) &&
-           memcmp(&a->cap, &b->cap, sizeof *a - offsetof(nkey, cap)) == 0;
-}
+typedef struct sids {
+    skey *keys;
+    int n, cap;
+} sids;
 
-/* ---- node classes --------------------------------------------------------- */
-
-static void make_key(const us_plan *p, int pos, nkey *k) {
+static void skey_of(const us_plan *p, int pos, skey *k) {
     const us_node *n = &p->st->nodes[p->nodes[pos]];
     memset(k, 0, sizeof *k);
     k->labels = us_nodelabels_of(p->labels, (size_t)pos);
@@ -94,7 +95,85 @@ static void make_key(const us_plan *p, int pos, nkey *k) {
     k->cap = n->cap;
     k->gpus = n->gpus;
     k->cordon = n->unschedulable;
-    k->ai = p->ai[pos];
+}
+
+static uint64_t hash_skey(const skey *k) {
+    uint64_t h = us_hash_taints(us_hash_labels(US_HASH_SEED, k->labels), k->taints);
+    h = us_hash_words(h, &k->cap, sizeof *k - offsetof(skey, cap));
+    return us_hash_finish(h);
+}
+
+static bool skey_is(int id, const void *key, void *ctx) {
+    const skey *a = &((const sids *)ctx)->keys[id], *b = key;
+    return us_labels_equal(a->labels, b->labels) && us_taints_equal(a->taints, b->taints) &&
+           memcmp(&a->cap, &b->cap, sizeof *a - offsetof(skey, cap)) == 0;
+}
+
+/* Each node's static view, numbered in order of first appearance. */
+static int compute_sids(us_classes *c, const us_plan *p) {
+    sids s = {0};
+    us_hashidx t = {0};
+    int rc = 0;
+    for (size_t pos = 0; pos < p->nnodes && rc == 0; pos++) {
+        skey k;
+        skey_of(p, (int)pos, &k);
+        uint64_t h = hash_skey(&k);
+        int id = us_hashidx_find(&t, h, skey_is, &k, &s);
+        if (id < 0) {
+            if (s.n == s.cap) {
+                int ncap = s.cap ? s.cap * 2 : 16;
+                skey *x = realloc(s.keys, (size_t)ncap * sizeof *x);
+                if (!x) {
+                    rc = -1;
+                    break;
+                }
+                s.keys = x;
+                s.cap = ncap;
+            }
+            if (us_hashidx_add(&t, h, s.n) < 0) {
+                rc = -1;
+                break;
+            }
+            s.keys[id = s.n++] = k;
+        }
+        c->sid[pos] = id;
+    }
+    free(s.keys);
+    us_hashidx_free(&t);
+    return rc;
+}
+
+/* ---- hashing ---------------------------------------------------------- */
+
+/* The use's bytes that are compared: all but the struct's tail padding. */
+#define USE_BYTES (offsetof(us_use, shared) + sizeof ((us_use *)0)->shared)
+
+/* The fixed part of a key (use: about 160 bytes, most of them the zero
+ * shared-slot counts) a word at a time: hashing it byte by byte was most
+ * of what joining a node to its class cost. */
+static uint64_t hash_key(const nkey *k) {
+    uint64_t h = us_hash_words(US_HASH_SEED, k, offsetof(nkey, ai.shared));
+    /* of the shared-slot counts only the node's own devices' are hashed
+     * (equal keys have equal gpus, so they still hash the same), the rest
+     * is compared by key_equal */
+    size_t slots = k->gpus > 0 && k->gpus <= US_MAX_GPUS ? (size_t)k->gpus : 0;
+    h = us_hash_words(h, k->ai.shared, (slots + 3) / 4 * 4 * sizeof *k->ai.shared);
+    return us_hash_finish(h);
+}
+
+static bool use_same(const us_use *a, const us_use *b) { return memcmp(a, b, USE_BYTES) == 0; }
+
+static bool key_equal(const nkey *a, const nkey *b) {
+    return a->sid == b->sid && a->gpus == b->gpus && use_same(&a->ai, &b->ai);
+}
+
+/* ---- node classes --------------------------------------------------------- */
+
+static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
+    memset(k, 0, sizeof *k);
+    k->sid = c->sid[pos];
+    k->gpus = p->st->nodes[p->nodes[pos]].gpus;
+    memcpy(&k->ai, &p->ai[pos], USE_BYTES);
 }
 
 static bool class_is(int id, const void *key, void *ctx) {
@@ -102,9 +181,8 @@ static bool class_is(int id, const void *key, void *ctx) {
     return key_equal(&c->cls[id].key, key);
 }
 
-/* The class of key k, created when new; -1 when memory runs out. */
-static int class_of(us_classes *c, const nkey *k) {
-    uint64_t h = hash_key(k);
+/* The class of key k (hash h), created when new; -1 when memory runs out. */
+static int class_of(us_classes *c, const nkey *k, uint64_t h) {
     int id = us_hashidx_find(&c->table, h, class_is, k, c);
     if (id >= 0) return id;
     if (c->ncls == c->capcls) {
@@ -118,9 +196,9 @@ static int class_of(us_classes *c, const nkey *k) {
     nclass *x = &c->cls[c->ncls];
     memset(x, 0, sizeof *x);
     x->key = *k;
+    x->hash = h;
     return c->ncls++;
 }
-
 static int heap_push(nclass *x, int pos) {
     if (x->nheap == x->capheap) {
         int ncap = x->capheap ? x->capheap * 2 : 8;
@@ -188,30 +266,147 @@ static void live_remove(us_classes *c, int id) {
     }
 }
 
-static int join(us_classes *c, const us_plan *p, int pos) {
-    nkey k;
-    make_key(p, pos, &k);
-    int id = class_of(c, &k);
-    if (id < 0) return -1;
+/* Node pos into class id. */
+static int add_member(us_classes *c, int pos, int id) {
     c->node_class[pos] = id;
     if (c->cls[id].count++ == 0 && live_add(c, id) < 0) return -1;
     return heap_push(&c->cls[id], pos);
 }
 
-us_classes *us_classes_new(const us_plan *p) {
+static int join(us_classes *c, const us_plan *p, int pos) {
+    nkey k;
+    make_key(c, p, pos, &k);
+    int id = class_of(c, &k, hash_key(&k));
+    return id < 0 ? -1 : add_member(c, pos, id);
+}
+
+/* Every node of p into its class, in position order, so that class ids
+ * are numbered in order of first appearance however the classes were
+ * found.  old (NULL: none): the last cycle's classes over the same nodes
+ * and static views; a node whose use is still its class's there takes
+ * that class's key and hash without making and hashing its own. */
+static int build(us_classes *c, const us_plan *p, const us_classes *old) {
+    int *now_id = NULL;  /* [old class] its id here, or -1 not met yet */
+    if (old) {
+        if (!(now_id = malloc((size_t)(old->ncls ? old->ncls : 1) * sizeof *now_id))) return -1;
+        for (int i = 0; i < old->ncls; i++) now_id[i] = -1;
+    }
+    int rc = 0;
+    for (size_t pos = 0; pos < p->nnodes && rc == 0; pos++) {
+        int o = old ? old->node_class[pos] : -1;
+        if (o >= 0 && use_same(&old->cls[o].key.ai, &p->ai[pos])) {
+            if (now_id[o] < 0) now_id[o] = class_of(c, &old->cls[o].key, old->cls[o].hash);
+            rc = now_id[o] < 0 ? -1 : add_member(c, (int)pos, now_id[o]);
+            c->kept++;
+        } else {
+            rc = join(c, p, (int)pos);
+        }
+    }
+    free(now_id);
+    return rc;
+}
+
+/* A classes object for p, empty, with its per-workload and per-node
+ * arrays; NULL when memory runs out. */
+static us_classes *alloc_classes(const us_plan *p) {
     us_classes *c = calloc(1, sizeof *c);
     size_t nn = p->nnodes ? p->nnodes : 1, nw = p->st->nworkloads ? p->st->nworkloads : 1;
     if (!c) return NULL;
     c->node_class = malloc(nn * sizeof *c->node_class);
     c->wl_class = malloc(nw * sizeof *c->wl_class);
-    if (!c->node_class || !c->wl_class) goto fail;
+    if (!c->node_class || !c->wl_class) {
+        us_classes_free(c);
+        return NULL;
+    }
     for (size_t w = 0; w < nw; w++) c->wl_class[w] = -1;
-    for (size_t pos = 0; pos < p->nnodes; pos++)
-        if (join(c, p, (int)pos) < 0) goto fail;
+    c->nnodes = p->nnodes;
+    c->nodes_version = p->st->nodes_version;
+    c->specs_version = p->st->node_specs_version;
     return c;
-fail:
-    us_classes_free(c);
-    return NULL;
+}
+
+/* Copy the label keys that matter for p into c (the static views' stamp). */
+static int copy_keys(us_classes *c, const us_plan *p) {
+    size_t n;
+    const char *const *keys = us_nodelabels_keys(p->labels, &n);
+    if (!(c->keys = calloc(n ? n : 1, sizeof *c->keys))) return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (!(c->keys[i] = strdup(keys[i]))) return -1;
+        c->nkeys++;
+    }
+    return 0;
+}
+
+/* Do old's static views still hold for p's nodes?  Versions are unique
+ * in the process (state.h), so equal versions are the same nodes. */
+static bool views_hold(const us_classes *old, const us_plan *p) {
+    size_t n;
+    const char *const *keys = us_nodelabels_keys(p->labels, &n);
+    if (old->nodes_version == 0 || old->nodes_version != p->st->nodes_version ||
+        old->specs_version != p->st->node_specs_version || old->nnodes != p->nnodes || old->nkeys != n)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(old->keys[i], keys[i]) != 0) return false;
+    return true;
+}
+
+us_classes *us_classes_new(const us_plan *p) {
+    us_classes *c = alloc_classes(p);
+    if (!c) return NULL;
+    if (!(c->sid = malloc((p->nnodes ? p->nnodes : 1) * sizeof *c->sid)) || copy_keys(c, p) < 0 ||
+        compute_sids(c, p) < 0 || build(c, p, NULL) < 0) {
+        us_classes_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+int us_classes_renew(us_classes **cp, const us_plan *p, const char **broken) {
+    us_classes *old = *cp, *c;
+    *broken = NULL;
+    if (!old || !views_hold(old, p)) {
+        us_classes_free(old);
+        return (*cp = us_classes_new(p)) ? 0 : -1;
+    }
+    *cp = NULL;
+    if (!(c = alloc_classes(p))) {
+        us_classes_free(old);
+        return -1;
+    }
+    /* the static views hold: the sids and their stamp move over */
+    c->sid = old->sid;
+    c->keys = old->keys;
+    c->nkeys = old->nkeys;
+    old->sid = NULL;
+    old->keys = NULL;
+    old->nkeys = 0;
+    int rc = build(c, p, old);
+    us_classes_free(old);
+    if (rc < 0) {
+        us_classes_free(c);
+        return -1;
+    }
+#ifdef US_CHECK_INVARIANTS
+    /* checking builds: the classes found afresh are these, id for id */
+    us_classes *fresh = us_classes_new(p);
+    if (!fresh) {
+        us_classes_free(c);
+        return -1;
+    }
+    bool same = fresh->ncls == c->ncls &&
+                (p->nnodes == 0 || memcmp(fresh->node_class, c->node_class, p->nnodes * sizeof *c->node_class) == 0);
+    for (size_t pos = 0; same && pos < p->nnodes; pos++) same = fresh->sid[pos] == c->sid[pos];
+    us_classes_free(fresh);
+    if (!same) {
+        us_classes_free(c);
+        *broken = "invariant \"node-classes\" broken: the node classes kept from the last cycle are "
+                  "not those found afresh (a change to a node's labels, taints, capacity or cordon "
+                  "did not move the state's node spec version)";
+        return -2;
+    }
+#endif
+    *cp = c;
+    return 0;
 }
 
 void us_classes_free(us_classes *c) {
@@ -223,10 +418,13 @@ void us_classes_free(us_classes *c) {
     free(c->cls);
     us_hashidx_free(&c->table);
     free(c->node_class);
+    free(c->sid);
     free(c->live);
     free(c->pcs);
     us_hashidx_free(&c->pc_table);
     free(c->wl_class);
+    for (size_t i = 0; i < c->nkeys; i++) free(c->keys[i]);
+    free(c->keys);
     free(c);
 }
 
@@ -236,6 +434,10 @@ int us_classes_node_changed(us_classes *c, const us_plan *p, int pos) {
     if (--c->cls[old].count == 0) live_remove(c, old);
     return join(c, p, pos);
 }
+
+size_t us_classes_kept(const us_classes *c) { return c->kept; }
+
+int us_classes_of(const us_classes *c, int pos) { return c->node_class[pos]; }
 
 const int *us_classes_live(const us_classes *c, int *n) {
     *n = c->nlive;

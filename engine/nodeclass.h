@@ -13,7 +13,9 @@
  * engine breaks ties by name itself).
  *
  * Owned by the plan (us_plan.classes); built on first use, kept current by
- * plan.c as nodes change.  Not thread-safe.
+ * plan.c as nodes change, and handed to the pool's cycle cache
+ * (cyclecache.h) when the plan ends, for the next cycle's node classes.
+ * Not thread-safe.
  */
 #ifndef US_NODECLASS_H
 #define US_NODECLASS_H
@@ -24,11 +26,28 @@ typedef struct us_classes us_classes;
 
 /* Build the node classes of every node of p; NULL when memory runs out. */
 us_classes *us_classes_new(const us_plan *p);
+/* The node classes of every node of p, from the last cycle's *c (NULL:
+ * none; taken over and freed): while the pool's nodes and their static
+ * views are the same (the state's node version and node spec version, the
+ * label keys that matter), each node whose use in the AI view is still
+ * its class's keeps that class's key without one made and hashed, and the
+ * classes are numbered as us_classes_new numbers them (first appearance
+ * by position), so the cycle decides the same either way; else built
+ * afresh.  Pod classes and scores start empty.  0 with *c set; -1 when
+ * memory runs out (*c NULL); -2 in checking builds when the kept classes
+ * are not those found afresh (*broken says so, *c NULL). */
+int us_classes_renew(us_classes **c, const us_plan *p, const char **broken);
 void us_classes_free(us_classes *c);
 
 /* Node at position pos changed in the AI view: move it to its new class.
  * 0, or -1 when memory runs out. */
 int us_classes_node_changed(us_classes *c, const us_plan *p, int pos);
+
+/* How many nodes kept the last cycle's class key when c was made
+ * (us_classes_renew; 0 when built afresh). */
+size_t us_classes_kept(const us_classes *c);
+/* The class of the node at position pos now. */
+int us_classes_of(const us_classes *c, int pos);
 
 /* Ids of the classes that have members now, ascending; *n of them (ids
  * are never reused; a class left empty keeps its id and cached scores).  Valid

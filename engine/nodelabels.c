@@ -1,6 +1,7 @@
 /*
  * nodelabels.c — the node labels that matter for scheduling (see
- * nodelabels.h).  Keys are gathered once per cycle into a sorted list; each
+ * nodelabels.h).  Keys are gathered once per cycle into a sorted list
+ * (kept with the rest: node classes compare it with the last cycle's); each
  * node's kept labels are a slice of one shared array of key/value pointers
  * into the state (nothing is copied, nothing outlives the cycle).
  */
@@ -13,6 +14,8 @@ struct us_nodelabels {
     us_kv *items;      /* every node's kept labels, node after node */
     us_labels *of;     /* [n] slices of items */
     size_t n;
+    const char **keys; /* the keys that matter, sorted, unique */
+    size_t nkeys;
 };
 
 static int by_str(const void *a, const void *b) {
@@ -74,7 +77,8 @@ us_nodelabels *us_nodelabels_new(const us_state *st, const us_policy *pol, const
             if (has_key(keys, nkeys, all->items[j].key)) l->items[total++] = all->items[j];
         l->of[i].n = (size_t)(l->items + total - l->of[i].items);
     }
-    free(keys);
+    l->keys = keys;
+    l->nkeys = nkeys;
     return l;
 fail:
     free(keys);
@@ -86,7 +90,13 @@ void us_nodelabels_free(us_nodelabels *l) {
     if (!l) return;
     free(l->items);
     free(l->of);
+    free(l->keys);
     free(l);
+}
+
+const char *const *us_nodelabels_keys(const us_nodelabels *l, size_t *n) {
+    *n = l->nkeys;
+    return l->keys;
 }
 
 const us_labels *us_nodelabels_of(const us_nodelabels *l, size_t pos) { return &l->of[pos]; }

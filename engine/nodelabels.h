@@ -29,5 +29,8 @@ void us_nodelabels_free(us_nodelabels *l);
 
 /* Labels that matter of the node at position pos (0..n). */
 const us_labels *us_nodelabels_of(const us_nodelabels *l, size_t pos);
+/* The keys that matter, sorted and unique; *n of them.  The strings are
+ * the state's and the policies' (valid for the cycle). */
+const char *const *us_nodelabels_keys(const us_nodelabels *l, size_t *n);
 
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "builtin.h"
+#include "cyclecache.h"
 #include "nodeclass.h"
 #include "nodelabels.h"
 
@@ -148,7 +149,22 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
         return 0;
     }
     bool cached = p->opts->score_cache;
-    if (cached && !p->classes && !(p->classes = us_classes_new(p))) return us_err_nomem(err);
+    if (cached && !p->classes) {
+        /* from the pool's last plan's when the cycle cache kept them */
+        const char *broken;
+        us_classes **kept = p->hints ? &p->hints->classes : NULL;
+        int rc = kept ? us_classes_renew(kept, p, &broken) : ((p->classes = us_classes_new(p)) ? 0 : -1);
+        if (kept) {
+            p->classes = *kept;
+            *kept = NULL;
+        }
+        if (rc == -2) return us_err_set(err, US_EINVARIANT, "%s", broken);
+        if (rc < 0) return us_err_nomem(err);
+        if (p->opts->profile) {
+            p->opts->profile->nodes_classed += p->nnodes;
+            p->opts->profile->nodes_class_kept += us_classes_kept(p->classes);
+        }
+    }
     us_classes *c = p->classes;
     int pc = cached ? us_classes_pod_class(c, p, pod) : 0;
     if (pc < 0) return us_err_nomem(err);

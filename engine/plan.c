@@ -398,7 +398,13 @@ void us_plan_free(us_plan *p) {
     free(p->demand);
     free(p->fair);
     free(p->undo);
-    us_classes_free(p->classes);
+    if (p->hints && p->classes) {
+        /* the next plan of the pool starts from them */
+        us_classes_free(p->hints->classes);
+        p->hints->classes = p->classes;
+    } else {
+        us_classes_free(p->classes);
+    }
     us_nodelabels_free(p->labels);
     free(p->scratch.cls);
     free(p->scratch.rep);

@@ -143,6 +143,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
     us_state_init(dst);
     dst->next_seq = src->next_seq;
     dst->nodes_version = src->nodes_version;  /* the same nodes */
+    dst->node_specs_version = src->node_specs_version;
     dst->nodes = dup_array(src->nodes, src->nnodes, sizeof *dst->nodes);
     dst->queues = dup_array(src->queues, src->nqueues, sizeof *dst->queues);
     dst->workloads = dup_array(src->workloads, src->nworkloads, sizeof *dst->workloads);
@@ -275,9 +276,16 @@ int us_state_workload_index(const us_state *st, const char *name) {
     return -1;
 }
 
+/* Engines share it: versions never repeat in the process. */
+static _Atomic uint64_t last_version;
+
 void us_state_nodes_changed(us_state *st) {
-    static _Atomic uint64_t last;  /* engines share it: versions never repeat */
-    st->nodes_version = atomic_fetch_add(&last, 1) + 1;
+    st->nodes_version = atomic_fetch_add(&last_version, 1) + 1;
+    us_state_node_specs_changed(st);
+}
+
+void us_state_node_specs_changed(us_state *st) {
+    st->node_specs_version = atomic_fetch_add(&last_version, 1) + 1;
 }
 
 int us_state_add_node(us_state *st, us_node *n) {

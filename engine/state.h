@@ -267,6 +267,11 @@ typedef struct us_state {
                               0: not known.  Values are unique in the process,
                               so a copy put back never meets a list made for
                               other nodes */
+    uint64_t node_specs_version; /* what nodes' static views depend on: a new
+                              value whenever a node's labels, taints,
+                              capacity or cordon change, or the node list
+                              does (us_state_node_specs_changed); unique in
+                              the process as nodes_version is */
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
                               index keeps are then void */
@@ -332,6 +337,9 @@ int us_state_workload_index(const us_state *st, const char *name);
  * pools' node lists again (cyclecache.h).  The versions come from one
  * atomic counter, so threads that each own a state may call it at once. */
 void us_state_nodes_changed(us_state *st);
+/* A node's labels, taints, capacity or cordon changed (node classes kept
+ * across cycles are found again). */
+void us_state_node_specs_changed(us_state *st);
 int us_state_add_node(us_state *st, us_node *n);
 int us_state_add_queue(us_state *st, us_queue *q);
 int us_state_add_workload(us_state *st, us_workload *w);

@@ -649,8 +649,10 @@ static void print_cycle(const char *label, double t, const us_cycle_profile *p) 
            "reclaim+preempt %6.3f  re-offer %6.3f  commit %6.3f\n",
            label, t, p->snapshot, p->fairshare, p->allocate, p->victims, p->reoffer,
            p->commit);
-    printf("            lua calls %7llu, %6.3f s in policies | placed %6d pods (%.0f/s)\n",
-           p->policy_calls, p->policy_seconds, p->placed, t > 0 ? p->placed / t : 0);
+    printf("            lua calls %7llu, %6.3f s in policies | placed %6d pods (%.0f/s) | "
+           "node classes kept %llu of %llu\n",
+           p->policy_calls, p->policy_seconds, p->placed, t > 0 ? p->placed / t : 0,
+           p->nodes_class_kept, p->nodes_classed);
 }
 
 static void print_row(const char *label, const result *r) {
