@@ -354,8 +354,7 @@ static int bg_evictors(const us_plan *p, const us_reoffer *bg, int *evictor) {
                        st->workloads[pd->workload].request, -1);
     }
     for (size_t k = 0; k < bg->nrunning; k++) {
-        evictor[k] = -1;
-        if (bg->keep[k]) continue;
+        if (bg->keep[k]) continue;  /* evictor[k] is -1 from the first pass */
         int node = st->pods[bg->running[k]].node, pos = p->pos[node];
         const us_node *n = &st->nodes[node];
         us_res req = st->workloads[st->pods[bg->running[k]].workload].request;
