@@ -830,6 +830,15 @@ TEST(succeeded_workers_keep_their_gang_whole) {
     CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 0);
     CHECK(count_decisions(e, US_DECISION_BIND, "allocate") == 1);
     CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
+    /* both lost: nothing holds room, and the gang starts again with
+     * min_member less its succeeded pod, two at once (not three, which
+     * its two replicas could never make) */
+    CHECK(us_engine_remove_pod(e, "j-0", &err) == US_OK);
+    CHECK(us_engine_remove_pod(e, "j-1", &err) == US_OK);
+    CHECK(count_phase(e, US_PHASE_PENDING) == 2);
+    CHECK(us_engine_run_cycle(e, 25, &err) == US_OK);
+    CHECK(count_decisions(e, US_DECISION_BIND, "allocate") == 2);
+    CHECK(count_phase(e, US_PHASE_RUNNING) == 2);
     /* the state document says it */
     char *doc = NULL;
     size_t len;
@@ -837,10 +846,10 @@ TEST(succeeded_workers_keep_their_gang_whole) {
     CHECK(doc && strstr(doc, "\"succeeded\"") != NULL);
     us_free(doc);
     /* the same loss without the count: stopped whole */
-    CHECK(job(e, "k", 2, 2, 0, 20) == US_OK);
-    CHECK(us_engine_run_cycle(e, 20, &err) == US_OK);
-    CHECK(us_engine_remove_pod(e, "k-1", &err) == US_OK);
+    CHECK(job(e, "k", 2, 2, 0, 30) == US_OK);
     CHECK(us_engine_run_cycle(e, 30, &err) == US_OK);
+    CHECK(us_engine_remove_pod(e, "k-1", &err) == US_OK);
+    CHECK(us_engine_run_cycle(e, 40, &err) == US_OK);
     CHECK(count_decisions(e, US_DECISION_EVICT, "stalegangeviction") == 1);
     CHECK(pod_named(e, "j-0", &p) && p.phase == US_PHASE_RUNNING);
     us_engine_destroy(e);
