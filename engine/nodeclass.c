@@ -5,7 +5,11 @@
  * Node classes are found by the hash of the node's view (hashidx.h); each
  * class keeps a min-heap of member positions so that the first member by
  * name is found at once.  Members that left are dropped from the heap
- * lazily.  Pod classes (one per distinct pod view) are found by hash too,
+ * lazily.  A view is two parts: the static one (labels that matter,
+ * taints, capacity, devices, cordon), numbered once per node as its sid
+ * while the nodes' specs hold, and the use in the AI view, which is what
+ * changes from cycle to cycle; keys hold no pointer, so the next cycle
+ * starts from this one's classes (us_classes_renew).  Pod classes (one per distinct pod view) are found by hash too,
  * and cached per workload: a cluster of many distinct pending jobs made a
  * scan of them quadratic.
  */
@@ -199,6 +203,7 @@ static int class_of(us_classes *c, const nkey *k, uint64_t h) {
     x->hash = h;
     return c->ncls++;
 }
+
 static int heap_push(nclass *x, int pos) {
     if (x->nheap == x->capheap) {
         int ncap = x->capheap ? x->capheap * 2 : 8;
@@ -436,8 +441,6 @@ int us_classes_node_changed(us_classes *c, const us_plan *p, int pos) {
 }
 
 size_t us_classes_kept(const us_classes *c) { return c->kept; }
-
-int us_classes_of(const us_classes *c, int pos) { return c->node_class[pos]; }
 
 const int *us_classes_live(const us_classes *c, int *n) {
     *n = c->nlive;

@@ -46,8 +46,6 @@ int us_classes_node_changed(us_classes *c, const us_plan *p, int pos);
 /* How many nodes kept the last cycle's class key when c was made
  * (us_classes_renew; 0 when built afresh). */
 size_t us_classes_kept(const us_classes *c);
-/* The class of the node at position pos now. */
-int us_classes_of(const us_classes *c, int pos);
 
 /* Ids of the classes that have members now, ascending; *n of them (ids
  * are never reused; a class left empty keeps its id and cached scores).  Valid
