@@ -107,20 +107,31 @@ static uint64_t hash_skey(const skey *k) {
     return us_hash_finish(h);
 }
 
-static bool skey_is(int id, const void *key, void *ctx) {
-    const skey *a = &((const sids *)ctx)->keys[id], *b = key;
+static bool skey_equal(const skey *a, const skey *b) {
     return us_labels_equal(a->labels, b->labels) && us_taints_equal(a->taints, b->taints) &&
            memcmp(&a->cap, &b->cap, sizeof *a - offsetof(skey, cap)) == 0;
 }
 
-/* Each node's static view, numbered in order of first appearance. */
+static bool skey_is(int id, const void *key, void *ctx) {
+    return skey_equal(&((const sids *)ctx)->keys[id], key);
+}
+
+/* Each node's static view, numbered in order of first appearance.  Nodes
+ * next to each other by name are mostly alike (one instance type, one
+ * zone): one that is its neighbour's twin takes its sid unhashed. */
 static int compute_sids(us_classes *c, const us_plan *p) {
     sids s = {0};
     us_hashidx t = {0};
     int rc = 0;
+    skey prev;
     for (size_t pos = 0; pos < p->nnodes && rc == 0; pos++) {
         skey k;
         skey_of(p, (int)pos, &k);
+        if (pos > 0 && skey_equal(&k, &prev)) {
+            c->sid[pos] = c->sid[pos - 1];
+            continue;
+        }
+        prev = k;
         uint64_t h = hash_skey(&k);
         int id = us_hashidx_find(&t, h, skey_is, &k, &s);
         if (id < 0) {
