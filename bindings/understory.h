@@ -57,10 +57,10 @@ extern "C" {
 /* ---- version --------------------------------------------------------------
  * The one source of the version: the Makefile derives the library's soname
  * (libunderstory.so.MAJOR) and understory.pc from these lines. */
-#define UNDERSTORY_VERSION_MAJOR 0
-#define UNDERSTORY_VERSION_MINOR 1
+#define UNDERSTORY_VERSION_MAJOR 1
+#define UNDERSTORY_VERSION_MINOR 0
 #define UNDERSTORY_VERSION_PATCH 0
-#define UNDERSTORY_VERSION_STRING "0.1.0"
+#define UNDERSTORY_VERSION_STRING "1.0.0"
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #define US_API __attribute__((visibility("default")))
@@ -68,7 +68,7 @@ extern "C" {
 #define US_API
 #endif
 
-/* The version of the library actually loaded ("0.1.0"), which may be newer
+/* The version of the library actually loaded ("1.0.0"), which may be newer
  * than the header a program was built with.  Static string; thread-safe. */
 US_API const char *us_version(void);
 

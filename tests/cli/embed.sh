@@ -10,7 +10,8 @@
 prefix=$TMP/prefix
 make -s --no-print-directory install PREFIX="$prefix" >"$TMP/install.log" 2>&1 ||
     fail "make install: $(tail -n 20 "$TMP/install.log")"
-for f in bin/understory lib/libunderstory.a lib/libunderstory.so lib/libunderstory.so.0 \
+major=$(sed -n 's/^#define UNDERSTORY_VERSION_MAJOR //p' bindings/understory.h)
+for f in bin/understory lib/libunderstory.a lib/libunderstory.so "lib/libunderstory.so.$major" \
     include/understory.h lib/pkgconfig/understory.pc lib/lua/5.4/understory.so \
     share/understory/policies/placement.lua; do
     [ -e "$prefix/$f" ] || fail "make install did not install $f"
