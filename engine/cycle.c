@@ -355,8 +355,7 @@ static void gang_clock(us_state *st, const wl_counts *c, double now) {
         us_workload *wl = &st->workloads[w];
         if (wl->state != US_WL_ACTIVE) continue;
         if (!us_wl_gang_whole(wl, c->holding[w])) wl->started_at = -1;
-        else if (c->running[w] > 0 && us_wl_gang_whole(wl, c->running[w]) && wl->started_at < 0)
-            wl->started_at = now;
+        else if (us_wl_gang_whole(wl, c->running[w]) && wl->started_at < 0) wl->started_at = now;
     }
 }
 

@@ -389,7 +389,6 @@ void us_state_check_rules(us_state *st);
  * and the workloads before them have not changed since the last check). */
 void us_state_check_rules_from(us_state *st, size_t first);
 
-/* Whole devices and fractional share of a request. */
 /* The pods a gang that holds none needs placed at once: min_member, less
  * those that already ran to completion, and at least one. */
 static inline int us_wl_gang_start(const us_workload *w) {
@@ -403,6 +402,7 @@ static inline bool us_wl_gang_whole(const us_workload *w, int n) {
     return n >= w->min_member || (w->succeeded > 0 && n > 0);
 }
 
+/* Whole devices and fractional share of a request. */
 static inline int us_req_whole_gpus(us_res req) { return (int)(req.v[US_GPU] / US_GPU_UNIT); }
 static inline bool us_req_is_fractional(us_res req) {
     return req.v[US_GPU] % US_GPU_UNIT != 0;
