@@ -150,14 +150,12 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     }
     bool cached = p->opts->score_cache;
     if (cached && !p->classes) {
-        /* from the pool's last plan's when the cycle cache kept them */
+        /* from those the pool's last plan ended with, when the cycle cache
+         * kept them (us_plan_free hands them back) */
         const char *broken;
-        us_classes **kept = p->hints ? &p->hints->classes : NULL;
-        int rc = kept ? us_classes_renew(kept, p, &broken) : ((p->classes = us_classes_new(p)) ? 0 : -1);
-        if (kept) {
-            p->classes = *kept;
-            *kept = NULL;
-        }
+        p->classes = p->hints ? p->hints->classes : NULL;
+        if (p->hints) p->hints->classes = NULL;
+        int rc = us_classes_renew(&p->classes, p, &broken);
         if (rc == -2) return us_err_set(err, US_EINVARIANT, "%s", broken);
         if (rc < 0) return us_err_nomem(err);
         if (p->opts->profile) {
