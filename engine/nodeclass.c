@@ -366,7 +366,9 @@ static bool views_hold(const us_classes *old, const us_plan *p) {
     return true;
 }
 
-us_classes *us_classes_new(const us_plan *p) {
+/* The node classes of every node of p, built afresh; NULL when memory
+ * runs out. */
+static us_classes *classes_new(const us_plan *p) {
     us_classes *c = alloc_classes(p);
     if (!c) return NULL;
     if (!(c->sid = malloc((p->nnodes ? p->nnodes : 1) * sizeof *c->sid)) || copy_keys(c, p) < 0 ||
@@ -382,7 +384,7 @@ int us_classes_renew(us_classes **cp, const us_plan *p, const char **broken) {
     *broken = NULL;
     if (!old || !views_hold(old, p)) {
         us_classes_free(old);
-        return (*cp = us_classes_new(p)) ? 0 : -1;
+        return (*cp = classes_new(p)) ? 0 : -1;
     }
     *cp = NULL;
     if (!(c = alloc_classes(p))) {
@@ -404,7 +406,7 @@ int us_classes_renew(us_classes **cp, const us_plan *p, const char **broken) {
     }
 #ifdef US_CHECK_INVARIANTS
     /* checking builds: the classes found afresh are these, id for id */
-    us_classes *fresh = us_classes_new(p);
+    us_classes *fresh = classes_new(p);
     if (!fresh) {
         us_classes_free(c);
         return -1;

@@ -24,14 +24,12 @@
 
 typedef struct us_classes us_classes;
 
-/* Build the node classes of every node of p; NULL when memory runs out. */
-us_classes *us_classes_new(const us_plan *p);
 /* The node classes of every node of p, from the last cycle's *c (NULL:
  * none; taken over and freed): while the pool's nodes and their static
  * views are the same (the state's node version and node spec version, the
  * label keys that matter), each node whose use in the AI view is still
  * its class's keeps that class's key without one made and hashed, and the
- * classes are numbered as us_classes_new numbers them (first appearance
+ * classes are numbered as a fresh build numbers them (first appearance
  * by position), so the cycle decides the same either way; else built
  * afresh.  Pod classes and scores start empty.  0 with *c set; -1 when
  * memory runs out (*c NULL); -2 in checking builds when the kept classes
