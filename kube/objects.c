@@ -853,27 +853,34 @@ static int read_pod(kctx *k, const cJSON *o, const char *path, kpod *p, bool *sk
     return our_fields(k, p, req);
 }
 
-char *kube_pod_workload(const cJSON *pod, const kube_opts *o) {
-    kctx k = {NULL, o, 0, NULL, NULL, 0, NULL, NULL, 0};
-    us_err err = {0};
+/* The name of the workload pod belongs to, or NULL with err set: US_ENOMEM
+ * when memory ran out, else what makes the pod unreadable. */
+static char *pod_workload(const cJSON *pod, const kube_opts *o, us_err *err) {
+    kctx k = {NULL, o, 0, err, NULL, 0, NULL, NULL, 0};
     kpod p;
     const char *sched, *pgname = NULL;
     char *wl = NULL;
     memset(&p, 0, sizeof p);
     p.o = pod;
     p.l.path = "pod";
-    k.err = &err;
-    if (meta(&err, &p.l, pod, "Pod", &p.name, &p.ns) < 0) return NULL;
+    if (meta(err, &p.l, pod, "Pod", &p.name, &p.ns) < 0) return NULL;
     const cJSON *sn = get(get(pod, "spec"), "schedulerName"), *pg;
     sched = cJSON_IsString(sn) ? sn->valuestring : "default-scheduler";
     if (strcmp(sched, o && o->scheduler_name ? o->scheduler_name : KUBE_DEFAULT_SCHEDULER) != 0)
-        return join(p.ns, p.name, NULL); /* another scheduler's: alone */
-    pg = get(get(get(pod, "metadata"), "annotations"), PODGROUP_ANNOTATION);
-    if (cJSON_IsString(pg) && *pg->valuestring) pgname = pg->valuestring;
-    if (pgname) return join(p.ns, pgname, NULL);
-    if (owner(&k, &p) == 0) wl = strdup(strchr(p.group, '/') + 1);
+        wl = join(p.ns, p.name, NULL); /* another scheduler's: alone */
+    else if ((pg = get(get(get(pod, "metadata"), "annotations"), PODGROUP_ANNOTATION)) &&
+             cJSON_IsString(pg) && *(pgname = pg->valuestring))
+        wl = join(p.ns, pgname, NULL);
+    else if (owner(&k, &p) == 0)
+        wl = strdup(strchr(p.group, '/') + 1);
     free(p.group);
+    if (!wl && !err->code) us_err_nomem(err);
     return wl;
+}
+
+char *kube_pod_workload(const cJSON *pod, const kube_opts *o) {
+    us_err err = {0};
+    return pod_workload(pod, o, &err);
 }
 
 /* By workload name, then group (so that two owners forming one name
@@ -1103,9 +1110,12 @@ int kube_scenario(const kube_cluster *c, const kube_opts *o, cJSON **out, us_err
         const char *p = path_of(&c->pods, i, "pods", paths[i], sizeof paths[i]);
         int rc = read_pod(&k, c->pods.objs[i], p, &k.pods[k.npods], &skip);
         if (rc == 0 && skip && k.pods[k.npods].succeeded) {
-            /* a finished pod whose owner cannot be read counts for no one */
-            char *wl = kube_pod_workload(c->pods.objs[i], o);
+            /* a finished pod whose owner cannot be read counts for no one;
+             * memory running out fails the mapping, as it does anywhere */
+            us_err we = {0};
+            char *wl = pod_workload(c->pods.objs[i], o, &we);
             if (wl) k.done[k.ndone++] = wl;
+            else if (we.code == US_ENOMEM) rc = us_err_nomem(err);
         }
         if (rc < 0 || skip) {
             kpod *q = &k.pods[k.npods];
