@@ -32,6 +32,9 @@ typedef struct us_cycle_profile {
     /* nodes put into node classes (each pool's at its first placement),
      * and of them those that kept the last cycle's class key (cyclecache.h) */
     unsigned long long nodes_classed, nodes_class_kept;
+    /* placement scores found kept from the last cycle (nodeclass.h): each
+     * one a (pod class, node class) pair not scored again */
+    unsigned long long scores_kept;
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {

@@ -21,7 +21,9 @@
  * and the label keys that matter: a node whose use in the AI view did not
  * change keeps its class without its key made and hashed again; checking
  * builds find the classes afresh and hold the kept ones to them
- * (invariant "node-classes").  A cycle run
+ * (invariant "node-classes").  With them, the placement scores that are
+ * a function of the views alone, from the version that still scores
+ * (us_classes_hand_over).  A cycle run
  * without a cache
  * (us_cycle_opts.cache NULL: `--full-cycles`, us_engine_options.full_cycles)
  * recomputes everything and decides the same, byte for byte; make test

@@ -16,6 +16,7 @@
 #include "nodeclass.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,7 @@ typedef struct nclass {
 /* What is cached for one (pod class, node class) pair. */
 typedef struct cell {
     double score;      /* NAN: not scored */
+    bool pure;         /* a function of the views alone: may outlive the cycle */
 } cell;
 
 typedef struct pclass {
@@ -49,10 +51,32 @@ typedef struct pclass {
     const us_labels *sel, *labels;
     const us_tolerations *tol;
     int priority, queue;
+    const char *qname; /* the queue's name: what the view shows */
     bool background;
     cell *cells;       /* [ncells] what is known, by node class */
     int ncells;
 } pclass;
+
+/* A pod class's pure scores, kept for the next cycle: its key copied (the
+ * workload it was read from may change or go), its scores by node class
+ * id (the last cycle's until us_classes_renew maps them to this one's). */
+typedef struct kept_score {
+    int nc;
+    double score;
+} kept_score;
+
+typedef struct carried {
+    us_res req;
+    us_labels sel, labels;
+    us_tolerations tol;
+    int priority;
+    char *qname;
+    bool background;
+    uint64_t hash;     /* hash_pclass of the same key */
+    int age;           /* cycles since a pod of the class was last met */
+    kept_score *scores;
+    int nscores;       /* 0 once claimed */
+} carried;
 
 struct us_classes {
     nclass *cls;
@@ -73,6 +97,14 @@ struct us_classes {
     char **keys;       /* the label keys that mattered, copied */
     size_t nkeys;
     size_t kept;       /* nodes that kept the last cycle's class key */
+    /* the pure scores of the last cycle's pod classes, from the placement
+     * version whose id is scorer; claimed by the pod class of the same key
+     * when it is first met (us_classes_pod_class) */
+    carried *carry;
+    int ncarry;
+    us_hashidx carry_table;  /* carry by hash */
+    char scorer[24];   /* "": nothing carried */
+    size_t scores_kept;      /* scores claimed from carry */
 };
 
 /* ---- static views ------------------------------------------------------ */
@@ -379,6 +411,9 @@ static us_classes *classes_new(const us_plan *p) {
     return c;
 }
 
+static void take_carry(us_classes *c, us_classes *old, const us_plan *p);
+static void drop_carry(us_classes *c);
+
 int us_classes_renew(us_classes **cp, const us_plan *p, const char **broken) {
     us_classes *old = *cp, *c;
     *broken = NULL;
@@ -399,6 +434,7 @@ int us_classes_renew(us_classes **cp, const us_plan *p, const char **broken) {
     old->keys = NULL;
     old->nkeys = 0;
     int rc = build(c, p, old);
+    if (rc == 0) take_carry(c, old, p);
     us_classes_free(old);
     if (rc < 0) {
         us_classes_free(c);
@@ -443,6 +479,7 @@ void us_classes_free(us_classes *c) {
     free(c->wl_class);
     for (size_t i = 0; i < c->nkeys; i++) free(c->keys[i]);
     free(c->keys);
+    drop_carry(c);
     free(c);
 }
 
@@ -469,12 +506,21 @@ int us_classes_first(us_classes *c, int id) {
 
 /* ---- pod classes and the score cache --------------------------------------- */
 
-static uint64_t hash_pclass(const pclass *k) {
-    uint64_t h = us_hash_words(US_HASH_SEED, &k->req, sizeof k->req);
-    int ints[3] = {k->priority, k->queue, k->background};
+/* Over what the pod's view shows (and its selector and tolerations), by
+ * content and the queue's name, so that a carried class hashes as the
+ * class it was copied from. */
+static uint64_t hash_pod(us_res req, const us_labels *sel, const us_labels *labels,
+                         const us_tolerations *tol, int priority, const char *qname, bool background) {
+    uint64_t h = us_hash_words(US_HASH_SEED, &req, sizeof req);
+    int ints[2] = {priority, background};
     h = us_hash_words(h, ints, sizeof ints);
-    h = us_hash_tolerations(us_hash_labels(us_hash_labels(h, k->sel), k->labels), k->tol);
+    h = us_hash_str(h, qname);
+    h = us_hash_tolerations(us_hash_labels(us_hash_labels(h, sel), labels), tol);
     return us_hash_finish(h);
+}
+
+static uint64_t hash_pclass(const pclass *k) {
+    return hash_pod(k->req, k->sel, k->labels, k->tol, k->priority, k->qname, k->background);
 }
 
 static bool pclass_is(int id, const void *key, void *ctx) {
@@ -484,12 +530,42 @@ static bool pclass_is(int id, const void *key, void *ctx) {
            us_labels_equal(x->labels, k->labels) && us_tolerations_equal(x->tol, k->tol);
 }
 
+static bool carried_is(int id, const void *key, void *ctx) {
+    const carried *x = &((const us_classes *)ctx)->carry[id];
+    const pclass *k = key;
+    return memcmp(&x->req, &k->req, sizeof k->req) == 0 && x->priority == k->priority &&
+           x->background == k->background && strcmp(x->qname, k->qname) == 0 &&
+           us_labels_equal(&x->sel, k->sel) && us_labels_equal(&x->labels, k->labels) &&
+           us_tolerations_equal(&x->tol, k->tol);
+}
+
+static cell *cell_at(us_classes *c, int pc, int nc);
+
+/* A new pod class (id pc, key k, hash h) takes the scores carried for its
+ * key, if any.  0, or -1 when memory runs out. */
+static int claim(us_classes *c, int pc, const pclass *k, uint64_t h) {
+    if (c->ncarry == 0) return 0;
+    int id = us_hashidx_find(&c->carry_table, h, carried_is, k, c);
+    if (id < 0) return 0;
+    carried *x = &c->carry[id];
+    for (int i = 0; i < x->nscores; i++) {
+        cell *g = cell_at(c, pc, x->scores[i].nc);
+        if (!g) return -1;
+        *g = (cell){x->scores[i].score, true};
+    }
+    c->scores_kept += (size_t)x->nscores;
+    free(x->scores);
+    x->scores = NULL;
+    x->nscores = 0;
+    return 0;
+}
+
 int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     int w = p->st->pods[pod].workload;
     if (c->wl_class[w] >= 0) return c->wl_class[w];
     const us_workload *wl = &p->st->workloads[w];
     pclass k = {wl->request, &wl->node_selector, &wl->labels, &wl->tolerations, wl->priority,
-                wl->queue, wl->background, NULL, 0};
+                wl->queue, p->st->queues[wl->queue].name, wl->background, NULL, 0};
     uint64_t h = hash_pclass(&k);
     int id = us_hashidx_find(&c->pc_table, h, pclass_is, &k, c);
     if (id >= 0) return c->wl_class[w] = id;
@@ -502,6 +578,7 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     }
     if (us_hashidx_add(&c->pc_table, h, c->npcs) < 0) return -1;
     c->pcs[c->npcs] = k;
+    if (claim(c, c->npcs, &k, h) < 0) return -1;
     return c->wl_class[w] = c->npcs++;
 }
 
@@ -513,7 +590,7 @@ static cell *cell_at(us_classes *c, int pc, int nc) {
         int n = c->capcls > nc ? c->capcls : nc + 1;
         cell *g = realloc(x->cells, (size_t)n * sizeof *g);
         if (!g) return NULL;
-        for (int i = x->ncells; i < n; i++) g[i] = (cell){NAN};
+        for (int i = x->ncells; i < n; i++) g[i] = (cell){NAN, false};
         x->cells = g;
         x->ncells = n;
     }
@@ -527,14 +604,141 @@ bool us_classes_score(us_classes *c, int pc, int nc, double *score) {
     return true;
 }
 
-int us_classes_set_score(us_classes *c, int pc, int nc, double score) {
+int us_classes_set_score(us_classes *c, int pc, int nc, double score, bool pure) {
     cell *k = cell_at(c, pc, nc);
     if (!k) return -1;
-    k->score = score;
+    *k = (cell){score, pure};
     return 0;
 }
 
 void us_classes_clear_scores(us_classes *c) {
     for (int i = 0; i < c->npcs; i++)
-        for (int j = 0; j < c->pcs[i].ncells; j++) c->pcs[i].cells[j].score = NAN;
+        for (int j = 0; j < c->pcs[i].ncells; j++) c->pcs[i].cells[j] = (cell){NAN, false};
+    drop_carry(c);
+}
+
+size_t us_classes_scores_kept(const us_classes *c) { return c->scores_kept; }
+
+/* ---- scores kept across cycles ------------------------------------------------ */
+
+static void carried_free(carried *x) {
+    us_labels_free(&x->sel);
+    us_labels_free(&x->labels);
+    us_tolerations_free(&x->tol);
+    free(x->qname);
+    free(x->scores);
+}
+
+static void drop_carry(us_classes *c) {
+    for (int i = 0; i < c->ncarry; i++) carried_free(&c->carry[i]);
+    free(c->carry);
+    c->carry = NULL;
+    c->ncarry = 0;
+    us_hashidx_free(&c->carry_table);
+    memset(&c->carry_table, 0, sizeof c->carry_table);
+    c->scorer[0] = '\0';
+}
+
+/* Pod class x's pure scores into a carried entry y, its key copied.  0, or
+ * -1 when memory runs out (y then owns what it has, for carried_free). */
+static int carry_one(carried *y, const pclass *x, uint64_t h) {
+    memset(y, 0, sizeof *y);
+    y->req = x->req;
+    y->priority = x->priority;
+    y->background = x->background;
+    y->hash = h;
+    if (us_labels_copy(&y->sel, x->sel) < 0 || us_labels_copy(&y->labels, x->labels) < 0 ||
+        us_tolerations_copy(&y->tol, x->tol) < 0 || !(y->qname = strdup(x->qname)))
+        return -1;
+    int n = 0;
+    for (int j = 0; j < x->ncells; j++) n += x->cells[j].pure && !isnan(x->cells[j].score);
+    if (!(y->scores = malloc((size_t)(n ? n : 1) * sizeof *y->scores))) return -1;
+    for (int j = 0; j < x->ncells; j++)
+        if (x->cells[j].pure && !isnan(x->cells[j].score))
+            y->scores[y->nscores++] = (kept_score){j, x->cells[j].score};
+    return 0;
+}
+
+/* How long a pod class's scores are kept while no pod of it is met (in
+ * cycles), and how many scores of such classes at most (beyond those of
+ * the pod classes met this cycle): keeping them costs a lookup per score
+ * each cycle, which must stay small beside the cycle. */
+#define KEEP_UNMET_CYCLES 8
+#define KEEP_UNMET_SCORES(nnodes) ((nnodes) > 4096 ? (nnodes) : 4096)
+
+static bool has_pure(const pclass *x) {
+    for (int j = 0; j < x->ncells; j++)
+        if (x->cells[j].pure && !isnan(x->cells[j].score)) return true;
+    return false;
+}
+
+void us_classes_hand_over(us_classes *c, const us_plan *p) {
+    /* what is still carried was not met this cycle (claim empties it) */
+    carried *unmet = c->carry;
+    int nunmet = c->ncarry;
+    c->carry = NULL;
+    c->ncarry = 0;
+    us_hashidx_free(&c->carry_table);
+    memset(&c->carry_table, 0, sizeof c->carry_table);
+    c->scorer[0] = '\0';
+    int n = nunmet;
+    bool ok = p->score_pol != NULL;  /* built-in scores: the next cycle asks the policy */
+    for (int i = 0; ok && i < c->npcs; i++) n += has_pure(&c->pcs[i]);
+    if (ok && n > 0 && !(c->carry = calloc((size_t)n, sizeof *c->carry))) ok = false;
+    /* this cycle's pod classes first, then the unmet ones youngest first
+     * (the order they are in), while they fit */
+    for (int i = 0; ok && i < c->npcs; i++) {
+        const pclass *x = &c->pcs[i];
+        if (!has_pure(x)) continue;
+        uint64_t h = hash_pclass(x);
+        int rc = carry_one(&c->carry[c->ncarry], x, h);
+        c->ncarry++;  /* counted either way: carried_free takes what it has */
+        if (rc < 0 || us_hashidx_add(&c->carry_table, h, c->ncarry - 1) < 0) ok = false;
+    }
+    size_t room = KEEP_UNMET_SCORES(p->nnodes);
+    for (int i = 0; i < nunmet; i++) {
+        carried *x = &unmet[i];
+        if (ok && x->nscores > 0 && x->age + 1 < KEEP_UNMET_CYCLES && (size_t)x->nscores <= room) {
+            room -= (size_t)x->nscores;
+            x->age++;
+            c->carry[c->ncarry] = *x;
+            if (us_hashidx_add(&c->carry_table, x->hash, c->ncarry++) < 0) ok = false;
+        } else {
+            carried_free(x);
+        }
+    }
+    free(unmet);
+    if (ok) snprintf(c->scorer, sizeof c->scorer, "%s", us_policy_id(p->score_pol));
+    else drop_carry(c);  /* keeping scores only saves calls */
+    /* the pod classes' keys point into the state, which may change before
+     * the next cycle: only the carried copies are read from here on */
+    for (int i = 0; i < c->npcs; i++) c->pcs[i].sel = c->pcs[i].labels = NULL, c->pcs[i].tol = NULL;
+}
+
+/* The carried scores of old, moved to c: each kept where the node class it
+ * was for is one of c's (same key), under c's id for it.  Kept only from
+ * the placement version c's plan scores with. */
+static void take_carry(us_classes *c, us_classes *old, const us_plan *p) {
+    if (old->ncarry == 0 || !p->score_pol || strcmp(old->scorer, us_policy_id(p->score_pol)) != 0) return;
+    int *now = malloc((size_t)(old->ncls ? old->ncls : 1) * sizeof *now);
+    if (!now) return;  /* keeping scores only saves calls */
+    for (int i = 0; i < old->ncls; i++) now[i] = -2;  /* -2: not looked up yet; -1: gone */
+    for (int i = 0; i < old->ncarry; i++) {
+        carried *x = &old->carry[i];
+        int m = 0;
+        for (int j = 0; j < x->nscores; j++) {
+            int o = x->scores[j].nc;
+            if (now[o] == -2) now[o] = us_hashidx_find(&c->table, old->cls[o].hash, class_is, &old->cls[o].key, c);
+            if (now[o] >= 0) x->scores[m++] = (kept_score){now[o], x->scores[j].score};
+        }
+        x->nscores = m;
+    }
+    free(now);
+    c->carry = old->carry;
+    c->ncarry = old->ncarry;
+    c->carry_table = old->carry_table;
+    snprintf(c->scorer, sizeof c->scorer, "%s", old->scorer);
+    old->carry = NULL;
+    old->ncarry = 0;
+    memset(&old->carry_table, 0, sizeof old->carry_table);
 }

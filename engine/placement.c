@@ -56,8 +56,10 @@ bool us_place_allowed(const us_plan *p, int pod, int node) {
 
 /* Score the nodes at positions rep[0..n) for pod with the placement
  * version in force, falling back version by version to the built-in
- * score. */
-static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *scores, us_err *err) {
+ * score.  *pure (may be NULL): the scores are the policy's and a function
+ * of the views alone (us_policy_last_call_pure). */
+static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *scores, bool *pure,
+                       us_err *err) {
     us_state *st = p->st;
     const us_pod *pd = &st->pods[pod];
     const us_workload *w = &st->workloads[pd->workload];
@@ -70,6 +72,7 @@ static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *sc
                                   us_nodelabels_of(p->labels, (size_t)rep[i])};
     }
     bool scored = false;
+    if (pure) *pure = false;
     /* a version that fails is not asked again this cycle */
     while (p->score_pol && !scored) {
         us_err perr = {0};
@@ -88,6 +91,7 @@ static int score_nodes(us_plan *p, int pod, const int *rep, size_t n, double *sc
         us_plan_policy_done(p, t0, n);
         if (prc == 0) {
             scored = true;
+            if (pure) *pure = us_policy_last_call_pure(p->score_pol);
             break;
         }
         if (us_plan_policy_event(p, p->score_pol, "PolicyFailed", "placement.lua", perr.msg) < 0) {
@@ -118,17 +122,18 @@ static int class_scores(us_plan *p, int pod, int pc, const int *cls, const int *
             need[nneed] = cls[i];
             need_rep[nneed++] = rep[i];
         }
-    if (nneed && (rc = score_nodes(p, pod, need_rep, nneed, fresh, err)) < 0) goto done;
+    bool pure = false;
+    if (nneed && (rc = score_nodes(p, pod, need_rep, nneed, fresh, &pure, err)) < 0) goto done;
     for (size_t i = 0; i < nneed; i++)
-        if (us_classes_set_score(c, pc, need[i], fresh[i]) < 0) {
+        if (us_classes_set_score(c, pc, need[i], fresh[i], pure) < 0) {
             rc = us_err_nomem(err);
             goto done;
         }
     for (size_t i = 0; i < n; i++)
         if (!us_classes_score(c, pc, cls[i], &score[i])) {
             /* the policy changed mid-way and dropped the cache: score again */
-            if ((rc = score_nodes(p, pod, &rep[i], 1, &score[i], err)) < 0) goto done;
-            if (us_classes_set_score(c, pc, cls[i], score[i]) < 0) {
+            if ((rc = score_nodes(p, pod, &rep[i], 1, &score[i], &pure, err)) < 0) goto done;
+            if (us_classes_set_score(c, pc, cls[i], score[i], pure) < 0) {
                 rc = us_err_nomem(err);
                 goto done;
             }
@@ -188,7 +193,7 @@ int us_place_choose(us_plan *p, int pod, int *out, us_err *err) {
     }
     if (nf == 0) goto done;
     rc = cached ? class_scores(p, pod, pc, cls, rep, nf, score, err)
-                : score_nodes(p, pod, rep, nf, score, err);
+                : score_nodes(p, pod, rep, nf, score, NULL, err);
     if (rc < 0) goto done;
 
     /* highest score, then the node name (background work does not count

@@ -398,8 +398,11 @@ void us_plan_free(us_plan *p) {
     free(p->demand);
     free(p->fair);
     free(p->undo);
+    if (p->classes && p->opts && p->opts->profile)
+        p->opts->profile->scores_kept += us_classes_scores_kept(p->classes);
     if (p->hints && p->classes) {
         /* the next plan of the pool starts from them */
+        us_classes_hand_over(p->classes, p);
         us_classes_free(p->hints->classes);
         p->hints->classes = p->classes;
     } else {

@@ -113,6 +113,9 @@ struct us_policy {
     unsigned long log_dropped;
     uint64_t hash;
     bool loading;
+    /* the running call drew from math.random or logged: its answer is not
+     * a function of its view alone (us_policy_last_call_pure) */
+    bool impure;
     char **labels;          /* declared node label keys, sorted, unique */
     size_t nlabels, caplabels;
 };
@@ -955,6 +958,15 @@ static int sb_require(lua_State *L) {
     return 1;
 }
 
+/* math.random, noting the draw (us_policy_last_call_pure) */
+static int sb_random(lua_State *L) {
+    owner(L)->impure = true;
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* log(...): its arguments, as tostring shows them, tab-separated, kept
  * with the file and line that called it until the cycle takes them
  * (us_policy_log_take).  A line is cut at US_POLICY_LOG_TEXT bytes; past
@@ -962,6 +974,7 @@ static int sb_require(lua_State *L) {
 static int sb_log(lua_State *L) {
     us_policy *p = owner(L);
     int n = lua_gettop(L);
+    p->impure = true;
     if (p->nlog >= US_POLICY_LOG_MAX) {
         p->log_dropped++;
         return 0;
@@ -1059,6 +1072,11 @@ static void push_sandbox(us_policy *p, lua_State *L) {
     p->seed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushnil(L);
     lua_setfield(L, -2, "randomseed");
+    /* a draw marks the call impure: its answer may not be kept for a
+     * later cycle, whose draws differ (us_policy_last_call_pure) */
+    lua_getfield(L, -1, "random");
+    lua_pushcclosure(L, sb_random, 1);
+    lua_setfield(L, -2, "random");
     lua_pop(L, 1);
 
     /* Hide the string metatable: its __index is the real string table. */
@@ -1620,9 +1638,12 @@ static int pl_run(task *t, lua_State *L, lua_State *co) {
 int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *nodes, size_t n,
                     double *scores, us_err *err) {
     pl_task pt = {pod, nodes, n, scores};
+    p->impure = false;
     if (n == 0) return 0;
     return protect(p, mod_file[PL], pl_run, &pt, err);
 }
+
+bool us_policy_last_call_pure(const us_policy *p) { return !p->impure; }
 
 /* ---- background re-offer ------------------------------------------------ */
 

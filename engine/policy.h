@@ -146,6 +146,11 @@ typedef struct us_node_view {
 /* Scores pod on each of nodes[0..n); fills scores[0..n). */
 int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *nodes,
                     size_t n, double *scores, us_err *err);
+/* Whether the last us_policy_score call's answers are a function of its
+ * views alone: it neither drew from math.random (seeded per cycle) nor
+ * logged (a line each call writes).  Only such scores are kept from one
+ * cycle to the next (nodeclass.h). */
+bool us_policy_last_call_pure(const us_policy *p);
 
 /* ---- background re-offer -------------------------------------------------
  * Lua: background.reoffer(view) -> { keep = {pod_name, ...},
