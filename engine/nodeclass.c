@@ -9,9 +9,13 @@
  * taints, capacity, devices, cordon), numbered once per node as its sid
  * while the nodes' specs hold, and the use in the AI view, which is what
  * changes from cycle to cycle; keys hold no pointer, so the next cycle
- * starts from this one's classes (us_classes_renew).  Pod classes (one per distinct pod view) are found by hash too,
- * and cached per workload: a cluster of many distinct pending jobs made a
- * scan of them quadratic.
+ * starts from this one's classes (us_classes_renew).  Pod classes (one
+ * per distinct pod view) are found by hash too, and cached per workload:
+ * a cluster of many distinct pending jobs made a scan of them quadratic.
+ * Pod classes do hold pointers into the state, so the scores that outlive
+ * the cycle go with a copy of their class's key (carried,
+ * us_classes_hand_over), and the node class ids they are for are mapped
+ * by key to the next cycle's (take_carry).
  */
 #include "nodeclass.h"
 
@@ -578,8 +582,8 @@ int us_classes_pod_class(us_classes *c, const us_plan *p, int pod) {
     }
     if (us_hashidx_add(&c->pc_table, h, c->npcs) < 0) return -1;
     c->pcs[c->npcs] = k;
-    if (claim(c, c->npcs, &k, h) < 0) return -1;
-    return c->wl_class[w] = c->npcs++;
+    id = c->wl_class[w] = c->npcs++;  /* counted first: its cells are freed with it */
+    return claim(c, id, &k, h) < 0 ? -1 : id;
 }
 
 /* The cell of (pc, nc), growing the pod class's row to hold it; NULL when
