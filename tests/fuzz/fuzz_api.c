@@ -11,15 +11,24 @@
  * may crash, leak or break an invariant (abort); every call returns a code.
  * At the end the state, written as a scenario (us_engine_state_json), must
  * load back and write the same document again (abort otherwise).
+ *
+ * Policies: the built-in C ones, until an operation reloads a Lua
+ * placement policy (the default one, one that draws from math.random, one
+ * that logs on some nodes) or goes back to the built-in ones, so that
+ * placement scores kept from cycle to cycle (engine/nodeclass.h) meet
+ * every change the API makes between cycles.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #include "jsonw.h"
+#include "policy.h"
+#include "policysrc.h"
 #include "scenario.h"
 #include "statejson.h"
 #include "understory.h"
@@ -35,6 +44,39 @@ static unsigned next(input *in) { return in->at < in->n ? in->d[in->at++] : 0; }
 
 static const us_label bg_label[] = {{"kai.scheduler/background", "true"}};
 static const us_label zone_a[] = {{"zone", "a"}};
+
+/* The placement policies an input may reload: the default one (pure: its
+ * scores are kept), one that draws, one that logs on some nodes (neither
+ * kept). */
+static const char *placement_src(int i, size_t *len) {
+    static const char *const draws =
+        "return { score = function(pod, node) return math.random(4) + node.free.gpu end }\n";
+    static const char *const logs =
+        "return { score = function(pod, node)\n"
+        "  if node.free.gpu > 4 then log('roomy', node.free.gpu) end\n"
+        "  return node.free.gpu\n"
+        "end }\n";
+    if (i == 0) return us_policysrc_default(US_POLICY_SCORE, len);
+    *len = strlen(i == 1 ? draws : logs);
+    return i == 1 ? draws : logs;
+}
+
+/* Reload placement policy i from a directory holding only placement.lua
+ * (the other files are the defaults), removed at once: the engine reads
+ * the files whole when it loads them. */
+static int reload_placement(us_engine *e, int i, us_error *err) {
+    char dir[] = "/tmp/understory-fuzz-XXXXXX", path[64];
+    size_t len;
+    const char *src = placement_src(i, &len);
+    if (!mkdtemp(dir)) abort();
+    snprintf(path, sizeof path, "%s/placement.lua", dir);
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(src, 1, len, f) != len || fclose(f) != 0) abort();
+    int rc = us_engine_reload_policies(e, dir, err);
+    unlink(path);
+    rmdir(dir);
+    return rc;
+}
 
 /* The callback reads everything, and every change it tries is refused. */
 static void on_event(us_engine *e, const us_event_info *ev, void *data) {
@@ -212,6 +254,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             break;
         }
         default:
+            if (k % 4 == 3) {  /* another placement policy, or the built-in one */
+                if (v % 4 == 3) rc = us_engine_load_policies(e, NULL, &err);
+                else rc = reload_placement(e, (int)(v % 4), &err);
+                break;
+            }
             mode = (int)(v % 3);
             us_engine_on_event(e, mode ? on_event : NULL, &mode);
             break;
