@@ -316,11 +316,16 @@ cleanup:
     return rc;
 }
 
-/* ---- names: a score must not depend on node or pod names ------------------- */
+/* ---- scores: a score must depend on its views alone ------------------------ */
+
+/* How a run scores: with the class cache, kept from cycle to cycle (as
+ * every run does); with the class cache found afresh each cycle
+ * (`--full-cycles`); with every (pod, node) pair scored on its own. */
+typedef enum { SCORES_KEPT, SCORES_AFRESH, SCORES_UNCACHED } score_mode;
 
 /* Run a copy of sc (its state cloned; sc is left as it was) with a fresh
- * load of dir, with or without the class cache.  0, or -1 with err. */
-static int run_copy(const us_scenario *sc, const char *dir, const us_check_opts *o, bool no_cache,
+ * load of dir, scoring as mode says.  0, or -1 with err. */
+static int run_copy(const us_scenario *sc, const char *dir, const us_check_opts *o, score_mode mode,
                     us_sim_result *res, us_err *err) {
     us_scenario copy = *sc; /* shares name and timeline, which a run only reads */
     us_sim_opts so;
@@ -330,7 +335,8 @@ static int run_copy(const us_scenario *sc, const char *dir, const us_check_opts 
     if (!(pol = us_policy_load(dir, &o->limits, err))) goto cleanup;
     us_sim_opts_default(&so);
     so.cycle = o->cycle;
-    so.cycle.score_cache = !no_cache;
+    so.cycle.full_cycles = mode != SCORES_KEPT;
+    so.cycle.score_cache = mode != SCORES_UNCACHED;
     so.cycle.profile = NULL;
     rc = us_sim_run(&copy, pol, &so, res, err);
 cleanup:
@@ -352,43 +358,73 @@ static void describe(char *buf, size_t n, const us_decision *d) {
                   d->op == US_OP_EVICT ? "from" : "on", d->node ? d->node : "-");
 }
 
-/* The engine scores a (pod class, node class) pair once (nodeclass.h), so a
- * score that reads names gives decisions that change when every pair is
- * scored on its own.  Runs sc both ways and compares the decisions.
- * Returns the number of problems (0 or 1), or -1 with err. */
-static int check_names(FILE *out, const char *dir, const us_scenario *sc, const us_check_opts *o, us_err *err) {
-    us_sim_result a, b;
-    memset(&a, 0, sizeof a);
-    memset(&b, 0, sizeof b);
-    int rc = -1;
-    if (run_copy(sc, dir, o, false, &a, err) < 0) goto cleanup;
-    if (run_copy(sc, dir, o, true, &b, err) < 0) goto cleanup;
-    rc = 0;
-    for (size_t i = 0; i < a.ncycles || i < b.ncycles; i++) {
-        const us_cycle_log *la = i < a.ncycles ? &a.cycles[i].log : NULL, *lb = i < b.ncycles ? &b.cycles[i].log : NULL;
+/* The first decision where a and b differ: 1 with *cycle, *da and *db
+ * (either may be "nothing") written; 0 when they decide the same. */
+static int first_difference(const us_sim_result *a, const us_sim_result *b, const us_sim_cycle **cycle,
+                            char *da, char *db, size_t n) {
+    for (size_t i = 0; i < a->ncycles || i < b->ncycles; i++) {
+        const us_cycle_log *la = i < a->ncycles ? &a->cycles[i].log : NULL,
+                           *lb = i < b->ncycles ? &b->cycles[i].log : NULL;
         size_t na = la ? la->ndecisions : 0, nb = lb ? lb->ndecisions : 0;
         for (size_t k = 0; k < na || k < nb; k++) {
-            const us_decision *da = k < na ? &la->decisions[k] : NULL, *db = k < nb ? &lb->decisions[k] : NULL;
-            if (da && db && same_decision(da, db)) continue;
-            char wa[300], wb[300], msg[900];
-            describe(wa, sizeof wa, da);
-            describe(wb, sizeof wb, db);
-            const us_sim_cycle *c = i < a.ncycles ? &a.cycles[i] : &b.cycles[i];
-            snprintf(msg, sizeof msg, "placement.lua: the score depends on node or pod names: scored once per "
-                     "class of identical nodes and pods, cycle %d (t=%gs) decides %s; with every (pod, node) "
-                     "pair scored on its own, %s", c->index, c->time, wa, wb);
-            problem(out, dir, msg, NULL);
-            rc = 1;
-            goto done;
+            const us_decision *x = k < na ? &la->decisions[k] : NULL, *y = k < nb ? &lb->decisions[k] : NULL;
+            if (x && y && same_decision(x, y)) continue;
+            describe(da, n, x);
+            describe(db, n, y);
+            *cycle = i < a->ncycles ? &a->cycles[i] : &b->cycles[i];
+            return 1;
         }
     }
-done:
+    return 0;
+}
+
+/* The engine scores a (pod class, node class) pair once (nodeclass.h) and
+ * keeps the score for later cycles, so a score that reads anything but its
+ * two views decides differently from what it means.  Runs sc three ways
+ * and compares the decisions: scores kept across cycles against every
+ * cycle scoring afresh (a score that depends on what earlier cycles saw,
+ * such as state another policy file left in a shared module), then that
+ * against every pair scored on its own (a score that reads names).  Prints
+ * a line for each.  Returns the number of problems (0 to 2), or -1 with
+ * err. */
+static int check_scores(FILE *out, const char *dir, const us_scenario *sc, const us_check_opts *o,
+                        us_err *err) {
+    us_sim_result kept, afresh, alone;
+    const us_sim_cycle *c;
+    char da[300], db[300], msg[1000];
+    memset(&kept, 0, sizeof kept);
+    memset(&afresh, 0, sizeof afresh);
+    memset(&alone, 0, sizeof alone);
+    int rc = -1, problems = 0;
+    if (run_copy(sc, dir, o, SCORES_KEPT, &kept, err) < 0 || run_copy(sc, dir, o, SCORES_AFRESH, &afresh, err) < 0 ||
+        run_copy(sc, dir, o, SCORES_UNCACHED, &alone, err) < 0)
+        goto cleanup;
+    rc = 0;
+    if (first_difference(&kept, &afresh, &c, da, db, sizeof da)) {
+        snprintf(msg, sizeof msg, "placement.lua: the score depends on what earlier cycles saw, not only on "
+                 "its views: with scores kept from cycle to cycle, cycle %d (t=%gs) decides %s; with every "
+                 "cycle scoring afresh, %s", c->index, c->time, da, db);
+        problem(out, dir, msg, NULL);
+        problems++;
+    }
+    fprintf(out, "  %-4s score independent of earlier cycles: %s\n", problems ? "FAIL" : "ok",
+            problems ? "decisions change when every cycle scores afresh"
+                     : "the same decisions with every cycle scoring afresh");
+    if (first_difference(&afresh, &alone, &c, da, db, sizeof da)) {
+        snprintf(msg, sizeof msg, "placement.lua: the score depends on node or pod names: scored once per "
+                 "class of identical nodes and pods, cycle %d (t=%gs) decides %s; with every (pod, node) "
+                 "pair scored on its own, %s", c->index, c->time, da, db);
+        problem(out, dir, msg, NULL);
+        rc = 1;
+    }
     fprintf(out, "  %-4s score independent of names: %s\n", rc ? "FAIL" : "ok",
             rc ? "decisions change when every (pod, node) pair is scored on its own"
                : "the same decisions with every (pod, node) pair scored on its own");
+    rc += problems;
 cleanup:
-    us_sim_result_free(&a);
-    us_sim_result_free(&b);
+    us_sim_result_free(&kept);
+    us_sim_result_free(&afresh);
+    us_sim_result_free(&alone);
     return rc;
 }
 
@@ -422,7 +458,7 @@ static int run_checks(FILE *out, const char *dir, us_scenario *sc, bool *loaded,
 
     bool background = us_check_has_background(&sc->state);
     us_check_drop_reloads(sc);
-    int named = check_names(out, dir, sc, o, err);
+    int named = check_scores(out, dir, sc, o, err);
     if (named < 0) {
         if (err && err->code != US_ENOMEM) {
             /* a policy that fails to run is the contract check's to report */

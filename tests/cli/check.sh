@@ -116,6 +116,54 @@ for d in node-named pod-named; do
 done
 run check policies
 expect_stdout_has "ok   score independent of names: the same decisions with every (pod, node) pair scored on its own"
+expect_stdout_has "ok   score independent of earlier cycles: the same decisions with every cycle scoring afresh"
+
+# A score that depends on what earlier cycles saw: fairshare.lua counts
+# its calls in a module both files require, and placement.lua prefers the
+# emptiest node in even cycles and the fullest in odd ones.  Scores are
+# kept from cycle to cycle for the same views, so with them the second
+# arrival goes where the first cycle's scores sent the first; check finds
+# it by running every cycle afresh, and says it is not about names.
+mkdir -p "$TMP/cycle-state"
+printf 'return { computes = 0 }\n' >"$TMP/cycle-state/shared.lua"
+cat >"$TMP/cycle-state/fairshare.lua" <<'LUA'
+local shared = require "shared"
+return { compute = function(view)
+  shared.computes = shared.computes + 1
+  local r = {}
+  for _, q in ipairs(view.queues) do r[q.name] = { gpu = 0, cpu = 0, memory = 0 } end
+  return r
+end }
+LUA
+cat >"$TMP/cycle-state/placement.lua" <<'LUA'
+local shared = require "shared"
+return { score = function(pod, node)
+  if shared.computes % 2 == 0 then return node.free.gpu end
+  return -node.free.gpu
+end }
+LUA
+cat >"$TMP/arrivals.json" <<'JSON'
+{"name": "arrivals", "cycle_interval": 10, "horizon": 40,
+ "nodes": [{"name": "n1", "gpu": 8, "cpu": "64", "memory": "512Gi"},
+           {"name": "n2", "gpu": 8, "cpu": "64", "memory": "512Gi"},
+           {"name": "n3", "gpu": 8, "cpu": "64", "memory": "512Gi"}],
+ "queues": [{"name": "team", "resources": {"gpu": {"quota": 24}}}],
+ "workloads": [
+  {"name": "w0", "queue": "team", "requests": {"gpu": 1}, "submit_at": 0},
+  {"name": "w1", "queue": "team", "requests": {"gpu": 1}, "submit_at": 10},
+  {"name": "w2", "queue": "team", "requests": {"gpu": 1}, "submit_at": 20}]}
+JSON
+run check "$TMP/cycle-state" --scenario "$TMP/arrivals.json"
+expect_status 1
+expect_stdout_has "$TMP/cycle-state/placement.lua: the score depends on what earlier cycles saw, not only on its views: with scores kept from cycle to cycle, cycle 2 (t=10s) decides bind w1-0 on n1; with every cycle scoring afresh, bind w1-0 on n2"
+expect_stdout_has "FAIL score independent of earlier cycles"
+expect_stdout_has "ok   score independent of names"
+expect_stdout_has "ok   result contract on scenario \"arrivals\""
+expect_stdout_has "FAILED, 1 problem"
+# the defaults, on the same arrivals: scores kept, nothing changes
+run check policies --scenario "$TMP/arrivals.json"
+expect_status 0
+expect_stdout_has "ok   score independent of earlier cycles"
 
 # A missing directory, or one with none of the files, says so.
 run check "$TMP/nowhere"
