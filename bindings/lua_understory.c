@@ -54,7 +54,8 @@
  *   e:run_cycle(now) -> {decisions = {...}, events = {...}, log = {...},
  *                        log_dropped = n}
  *   e:pods()  e:nodes()  e:queues()  e:workloads()  e:time()
- *   e:cycle_count()  e:gpu_use()  e:cycle_phases()  e:state_json()
+ *   e:cycle_count()  e:gpu_use()  e:cycle_phases()  e:cycle_reuse()
+ *   e:state_json()
  *   e:on_event(fn or nil)  e:close()   (also __gc and __close)
  * now defaults to the engine's time.  Decisions and events have the
  * simulator output's shapes (plus `workload` on decisions).  Errors are Lua
@@ -725,6 +726,25 @@ static int l_cycle_phases(lua_State *L) {
     return 1;
 }
 
+/* e:cycle_reuse() -> {policy_calls=, nodes_classed=, nodes_class_kept=,
+ * scores_kept=}: what the last cycle reused from the one before (all 0
+ * before the first cycle). */
+static int l_cycle_reuse(lua_State *L) {
+    us_engine *e = check_engine(L);
+    us_cycle_reuse r;
+    if (us_engine_cycle_reuse(e, &r) != US_OK) luaL_error(L, "cycle_reuse: no engine");
+    lua_createtable(L, 0, 4);
+    lua_pushinteger(L, (lua_Integer)r.policy_calls);
+    lua_setfield(L, -2, "policy_calls");
+    lua_pushinteger(L, (lua_Integer)r.nodes_classed);
+    lua_setfield(L, -2, "nodes_classed");
+    lua_pushinteger(L, (lua_Integer)r.nodes_class_kept);
+    lua_setfield(L, -2, "nodes_class_kept");
+    lua_pushinteger(L, (lua_Integer)r.scores_kept);
+    lua_setfield(L, -2, "scores_kept");
+    return 1;
+}
+
 /* t[key] = s, when s is not NULL. */
 static void set_str(lua_State *L, const char *key, const char *s) {
     if (!s) return;
@@ -959,6 +979,7 @@ static const luaL_Reg engine_methods[] = {
     {"cycle_count", l_cycle_count},
     {"gpu_use", l_gpu_use},
     {"cycle_phases", l_cycle_phases},
+    {"cycle_reuse", l_cycle_reuse},
     {"state_json", l_state_json},
     {"close", l_close},
     {NULL, NULL}};

@@ -58,9 +58,9 @@ extern "C" {
  * The one source of the version: the Makefile derives the library's soname
  * (libunderstory.so.MAJOR) and understory.pc from these lines. */
 #define UNDERSTORY_VERSION_MAJOR 1
-#define UNDERSTORY_VERSION_MINOR 0
+#define UNDERSTORY_VERSION_MINOR 1
 #define UNDERSTORY_VERSION_PATCH 0
-#define UNDERSTORY_VERSION_STRING "1.0.0"
+#define UNDERSTORY_VERSION_STRING "1.1.0"
 
 #if defined(__GNUC__) && __GNUC__ >= 4
 #define US_API __attribute__((visibility("default")))
@@ -630,6 +630,24 @@ typedef struct us_cycle_phase_info {
 US_API size_t us_engine_cycle_phase_count(const us_engine *e);
 /* Fill *out with phase i; US_ENOENT when out of range. */
 US_API int us_engine_cycle_phase(const us_engine *e, size_t i, us_cycle_phase_info *out);
+
+/* What the last us_engine_run_cycle reused from the cycle before it,
+ * summed over node pools (since 1.1): after a small change most nodes keep
+ * their node class and most placement scores are kept, so the count of
+ * Lua calls follows the change.  Nothing is kept with full_cycles, across
+ * a change to the nodes' labels, taints, capacity or cordon, or (scores)
+ * across a policy reload, nor a score whose call drew from math.random or
+ * logged.  All 0 before the first cycle.  A plain value owned by the
+ * caller. */
+typedef struct us_cycle_reuse {
+    unsigned long long policy_calls;      /* Lua policy function calls the cycle made */
+    unsigned long long nodes_classed;     /* nodes put into node classes */
+    unsigned long long nodes_class_kept;  /* of them, those that kept the last cycle's class */
+    unsigned long long scores_kept;       /* placement scores taken from the last cycle, not asked again */
+} us_cycle_reuse;
+
+/* Fill *out with the last cycle's reuse.  US_EINVAL when e or out is NULL. */
+US_API int us_engine_cycle_reuse(const us_engine *e, us_cycle_reuse *out);
 
 /* ---- the state as a scenario ---------------------------------------------------
  * The engine's state now as a scenario document (docs/scenario.md), which

@@ -2670,6 +2670,13 @@ US_API int us_engine_cycle_phase(const us_engine *e, size_t i, us_cycle_phase_in
     return US_OK;
 }
 
+US_API int us_engine_cycle_reuse(const us_engine *e, us_cycle_reuse *out) {
+    if (!e || !out) return US_EINVAL;
+    *out = (us_cycle_reuse){e->prof.policy_calls, e->prof.nodes_classed, e->prof.nodes_class_kept,
+                            e->prof.scores_kept};
+    return US_OK;
+}
+
 US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out) {
     settle(e);
     if (!e || !out) return US_EINVAL;

@@ -92,7 +92,7 @@ int us_reload_check(const us_state *st, double now, const char *dir,
     if (!every_function_called(trial) || !offers_background) {
         if (us_check_load_builtin(&sc, err) < 0) goto cleanup;
         have_sc = true;
-        if (us_check_run_scenario(&sc, trial, o, &found, err) < 0) goto cleanup;
+        if (us_check_run_scenario(&sc, trial, &trial_opts, &found, err) < 0) goto cleanup;
         if (found.n) {
             refuse(err, "dry run on the built-in check scenario", &found);
             goto cleanup;

@@ -33,6 +33,7 @@ struct sv_monitor {
     sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds, *policy;
     double harvest_at, harvest_rate; /* the last cycle's wall time and background GPUs */
     sv_metric *retries, *limiter_wait;
+    sv_metric *policy_calls, *node_classes, *scores_kept;  /* what cycles reused (us_cycle_reuse) */
 };
 
 static const char *const RESOURCE[] = {"resource", NULL};
@@ -172,7 +173,17 @@ static bool make_metrics(sv_monitor *m) {
                                          "Seconds requests spent waiting for a token of the client-side rate "
                                          "limit (--kube-api-qps, --kube-api-burst), summed over requests.",
                                          NULL);
-    return m->retries && m->limiter_wait && m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
+    m->policy_calls = sv_metrics_counter(r, "understory_policy_calls_total",
+                                         "Lua policy function calls made by scheduling cycles.", NULL);
+    m->node_classes = sv_metrics_counter(r, "understory_node_classes_total",
+                                         "Nodes put into node classes by scheduling cycles, by whether the "
+                                         "node kept the last cycle's class (kept) or was classed afresh (fresh).",
+                                         (const char *[]){"reuse", NULL});
+    m->scores_kept = sv_metrics_counter(r, "understory_scores_kept_total",
+                                        "Placement scores cycles took from the cycle before instead of asking "
+                                        "the policy.",
+                                        NULL);
+    return m->policy_calls && m->node_classes && m->scores_kept && m->retries && m->limiter_wait && m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
            m->evictions && m->pending && m->reloads && m->leader && m->bg_gpus && m->idle_gpus && m->bg_gpu_seconds &&
            m->policy && sv_metric_set(m->leader, NULL, 1) == 0;
 }
@@ -318,6 +329,13 @@ void sv_monitor_after_cycle(sv_monitor *m, const us_engine *e, double sync_secon
         if (d.op == US_DECISION_EVICT) sv_monitor_evictions(m, d.action ? d.action : "none", 1);
     }
     pending(m, e);
+    us_cycle_reuse r;
+    if (us_engine_cycle_reuse(e, &r) == US_OK) {
+        sv_metric_add(m->policy_calls, NULL, (double)r.policy_calls);
+        sv_metric_add(m->node_classes, (const char *[]){"kept"}, (double)r.nodes_class_kept);
+        sv_metric_add(m->node_classes, (const char *[]){"fresh"}, (double)(r.nodes_classed - r.nodes_class_kept));
+        sv_metric_add(m->scores_kept, NULL, (double)r.scores_kept);
+    }
     us_gpu_use g;
     if (us_engine_gpu_use(e, &g) != US_OK) return;
     double accrued = m->harvest_at > 0 && now > m->harvest_at ? m->harvest_rate * (now - m->harvest_at) : 0;

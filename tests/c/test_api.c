@@ -1778,6 +1778,90 @@ TEST(external_workload_holds_room_and_is_never_touched) {
     us_engine_destroy(e);
 }
 
+/* What a cycle reused from the one before (us_engine_cycle_reuse): with
+ * the default Lua policies, two engines get the same calls, one keeping
+ * what cycles leave and one with full_cycles.  Both decide the same; the
+ * first keeps every node's class while the nodes hold and the scores of a
+ * pod class placed before, and asks the policy less; it keeps no class
+ * across a cordon and no score across a reload to another version; the
+ * second keeps nothing ever.  A reload, taken or refused, leaves what the
+ * cycles keep as it was: its dry runs run on copies, with caches of their
+ * own. */
+TEST(cycle_reuse_says_what_the_cycle_kept) {
+    us_engine *e[2] = {NULL, NULL};
+    us_error err;
+    us_cycle_reuse r[2];
+    char other[] = "/tmp/understory-api-XXXXXX", broken[] = "/tmp/understory-api-XXXXXX", cmd[256];
+    CHECK(mkdtemp(other) != NULL && mkdtemp(broken) != NULL);
+    /* the default placement, another version of it (a comment more) */
+    snprintf(cmd, sizeof cmd, "cp policies/placement.lua %s/ && echo '-- another version' >> %s/placement.lua",
+             other, other);
+    CHECK(system(cmd) == 0);
+    write_file(broken, "placement.lua", "return { score = function(pod, node) return nil + 1 end }\n");
+    for (int k = 0; k < 2; k++) {
+        us_engine_options o;
+        us_engine_options_init(&o);
+        o.check_invariants = 1;
+        o.full_cycles = k;
+        CHECK(us_engine_create(&o, &e[k], &err) == US_OK);
+        if (!e[k]) return;
+        CHECK(us_engine_cycle_reuse(e[k], &r[k]) == US_OK);
+        CHECK(r[k].policy_calls == 0 && r[k].nodes_classed == 0 && r[k].scores_kept == 0);
+        CHECK(us_engine_load_policies(e[k], "policies", &err) == US_OK);
+        for (int n = 0; n < 4; n++) {
+            char json[128];
+            snprintf(json, sizeof json, "{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 64, \"memory\": \"256Gi\"}", n);
+            CHECK(us_engine_upsert_node_json(e[k], json, &err) == US_OK);
+        }
+        CHECK(us_engine_upsert_queue_json(e[k], "{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": 32}}}", &err) ==
+              US_OK);
+    }
+    /* each step: a workload of two 2-GPU pods arrives (one kind of pod
+     * throughout), then a cycle; before it, step 2 cordons a node, step 3
+     * reloads another version, step 4 tries a version that is refused */
+    unsigned long long kept[5], scores[5], calls[2] = {0, 0};
+    for (int s = 0; s < 5; s++) {
+        for (int k = 0; k < 2; k++) {
+            char json[160];
+            snprintf(json, sizeof json, "{\"name\": \"w%d\", \"queue\": \"q\", \"replicas\": 2, "
+                     "\"requests\": {\"gpu\": 2}}", s);
+            CHECK(us_engine_upsert_workload_json(e[k], json, 10.0 * s, &err) == US_OK);
+            if (s == 2)
+                CHECK(us_engine_upsert_node_json(e[k], "{\"name\": \"n3\", \"gpu\": 8, \"cpu\": 64, \"memory\": "
+                                                 "\"256Gi\", \"unschedulable\": true}", &err) == US_OK);
+            if (s == 3) CHECK(us_engine_reload_policies(e[k], other, &err) == US_OK);
+            if (s == 4) CHECK(us_engine_reload_policies(e[k], broken, &err) == US_EPOLICY);
+            CHECK(us_engine_run_cycle(e[k], 10.0 * s, &err) == US_OK);
+            CHECK(us_engine_cycle_reuse(e[k], &r[k]) == US_OK);
+            calls[k] += r[k].policy_calls;
+        }
+        CHECK(us_engine_decision_count(e[0]) == us_engine_decision_count(e[1]));
+        for (size_t i = 0; i < us_engine_decision_count(e[0]); i++) {
+            us_decision_info a, b;
+            CHECK(us_engine_decision(e[0], i, &a) == US_OK && us_engine_decision(e[1], i, &b) == US_OK);
+            CHECK_STR(a.pod, b.pod);
+            CHECK_STR(a.node ? a.node : "-", b.node ? b.node : "-");
+        }
+        CHECK(us_engine_decision_count(e[0]) == 2);  /* both pods bound, every step */
+        CHECK(r[0].nodes_classed == 4 && r[1].nodes_classed == 4);
+        CHECK(r[1].nodes_class_kept == 0 && r[1].scores_kept == 0);
+        CHECK(r[0].policy_calls > 0 && r[1].policy_calls > 0);
+        kept[s] = r[0].nodes_class_kept;
+        scores[s] = r[0].scores_kept;
+    }
+    CHECK(kept[0] == 0 && scores[0] == 0);  /* nothing before the first cycle */
+    CHECK(kept[1] == 4 && scores[1] > 0);   /* the nodes held; the same kind of pod */
+    CHECK(kept[2] == 0 && scores[2] == 0);  /* a cordon: classes found afresh */
+    CHECK(kept[3] == 4 && scores[3] == 0);  /* another version: classes kept, scores not */
+    CHECK(kept[4] == 4 && scores[4] > 0);   /* a refused reload changes nothing */
+    CHECK(calls[0] < calls[1]);
+    CHECK(us_engine_cycle_reuse(NULL, &r[0]) == US_EINVAL && us_engine_cycle_reuse(e[0], NULL) == US_EINVAL);
+    us_engine_destroy(e[0]);
+    us_engine_destroy(e[1]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s %s", other, broken);
+    CHECK(system(cmd) == 0);
+}
+
 int main(void) {
     RUN(version_is_the_headers);
     RUN(create_refuses_bad_options);
@@ -1817,5 +1901,6 @@ int main(void) {
     RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
     RUN(external_workload_holds_room_and_is_never_touched);
+    RUN(cycle_reuse_says_what_the_cycle_kept);
     return check_report();
 }

@@ -146,6 +146,59 @@ TEST(after_cycle_reads_the_engine) {
     CHECK(uv_loop_close(&loop) == 0);
 }
 
+/* What cycles reused, summed over cycles as the engine reports each
+ * (us_engine_cycle_reuse): with the default Lua policies, three nodes and
+ * a workload of one kind arriving each cycle, the second and third cycles
+ * keep every node's class and some scores. */
+TEST(after_cycle_counts_what_cycles_reused) {
+    uv_loop_t loop;
+    char err[256], dirp[512], want[160];
+    us_engine *e;
+    us_error ue;
+    const char *root = getenv("UNDERSTORY_ROOT");
+    snprintf(dirp, sizeof dirp, "%s/policies", root ? root : ".");
+    uv_loop_init(&loop);
+    sv_monitor *m = sv_monitor_start(&loop, "127.0.0.1:0", err, sizeof err);
+    CHECK(m != NULL && us_engine_create(NULL, &e, &ue) == US_OK);
+    if (!m) return;
+    CHECK(us_engine_load_policies(e, dirp, &ue) == US_OK);
+    for (int n = 0; n < 3; n++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"name\": \"n%d\", \"gpu\": 8, \"cpu\": 64, \"memory\": \"256Gi\"}", n);
+        CHECK(us_engine_upsert_node_json(e, json, &ue) == US_OK);
+    }
+    CHECK(us_engine_upsert_queue_json(e, "{\"name\": \"q\", \"resources\": {\"gpu\": {\"quota\": 24}}}", &ue) == US_OK);
+    unsigned long long calls = 0, kept = 0, fresh = 0, scores = 0;
+    for (int c = 0; c < 3; c++) {
+        char json[128];
+        snprintf(json, sizeof json, "{\"name\": \"w%d\", \"queue\": \"q\", \"replicas\": 2, \"requests\": {\"gpu\": 2}}", c);
+        CHECK(us_engine_upsert_workload_json(e, json, 10.0 * c, &ue) == US_OK);
+        CHECK(us_engine_run_cycle(e, 10.0 * c, &ue) == US_OK);
+        sv_monitor_after_cycle(m, e, 0.001, 0.002, 100 + 10.0 * c);
+        us_cycle_reuse r;
+        CHECK(us_engine_cycle_reuse(e, &r) == US_OK);
+        calls += r.policy_calls;
+        kept += r.nodes_class_kept;
+        fresh += r.nodes_classed - r.nodes_class_kept;
+        scores += r.scores_kept;
+    }
+    CHECK(kept == 6 && fresh == 3 && scores > 0 && calls > 0);
+    char *s = parsed(m);
+    snprintf(want, sizeof want, "understory_policy_calls_total{} %llu.0\n", calls);
+    CHECK_HAS(s, want);
+    snprintf(want, sizeof want, "understory_node_classes_total{reuse=\"kept\"} %llu.0\n", kept);
+    CHECK_HAS(s, want);
+    snprintf(want, sizeof want, "understory_node_classes_total{reuse=\"fresh\"} %llu.0\n", fresh);
+    CHECK_HAS(s, want);
+    snprintf(want, sizeof want, "understory_scores_kept_total{} %llu.0\n", scores);
+    CHECK_HAS(s, want);
+    free(s);
+    us_engine_destroy(e);
+    sv_monitor_close(m);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    CHECK(uv_loop_close(&loop) == 0);
+}
+
 /* The families are there before anything is recorded, and the hooks take
  * a NULL monitor (a stage that runs without an admin endpoint). */
 TEST(families_before_anything) {
@@ -165,7 +218,8 @@ TEST(families_before_anything) {
         "understory_informer_synced gauge", "understory_informer_watch_restarts_total counter",
         "understory_leader gauge", "understory_pending_pods gauge", "understory_policy_reloads_total counter",
         "understory_api_retries_total counter", "understory_api_rate_limiter_wait_seconds_total counter",
-        "understory_policy_info gauge"};
+        "understory_policy_info gauge", "understory_policy_calls_total counter",
+        "understory_node_classes_total counter", "understory_scores_kept_total counter"};
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
         char want[128];
         snprintf(want, sizeof want, "# TYPE %s\n", families[i]);
@@ -218,6 +272,7 @@ int main(void) {
     if (!mkdtemp(dir)) return 2;
     RUN(hooks_record_what_they_say);
     RUN(after_cycle_reads_the_engine);
+    RUN(after_cycle_counts_what_cycles_reused);
     RUN(families_before_anything);
     RUN(kubernetes_verbs);
     char cmd[300];

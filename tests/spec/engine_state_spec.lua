@@ -245,6 +245,39 @@ describe("the engine object's state readers", function()
     assert.is_true(sum <= wall, string.format("phases %.6fs > the cycle's %.6fs", sum, wall))
   end)
 
+  it("cycle_reuse: what the last cycle kept from the one before", function()
+    -- the same steps on an engine that keeps what cycles leave, and on
+    -- one that works everything out each cycle
+    local reuse = {}
+    for _, full in ipairs { false, true } do
+      local e <close> = understory.engine { policies = "policies", full_cycles = full }
+      assert.are.same({ policy_calls = 0, nodes_classed = 0, nodes_class_kept = 0, scores_kept = 0 },
+                      e:cycle_reuse())
+      for i = 1, 3 do e:upsert_node(H.node("n" .. i)) end
+      e:upsert_queue(H.queue("team", 24))
+      e:upsert_workload({ name = "a", queue = "team", replicas = 2, requests = { gpu = 2 } }, 0)
+      assert.are.equal(2, #e:run_cycle(0).decisions)
+      local first = e:cycle_reuse()
+      -- the same kind of pod again, on nodes that did not change
+      e:upsert_workload({ name = "b", queue = "team", replicas = 2, requests = { gpu = 2 } }, 10)
+      assert.are.equal(2, #e:run_cycle(10).decisions)
+      reuse[full] = { first, e:cycle_reuse() }
+    end
+    local first, second = reuse[false][1], reuse[false][2]
+    assert.are.equal(3, first.nodes_classed)
+    assert.are.equal(0, first.nodes_class_kept) -- nothing before the first cycle
+    assert.are.equal(0, first.scores_kept)
+    assert.is_true(first.policy_calls > 0)
+    assert.are.equal(3, second.nodes_class_kept)
+    assert.is_true(second.scores_kept > 0)
+    for _, r in ipairs(reuse[true]) do -- full cycles keep nothing, and are asked as often
+      assert.are.equal(3, r.nodes_classed)
+      assert.are.equal(0, r.nodes_class_kept)
+      assert.are.equal(0, r.scores_kept)
+    end
+    assert.are.equal(first.policy_calls, reuse[true][1].policy_calls)
+  end)
+
   it("cycle_count and log_dropped", function()
     local e <close> = understory.engine { policies = "policies" }
     assert.are.equal(0, e:cycle_count())
