@@ -60,6 +60,7 @@ local counterpart = {
   us_engine_gpu_use = { method, "gpu_use" },
   us_engine_cycle_phase_count = { method, "cycle_phases" },
   us_engine_cycle_phase = { method, "cycle_phases" },
+  us_engine_cycle_reuse = { method, "cycle_reuse" },
   us_engine_state_json = { method, "state_json" },
 }
 
