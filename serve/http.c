@@ -9,6 +9,10 @@
  * failed in a way worth another try waits in `backoff` until its time
  * (backoff.h, or the server's Retry-After when longer), then queues
  * again.  One timer, `wake`, serves both: nothing ever blocks the loop.
+ * A request that gives up on a 429 leaves its Retry-After behind for its
+ * method and path (`throttled`): the next request to them (the next
+ * cycle's bind of the same pod) waits in `backoff` until then, as a retry
+ * would have.
  */
 #include "http.h"
 
@@ -22,6 +26,7 @@
 
 #include "backoff.h"
 #include "ratelimit.h"
+#include "strmap.h"
 
 /* A retry waits at least this long, doubling up to the cap. */
 #define RETRY_BASE_MS 250
@@ -48,6 +53,15 @@ struct sv_http {
     sv_http_observe_fn observe;
     void *observe_ud;
     char *user_agent;         /* NULL: libcurl's */
+    /* "METHOD path" of requests that gave up on a 429, and until when
+     * the server asked them to wait (monotonic ms); expired ones are
+     * dropped when the list fills */
+    struct throttled {
+        char *key;
+        uint64_t until_ms;
+    } *thr;
+    size_t nthr, capthr;
+    us_strmap thr_index;      /* key -> index in thr */
 };
 
 typedef struct req {
@@ -134,6 +148,72 @@ static double now_s(void) { return (double)uv_hrtime() / 1e9; }
 static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
 
 static void pump(sv_http *h);
+
+/* ---- Retry-After outliving a request ------------------------------------------ */
+
+static char *throttle_key(const char *method, const char *path) {
+    size_t n = strlen(method) + strlen(path) + 2;
+    char *k = malloc(n);
+    if (k) snprintf(k, n, "%s %s", method, path);
+    return k;
+}
+
+/* Drop the entries whose time has passed, and index the rest afresh. */
+static int throttle_prune(sv_http *h, uint64_t ms) {
+    size_t m = 0;
+    for (size_t i = 0; i < h->nthr; i++) {
+        if (h->thr[i].until_ms <= ms) free(h->thr[i].key);
+        else h->thr[m++] = h->thr[i];
+    }
+    h->nthr = m;
+    us_strmap_free(&h->thr_index);
+    memset(&h->thr_index, 0, sizeof h->thr_index);
+    for (size_t i = 0; i < m; i++)
+        if (us_strmap_add(&h->thr_index, h->thr[i].key, (int)i) < 0) return -1;
+    return 0;
+}
+
+/* Requests to method and path wait until until_ms (a later time wins).
+ * Best effort: out of memory, nothing is remembered. */
+static void throttle_note(sv_http *h, const char *method, const char *path, uint64_t until_ms) {
+    char *k = throttle_key(method, path);
+    if (!k) return;
+    int at = us_strmap_get(&h->thr_index, k);
+    if (at >= 0) {
+        if (h->thr[at].until_ms < until_ms) h->thr[at].until_ms = until_ms;
+        free(k);
+        return;
+    }
+    if (h->nthr == h->capthr && throttle_prune(h, now_ms()) == 0 && h->nthr == h->capthr) {
+        size_t ncap = h->capthr ? 2 * h->capthr : 16;
+        struct throttled *t = realloc(h->thr, ncap * sizeof *t);
+        if (t) {
+            h->thr = t;
+            h->capthr = ncap;
+        }
+    }
+    if (h->nthr == h->capthr || us_strmap_add(&h->thr_index, k, (int)h->nthr) < 0) {
+        free(k);
+        return;
+    }
+    h->thr[h->nthr++] = (struct throttled){k, until_ms};
+}
+
+/* When a request to method and path may leave: 0 (now), or the time a
+ * 429 before it asked for. */
+static uint64_t throttle_until(const sv_http *h, const char *method, const char *path) {
+    if (h->nthr == 0) return 0;
+    char *k = throttle_key(method, path);
+    int at = k ? us_strmap_get(&h->thr_index, k) : -1;
+    free(k);
+    return at >= 0 && h->thr[at].until_ms > now_ms() ? h->thr[at].until_ms : 0;
+}
+
+static void throttle_free(sv_http *h) {
+    for (size_t i = 0; i < h->nthr; i++) free(h->thr[i].key);
+    free(h->thr);
+    us_strmap_free(&h->thr_index);
+}
 
 /* Hand r to curl now. */
 static void start(req *r) {
@@ -236,6 +316,8 @@ static void check_done(sv_http *h) {
             retried = true;
             continue;
         }
+        long ra = status == 429 ? retry_after(r->easy) : 0;
+        if (ra > 0) throttle_note(h, r->method, r->path, now_ms() + (uint64_t)ra * 1000);
         if (r->buf) r->buf[r->len] = '\0';
         r->done(r->ud, status, r->buf ? r->buf : "", r->len, why);
         req_free(r);
@@ -361,6 +443,7 @@ void sv_http_free(sv_http *h) {
     }
     while (h->queue) req_free(h->queue);
     while (h->backoff) req_free(h->backoff);
+    throttle_free(h);
     curl_multi_cleanup(h->multi);
     sv_config_free(&h->cfg);
     free(h->user_agent);
@@ -477,6 +560,10 @@ int sv_http_request(sv_http *h, const char *method, const char *path, const char
     if (data) { /* a watch: exempt from the rate limit, as client-go's */
         if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK) goto fail;
         link_req(r, &h->inflight);
+    } else if ((r->due_ms = throttle_until(h, method, path)) > 0) {
+        /* a 429 before it asked to wait: it waits as a retry would */
+        link_req(r, &h->backoff);
+        uv_timer_start(&h->wake, on_wake, 0, 0);
     } else {
         r->queued_at = now_s();
         link_req(r, &h->queue);

@@ -13,7 +13,9 @@
  * request, so writes must be idempotent: serve/writes.c) after a
  * jittered exponential backoff, or the server's Retry-After when longer,
  * at most SV_HTTP_MAX_RETRIES times; its done callback sees only the
- * last answer.  Not thread-safe: one loop, one thread.
+ * last answer.  A request that gave up on a 429 with Retry-After makes
+ * the next request to the same method and path wait that long too.  Not
+ * thread-safe: one loop, one thread.
  */
 #ifndef SV_HTTP_H
 #define SV_HTTP_H

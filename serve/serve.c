@@ -85,7 +85,7 @@ static void usage(FILE *f) {
           "                        [--dry-run] [--cycle-interval SECONDS] [--scheduler-name NAME]\n"
           "                        [--leader-elect[=false]] [--lease-namespace NS] [--lease-name NAME]\n"
           "                        [--lease-duration D] [--renew-deadline D] [--retry-period D]\n"
-          "                        [--kube-api-qps QPS] [--kube-api-burst N]\n"
+          "                        [--kube-api-qps QPS] [--kube-api-burst N] [--kube-api-retries N]\n"
           "                        [--policies DIR]\n"
           "                        [--full-cycles] [--arrival-cycle-gap SECONDS]\n"
           "\n"
@@ -129,6 +129,9 @@ static void usage(FILE *f) {
           "                     (default 50; above 0, at most 100000)\n"
           "  --kube-api-burst N requests allowed at once above that rate (default 100;\n"
           "                     a whole number, 1 to 100000)\n"
+          "  --kube-api-retries N\n"
+          "                     times a request that got no answer, a 429 or a 5xx is\n"
+          "                     tried again (default 5; 0 to 10)\n"
           "  --policies DIR     the policy directory (fairshare.lua, placement.lua,\n"
           "                     background.lua; default: the built-in policies),\n"
           "                     watched: a change (a ConfigMap update) is checked and\n"
@@ -474,6 +477,7 @@ int sv_main(int argc, char **argv) {
     sv_config cfg;
     serve s;
     double qps = SV_HTTP_DEFAULT_QPS, burst = SV_HTTP_DEFAULT_BURST;
+    unsigned retries = SV_HTTP_MAX_RETRIES;
     bool full_cycles = false;
     memset(&s, 0, sizeof s);
     s.interval = 1;
@@ -523,6 +527,16 @@ int sv_main(int argc, char **argv) {
                 return 2;
             }
             i++;
+        } else if (!strcmp(argv[i], "--kube-api-retries") && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[i + 1], &end, 10);
+            if (end == argv[i + 1] || *end || n < 0 || n > 10) {
+                fprintf(stderr, "understory serve: --kube-api-retries: \"%s\" is not a number of retries (0 to 10)\n",
+                        argv[i + 1]);
+                return 2;
+            }
+            retries = (unsigned)n;
+            i++;
         } else if (!strcmp(argv[i], "--arrival-cycle-gap") && i + 1 < argc) {
             if (strcmp(argv[i + 1], "0") != 0 && !parse_interval(argv[i + 1], &s.arrival_gap)) {
                 fprintf(stderr, "understory serve: --arrival-cycle-gap: \"%s\" is not a number of seconds "
@@ -544,6 +558,7 @@ int sv_main(int argc, char **argv) {
                                           !strcmp(argv[i], "--arrival-cycle-gap") ||
                                           !strcmp(argv[i], "--renew-deadline") || !strcmp(argv[i], "--retry-period") ||
                                           !strcmp(argv[i], "--kube-api-qps") || !strcmp(argv[i], "--kube-api-burst") ||
+                                          !strcmp(argv[i], "--kube-api-retries") ||
                                           !strcmp(argv[i], "--policies"))
                         ? "missing the value of" : "unknown option",
                     argv[i]);
@@ -599,7 +614,10 @@ int sv_main(int argc, char **argv) {
         return 2;
     }
     s.http = sv_http_new(loop, &cfg, err, sizeof err);
-    if (s.http) sv_http_set_limit(s.http, qps, (unsigned)burst);
+    if (s.http) {
+        sv_http_set_limit(s.http, qps, (unsigned)burst);
+        sv_http_set_patience(s.http, retries, 0);
+    }
     /* the lease has a client of its own, as kube-scheduler's: a queue of
      * binds never delays a renew, and a renew is never retried past its
      * deadline */

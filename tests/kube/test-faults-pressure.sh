@@ -12,7 +12,9 @@
 #   - throttled for real by API Priority and Fairness (a priority level
 #     with one share of concurrency and no queuing, a FlowSchema for the
 #     daemon's ServiceAccount): the server answers 429 with Retry-After;
-#     the daemon counts them, tries again no sooner than Retry-After, and
+#     the daemon counts them, tries again no sooner than Retry-After (and
+#     with --kube-api-retries 0, a bind given up on a 429 is sent again
+#     by a later cycle no sooner either), and
 #     in the end every pod is bound exactly once.
 set -euo pipefail
 . "$(dirname "$0")/lib.bash"
@@ -115,4 +117,34 @@ audit | awk '$3 == "pods/binding" && $4 ~ /^work\/t-/' >"$work/throttled.audit"
 PY
 curl -sf -o /dev/null --max-time 5 "$admin/healthz" || fail "/healthz while throttled"
 stop_serve
-echo "ok: the rate limit holds, 429s are retried, every pod bound once"
+
+# --- binds given up on a 429: the next cycle's bind waits it out too -------
+# With --kube-api-retries 0 every bind answered 429 is given up at once
+# ("failed (429)") and the next cycle binds the pod again; that bind waits
+# out the 429's Retry-After as a retry would (serve/http.c): from the
+# server's clock, no bind of a pod arrives within a second of the one
+# before it that was answered 429.  The level above still throttles.
+start_serve gaveup --kube-api-retries 0
+make_pods g 1 40
+all_g() { [[ $(bound_count g) -eq 40 ]]; }
+until_ok 180 "40 pods bound while every throttled bind is given up" all_g
+binds_once g 40
+grep -q 'failed (429)' "$work/gaveup.out" || fail "no bind given up on a 429: $(tail -3 "$work/gaveup.out")"
+! grep -q 'again in' "$work/gaveup.err" || fail "a request was tried again under --kube-api-retries 0: $(grep -m1 'again in' "$work/gaveup.err")"
+audit | awk '$3 == "pods/binding" && $4 ~ /^work\/g-/' >"$work/gaveup.audit"
+"$python" - "$work/gaveup.audit" <<-'PY' || fail "a bind came back sooner than Retry-After after a 429 it gave up on (above)"
+	import sys
+	last, bad, seen = {}, 0, 0
+	for line in open(sys.argv[1]):
+	    t, _, _, pod, code = line.split()
+	    if pod in last and last[pod][1] == "429":
+	        seen += 1
+	        if float(t) - last[pod][0] < 1.0:
+	            bad += 1
+	            print("%s: again %.3f s after a 429" % (pod, float(t) - last[pod][0]), file=sys.stderr)
+	    last[pod] = (float(t), code)
+	print("binds sent again by a later cycle after a 429: %d, too early: %d" % (seen, bad), file=sys.stderr)
+	sys.exit(0 if seen and not bad else 1)
+PY
+stop_serve
+echo "ok: the rate limit holds, 429s are retried, and waited out after a bind gives up; every pod bound once"
