@@ -20,6 +20,28 @@ set -euo pipefail
 . "$(dirname "$0")/lib.bash"
 . "$here/faults.bash"
 
+# spaced_after_429 PREFIX WHAT: from the server's clock (the audit log),
+# no bind of a pod work/PREFIX-* arrived within a second (the API server's
+# Retry-After) of the one before it that was answered 429, and some did
+# come after one; says how many, as WHAT.
+spaced_after_429() {
+	audit | awk -v p="work/$1-" '$3 == "pods/binding" && index($4, p) == 1' >"$work/$1.binds"
+	"$python" - "$work/$1.binds" "$2" <<-'PY'
+		import sys
+		last, bad, seen = {}, 0, 0
+		for line in open(sys.argv[1]):
+		    t, _, _, pod, code = line.split()
+		    if pod in last and last[pod][1] == "429":
+		        seen += 1
+		        if float(t) - last[pod][0] < 1.0:
+		            bad += 1
+		            print("%s: again %.3f s after a 429" % (pod, float(t) - last[pod][0]), file=sys.stderr)
+		    last[pod] = (float(t), code)
+		print("%s: %d, too early: %d" % (sys.argv[2], seen, bad), file=sys.stderr)
+		sys.exit(0 if seen and not bad else 1)
+	PY
+}
+
 faults_cluster
 
 # --- the client-side rate limit --------------------------------------------
@@ -100,21 +122,8 @@ awk '{for (i = 1; i < NF; i++) if ($i == "in") ms = $(i + 1); if (ms < 1000) bad
 # and from the server's clock: a bind answered 429 came back no sooner
 # than the Retry-After second after (the retry left at least 1 s after the
 # answer, which came after the request arrived)
-audit | awk '$3 == "pods/binding" && $4 ~ /^work\/t-/' >"$work/throttled.audit"
-"$python" - "$work/throttled.audit" <<-'PY' || fail "a bind came back sooner than Retry-After after its 429 (above)"
-	import sys
-	last, bad, seen = {}, 0, 0
-	for line in open(sys.argv[1]):
-	    t, _, _, pod, code = line.split()
-	    if pod in last and last[pod][1] == "429":
-	        seen += 1
-	        if float(t) - last[pod][0] < 1.0:
-	            bad += 1
-	            print("%s: again %.3f s after a 429" % (pod, float(t) - last[pod][0]), file=sys.stderr)
-	    last[pod] = (float(t), code)
-	print("retries after a 429 seen by the server: %d, too early: %d" % (seen, bad), file=sys.stderr)
-	sys.exit(0 if seen and not bad else 1)
-PY
+spaced_after_429 t "retries after a 429 seen by the server" ||
+	fail "a bind came back sooner than Retry-After after its 429 (above)"
 curl -sf -o /dev/null --max-time 5 "$admin/healthz" || fail "/healthz while throttled"
 stop_serve
 
@@ -131,20 +140,7 @@ until_ok 180 "40 pods bound while every throttled bind is given up" all_g
 binds_once g 40
 grep -q 'failed (429)' "$work/gaveup.out" || fail "no bind given up on a 429: $(tail -3 "$work/gaveup.out")"
 ! grep -q 'again in' "$work/gaveup.err" || fail "a request was tried again under --kube-api-retries 0: $(grep -m1 'again in' "$work/gaveup.err")"
-audit | awk '$3 == "pods/binding" && $4 ~ /^work\/g-/' >"$work/gaveup.audit"
-"$python" - "$work/gaveup.audit" <<-'PY' || fail "a bind came back sooner than Retry-After after a 429 it gave up on (above)"
-	import sys
-	last, bad, seen = {}, 0, 0
-	for line in open(sys.argv[1]):
-	    t, _, _, pod, code = line.split()
-	    if pod in last and last[pod][1] == "429":
-	        seen += 1
-	        if float(t) - last[pod][0] < 1.0:
-	            bad += 1
-	            print("%s: again %.3f s after a 429" % (pod, float(t) - last[pod][0]), file=sys.stderr)
-	    last[pod] = (float(t), code)
-	print("binds sent again by a later cycle after a 429: %d, too early: %d" % (seen, bad), file=sys.stderr)
-	sys.exit(0 if seen and not bad else 1)
-PY
+spaced_after_429 g "binds sent again by a later cycle after a 429" ||
+	fail "a bind came back sooner than Retry-After after a 429 it gave up on (above)"
 stop_serve
 echo "ok: the rate limit holds, 429s are retried, and waited out after a bind gives up; every pod bound once"
