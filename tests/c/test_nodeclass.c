@@ -109,6 +109,34 @@ static char *decisions(const us_cycle_log *log) {
     return s;
 }
 
+static char *log_lines(const us_cycle_log *log);
+
+/* One cycle of st at now, scored by pol (NULL: built-in), with cache
+ * (NULL: none), invariants checked: its decisions and policy log lines
+ * (malloc'd) in *got and *lines (lines may be NULL), its profile in
+ * *prof. */
+static void one_cycle(us_state *st, us_policy *pol, double now, us_cycle_cache *cache, int step,
+                      us_cycle_profile *prof, char **got, char **lines) {
+    us_cycle_opts o;
+    us_err err = {0};
+    bool any;
+    us_cycle_opts_default(&o);
+    o.cache = cache;
+    o.check_invariants = true;
+    memset(prof, 0, sizeof *prof);
+    o.profile = prof;
+    if (pol) us_policy_seed(pol, (uint64_t)step + 1);  /* as the simulator seeds each cycle */
+    CHECK(us_life_submit_due(st, now, &any) == 0);
+    us_cycle_log log;
+    us_cycle_log_init(&log);
+    int rc = us_cycle_run(st, pol, now, &o, &log, NULL, NULL, &err);
+    if (rc < 0) fprintf(stderr, "  step %d: %s\n", step, err.msg);
+    CHECK(rc == 0);
+    *got = decisions(&log);
+    if (lines) *lines = log_lines(&log);
+    us_cycle_log_free(&log);
+}
+
 TEST(kept_node_classes_decide_as_fresh_ones_and_follow_node_changes) {
     char *doc = scenario();
     us_scenario cached, fresh;
@@ -131,24 +159,9 @@ TEST(kept_node_classes_decide_as_fresh_ones_and_follow_node_changes) {
         (void)change(&fresh.state, s, now);
         char *got[2] = {NULL, NULL};
         us_cycle_profile prof[2];
-        for (int run = 0; run < 2; run++) {
-            us_state *st = run ? &fresh.state : &cached.state;
-            us_cycle_opts o;
-            us_cycle_opts_default(&o);
-            o.cache = run ? NULL : cache;
-            o.check_invariants = true;
-            memset(&prof[run], 0, sizeof prof[run]);
-            o.profile = &prof[run];
-            bool any;
-            CHECK(us_life_submit_due(st, now, &any) == 0);
-            us_cycle_log log;
-            us_cycle_log_init(&log);
-            int rc = us_cycle_run(st, NULL, now, &o, &log, NULL, NULL, &err);
-            if (rc < 0) fprintf(stderr, "  step %d: %s\n", s, err.msg);
-            CHECK(rc == 0);
-            got[run] = decisions(&log);
-            us_cycle_log_free(&log);
-        }
+        for (int run = 0; run < 2; run++)
+            one_cycle(run ? &fresh.state : &cached.state, NULL, now, run ? NULL : cache, s, &prof[run],
+                      &got[run], NULL);
         CHECK(got[0] && got[1]);
         if (got[0] && got[1] && strcmp(got[0], got[1]) != 0)
             fprintf(stderr, "  step %d: kept classes decided %s\n  fresh ones %s\n", s, got[0], got[1]);
@@ -272,25 +285,8 @@ static void run_scored(const char *src, int reload_at, unsigned long long kept[8
         char *got[2] = {NULL, NULL}, *lines[2] = {NULL, NULL};
         us_cycle_profile prof[2];
         for (int run = 0; run < 2; run++) {
-            us_state *st = &sc[run].state;
             us_policy *v = reload_at >= 0 && s >= reload_at && other[run] ? other[run] : pol[run];
-            us_cycle_opts o;
-            us_cycle_opts_default(&o);
-            o.cache = run ? NULL : cache;
-            o.check_invariants = true;
-            memset(&prof[run], 0, sizeof prof[run]);
-            o.profile = &prof[run];
-            us_policy_seed(v, (uint64_t)s + 1);  /* as the simulator seeds each cycle */
-            bool any;
-            CHECK(us_life_submit_due(st, now, &any) == 0);
-            us_cycle_log log;
-            us_cycle_log_init(&log);
-            int rc = us_cycle_run(st, v, now, &o, &log, NULL, NULL, &err);
-            if (rc < 0) fprintf(stderr, "  step %d: %s\n", s, err.msg);
-            CHECK(rc == 0);
-            got[run] = decisions(&log);
-            lines[run] = log_lines(&log);
-            us_cycle_log_free(&log);
+            one_cycle(&sc[run].state, v, now, run ? NULL : cache, s, &prof[run], &got[run], &lines[run]);
         }
         CHECK(got[0] && got[1] && lines[0] && lines[1]);
         if (got[0] && got[1] && strcmp(got[0], got[1]) != 0)
