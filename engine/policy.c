@@ -116,9 +116,17 @@ struct us_policy {
     /* the running call drew from math.random or logged: its answer is not
      * a function of its view alone (us_policy_last_call_pure) */
     bool impure;
+    /* math.random's generator state (the userdata upvalue it shares with
+     * randomseed), read as bytes: a call that changed it drew.  NULL: not
+     * found, and every score call counts as impure */
+    const unsigned char *rng;
+    size_t rng_len;
     char **labels;          /* declared node label keys, sorted, unique */
     size_t nlabels, caplabels;
 };
+
+/* The most bytes of math.random's state read (Lua 5.4's is 32). */
+#define RNG_MAX 64
 
 /* Registry key of the set of read-only tables (see sb_rawset). */
 static const char frozen_key = 'f';
@@ -958,15 +966,6 @@ static int sb_require(lua_State *L) {
     return 1;
 }
 
-/* math.random, noting the draw (us_policy_last_call_pure) */
-static int sb_random(lua_State *L) {
-    owner(L)->impure = true;
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
-}
-
 /* log(...): its arguments, as tostring shows them, tab-separated, kept
  * with the file and line that called it until the cycle takes them
  * (us_policy_log_take).  A line is cut at US_POLICY_LOG_TEXT bytes; past
@@ -1072,12 +1071,19 @@ static void push_sandbox(us_policy *p, lua_State *L) {
     p->seed_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     lua_pushnil(L);
     lua_setfield(L, -2, "randomseed");
-    /* a draw marks the call impure: its answer may not be kept for a
-     * later cycle, whose draws differ (us_policy_last_call_pure) */
-    lua_getfield(L, -1, "random");
-    lua_pushcclosure(L, sb_random, 1);
-    lua_setfield(L, -2, "random");
-    lua_pop(L, 1);
+    /* where math.random keeps its state, to tell a call that drew (its
+     * answer may not be kept for a later cycle, whose draws differ:
+     * us_policy_last_call_pure); math.random itself stays as it is, so
+     * its errors still name it */
+    lua_getfield(L, -1, "random");           /* math, random */
+    if (lua_getupvalue(L, -1, 1)) {          /* math, random, its state */
+        if (lua_type(L, -1) == LUA_TUSERDATA && lua_rawlen(L, -1) <= RNG_MAX) {
+            p->rng = lua_touserdata(L, -1);  /* kept alive by math.random */
+            p->rng_len = lua_rawlen(L, -1);
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 2);
 
     /* Hide the string metatable: its __index is the real string table. */
     lua_pushliteral(L, "");
@@ -1638,9 +1644,13 @@ static int pl_run(task *t, lua_State *L, lua_State *co) {
 int us_policy_score(us_policy *p, const us_pod_view *pod, const us_node_view *nodes, size_t n,
                     double *scores, us_err *err) {
     pl_task pt = {pod, nodes, n, scores};
+    unsigned char before[RNG_MAX];
     p->impure = false;
     if (n == 0) return 0;
-    return protect(p, mod_file[PL], pl_run, &pt, err);
+    if (p->rng) memcpy(before, p->rng, p->rng_len);
+    int rc = protect(p, mod_file[PL], pl_run, &pt, err);
+    if (!p->rng || memcmp(before, p->rng, p->rng_len) != 0) p->impure = true;
+    return rc;
 }
 
 bool us_policy_last_call_pure(const us_policy *p) { return !p->impure; }

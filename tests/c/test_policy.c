@@ -194,6 +194,39 @@ static void refused(us_policy *p, char *probe, const char *want) {
     }
 }
 
+/* A score call is pure when it neither drew from math.random nor logged
+ * (us_policy_last_call_pure: only pure scores outlive the cycle); telling
+ * draws leaves math.random as it is, so its errors still name it. */
+TEST(score_calls_that_draw_or_log_are_impure) {
+    static const char *const src[] = {
+        "return { score = function(pod, node) return node.free_gpus end }\n",
+        "return { score = function(pod, node) return math.random(3) end }\n",
+        "return { score = function(pod, node) log('x') return 1 end }\n",
+        "local draws = 0\n"
+        "return { score = function(pod, node) draws = draws + 1\n"
+        "  if draws == 2 then return math.random() end return 0 end }\n",
+        "return { score = function(pod, node) return math.random(5, 1) end }\n"};
+    us_err err = {0};
+    double out;
+    for (int i = 0; i < 4; i++) {
+        us_policy *p = load_src(NULL, src[i], NULL, NULL, &err);
+        CHECK(p != NULL);
+        if (!p) continue;
+        CHECK(score1(p, "w-0", &out, &err) == 0);
+        CHECK(us_policy_last_call_pure(p) == (i == 0 || i == 3));  /* the 4th draws on its 2nd call */
+        CHECK(score1(p, "w-0", &out, &err) == 0);
+        CHECK(us_policy_last_call_pure(p) == (i == 0));
+        us_policy_free(p);
+    }
+    us_policy *p = load_src(NULL, src[4], NULL, NULL, &err);
+    CHECK(p != NULL);
+    if (p) {
+        CHECK(score1(p, "w-0", &out, &err) < 0);
+        CHECK_HAS(err.msg, "bad argument #1 to 'random' (interval is empty)");
+        us_policy_free(p);
+    }
+}
+
 TEST(sandbox_refuses_escapes) {
     us_err err = {0};
     us_policy *p = load_src(LEAKER, PROBES, NULL, NULL, &err);
@@ -1204,6 +1237,7 @@ TEST(budgets_make_room_for_the_view) {
 }
 
 int main(void) {
+    RUN(score_calls_that_draw_or_log_are_impure);
     RUN(sandbox_refuses_escapes);
     RUN(sandbox_shared_libraries_read_only_at_load);
     RUN(sandbox_c_loops_guarded);
