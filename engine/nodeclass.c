@@ -633,15 +633,28 @@ static void carried_free(carried *x) {
     free(x->scores);
 }
 
-static void drop_carry(us_classes *c) {
-    for (int i = 0; i < c->ncarry; i++) carried_free(&c->carry[i]);
-    free(c->carry);
+/* c's carried entries, handed to the caller (*n of them; NULL when none),
+ * c left carrying nothing. */
+static carried *detach_carry(us_classes *c, int *n) {
+    carried *x = c->carry;
+    *n = c->ncarry;
     c->carry = NULL;
     c->ncarry = 0;
     us_hashidx_free(&c->carry_table);
     memset(&c->carry_table, 0, sizeof c->carry_table);
     c->scorer[0] = '\0';
+    return x;
 }
+
+static void drop_carry(us_classes *c) {
+    int n;
+    carried *x = detach_carry(c, &n);
+    for (int i = 0; i < n; i++) carried_free(&x[i]);
+    free(x);
+}
+
+/* Is cell g a score that may outlive the cycle? */
+static bool keepable(const cell *g) { return g->pure && !isnan(g->score); }
 
 /* Pod class x's pure scores into a carried entry y, its key copied.  0, or
  * -1 when memory runs out (y then owns what it has, for carried_free). */
@@ -655,10 +668,10 @@ static int carry_one(carried *y, const pclass *x, uint64_t h) {
         us_tolerations_copy(&y->tol, x->tol) < 0 || !(y->qname = strdup(x->qname)))
         return -1;
     int n = 0;
-    for (int j = 0; j < x->ncells; j++) n += x->cells[j].pure && !isnan(x->cells[j].score);
+    for (int j = 0; j < x->ncells; j++) n += keepable(&x->cells[j]);
     if (!(y->scores = malloc((size_t)(n ? n : 1) * sizeof *y->scores))) return -1;
     for (int j = 0; j < x->ncells; j++)
-        if (x->cells[j].pure && !isnan(x->cells[j].score))
+        if (keepable(&x->cells[j]))
             y->scores[y->nscores++] = (kept_score){j, x->cells[j].score};
     return 0;
 }
@@ -672,19 +685,14 @@ static int carry_one(carried *y, const pclass *x, uint64_t h) {
 
 static bool has_pure(const pclass *x) {
     for (int j = 0; j < x->ncells; j++)
-        if (x->cells[j].pure && !isnan(x->cells[j].score)) return true;
+        if (keepable(&x->cells[j])) return true;
     return false;
 }
 
 void us_classes_hand_over(us_classes *c, const us_plan *p) {
     /* what is still carried was not met this cycle (claim empties it) */
-    carried *unmet = c->carry;
-    int nunmet = c->ncarry;
-    c->carry = NULL;
-    c->ncarry = 0;
-    us_hashidx_free(&c->carry_table);
-    memset(&c->carry_table, 0, sizeof c->carry_table);
-    c->scorer[0] = '\0';
+    int nunmet;
+    carried *unmet = detach_carry(c, &nunmet);
     int n = nunmet;
     bool ok = p->score_pol != NULL;  /* built-in scores: the next cycle asks the policy */
     for (int i = 0; ok && i < c->npcs; i++) n += has_pure(&c->pcs[i]);
