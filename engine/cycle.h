@@ -35,6 +35,9 @@ typedef struct us_cycle_profile {
     /* placement scores found kept from the last cycle (nodeclass.h): each
      * one a (pod class, node class) pair not scored again */
     unsigned long long scores_kept;
+    /* nodes whose AI view and background total the snapshot copied from
+     * the ledger (ledger.h) instead of adding up every pod */
+    unsigned long long nodes_view_kept;
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {

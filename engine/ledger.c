@@ -14,7 +14,44 @@ void us_ledger_free(us_ledger *l) {
     free(l->use);
     free(l->waiting);
     free(l->holding);
+    free(l->ai);
+    free(l->bg);
+    free(l->kind);
     memset(l, 0, sizeof *l);
+}
+
+/* Is workload w's pool node n's?  Pools are few and shared by many
+ * nodes and workloads: equal pointers are the common case. */
+static bool same_pool(const us_state *st, int w, int n) {
+    const char *a = st->workloads[w].pool, *b = st->nodes[n].pool;
+    return a == b || strcmp(a, b) == 0;
+}
+
+/* Where pod x (as it is or was) counts in the views, counted as kind. */
+static int share_of(const us_state *st, const us_pod_was *x, uint8_t kind) {
+    if (x->gone || x->node < 0 || st->nodes[x->node].removed) return 0;
+    if (kind == US_VIEW_NONE) return 0;
+    return us_view_share(kind, same_pool(st, x->workload, x->node), x->state, x->gone);
+}
+
+static bool saturated(const us_use *u) {
+    for (int r = 0; r < US_NRES; r++)
+        if (u->used.v[r] == INT64_MAX || u->used.v[r] == INT64_MIN) return true;
+    return false;
+}
+
+/* Pod x's share in (sign 1) or out (-1) of ai[at] or bg[at].  False when
+ * it cannot be followed exactly: a fractional pod with no device recorded,
+ * a saturated sum. */
+static bool view_add(const us_state *st, const us_pod_was *x, int share, us_use *ai,
+                     us_bg_total *bg, int sign) {
+    us_res req = st->workloads[x->workload].request;
+    if (share == US_SHARE_BG) return us_bg_total_add(bg, req, sign);
+    if (us_req_is_fractional(req) && (x->shared_dev < 0 || x->shared_dev >= US_MAX_GPUS)) return false;
+    if (saturated(ai)) return false;
+    if (sign > 0) us_use_add(ai, &st->nodes[x->node], req, x->shared_dev);
+    else us_use_remove(ai, req, x->shared_dev);
+    return !saturated(ai);
 }
 
 int us_ledger_take(us_ledger *l, const us_state *st) {
@@ -23,11 +60,21 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     l->use = calloc(nn, sizeof *l->use);
     l->waiting = calloc(nn, sizeof *l->waiting);
     l->holding = calloc(nw, sizeof *l->holding);
-    us_usesum sum;  /* one addition per node, not per pod (usesum.h) */
-    if (!l->use || !l->waiting || !l->holding || us_usesum_init(&sum, st->nnodes, &l->use, 1) < 0) {
+    l->ai = calloc(nn, sizeof *l->ai);
+    l->bg = calloc(nn, sizeof *l->bg);
+    l->kind = calloc(nw, sizeof *l->kind);
+    us_usesum sum, aisum;  /* one addition per node, not per pod (usesum.h) */
+    if (!l->use || !l->waiting || !l->holding || !l->ai || !l->bg || !l->kind ||
+        us_usesum_init(&sum, st->nnodes, &l->use, 1) < 0) {
         us_ledger_free(l);
         return -1;
     }
+    if (us_usesum_init(&aisum, st->nnodes, &l->ai, 1) < 0) {
+        us_usesum_free(&sum);
+        us_ledger_free(l);
+        return -1;
+    }
+    for (size_t w = 0; w < st->nworkloads; w++) l->kind[w] = us_view_kind(&st->workloads[w]);
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
         if (pd->gone) continue;
@@ -39,9 +86,20 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         if (us_ledger_holds_room(pd->gone, pd->node, pd->state))
             us_usesum_add(&sum, (size_t)pd->node, &st->nodes[pd->node],
                           st->workloads[pd->workload].request, pd->shared_dev);
+        us_pod_was x = {(int)i, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
+        int share = share_of(st, &x, l->kind[pd->workload]);
+        us_res req = st->workloads[pd->workload].request;
+        /* in pod order, as the snapshot adds them: a fractional pod with no
+         * device takes the slot the pods before it leave */
+        if (share == US_SHARE_AI)
+            us_usesum_add(&aisum, (size_t)pd->node, &st->nodes[pd->node], req, pd->shared_dev);
+        else if (share == US_SHARE_BG)
+            (void)us_bg_total_add(&l->bg[pd->node], req, 1);  /* saturated: kept so, as summed */
     }
     us_usesum_flush_all(&sum);
     us_usesum_free(&sum);
+    us_usesum_flush_all(&aisum);
+    us_usesum_free(&aisum);
     l->valid = true;
     l->pods_version = st->pods_version;
     l->nodes_version = st->nodes_version;
@@ -50,12 +108,6 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     l->cap_workloads = nw;
     l->recounted = true;
     return 0;
-}
-
-static bool saturated(const us_use *u) {
-    for (int r = 0; r < US_NRES; r++)
-        if (u->used.v[r] == INT64_MAX || u->used.v[r] == INT64_MIN) return true;
-    return false;
 }
 
 /* Count pod x in (sign 1) or out (-1).  false when it cannot be followed
@@ -77,21 +129,63 @@ static bool count(us_ledger *l, const us_state *st, const us_pod_was *x, int sig
     return !saturated(u);
 }
 
+/* What journal entry was's pod is now (gone once it left the array). */
+static us_pod_was now_of(const us_state *st, const us_pod_was *was) {
+    us_pod_was is = {was->pod, was->workload, -1, -1, US_POD_PENDING, true};
+    if (was->pod >= 0) {
+        const us_pod *pd = &st->pods[was->pod];
+        is = (us_pod_was){was->pod, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
+    }
+    return is;
+}
+
+/* Pod x's share of the views (counted as kind) in or out; false when it
+ * cannot be followed. */
+static bool view_count(us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind, int sign) {
+    int share = share_of(st, x, kind);
+    return !share || view_add(st, x, share, &l->ai[x->node], &l->bg[x->node], sign);
+}
+
 /* Each journal entry out as it was, in as it is (in the per-node counts
- * too when nodes); false when one cannot be followed (the counts are then
- * half-done: the caller counts afresh). */
+ * too when nodes); the views too, out as the kind they were counted as,
+ * in as the kind they are now.  False when one cannot be followed (the
+ * counts are then half-done: the caller counts afresh). */
 static bool apply(us_ledger *l, const us_state *st, bool nodes) {
     for (size_t k = 0; k < st->njournal; k++) {
         const us_pod_was *was = &st->journal[k];
-        us_pod_was is = {was->pod, was->workload, -1, -1, US_POD_PENDING, true};
-        if (was->pod >= 0) {
-            const us_pod *pd = &st->pods[was->pod];
-            is = (us_pod_was){was->pod, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
-        }
-        if (!count(l, st, was, -1, nodes) || !count(l, st, &is, 1, nodes)) return false;
+        us_pod_was is = now_of(st, was);
+        if (!count(l, st, was, -1, nodes) || !count(l, st, &is, 1, nodes) ||
+            !view_count(l, st, was, l->kind[was->workload], -1) ||
+            !view_count(l, st, &is, us_view_kind(&st->workloads[is.workload]), 1))
+            return false;
         l->applied++;
     }
+    for (size_t w = 0; w < st->nworkloads; w++) l->kind[w] = us_view_kind(&st->workloads[w]);
     return true;
+}
+
+/* Can the views follow the workloads whose kind changed since they were
+ * counted?  Only pods running or pipelined count in them (us_view_share),
+ * so only when each such workload's pods that were (holding, not yet
+ * brought up to date) are all in the journal: one not in it would stay
+ * counted as the old kind.  False too when memory runs out. */
+static bool kinds_follow(const us_ledger *l, const us_state *st) {
+    bool changed = false;
+    for (size_t w = 0; w < st->nworkloads && !changed; w++)
+        changed = l->holding[w] > 0 && us_view_kind(&st->workloads[w]) != l->kind[w];
+    if (!changed) return true;
+    int *in_journal = calloc(st->nworkloads, sizeof *in_journal);
+    if (!in_journal) return false;
+    for (size_t k = 0; k < st->njournal; k++) {
+        const us_pod_was *was = &st->journal[k];
+        if (!was->gone && (was->state == US_POD_RUNNING || was->state == US_POD_PIPELINED))
+            in_journal[was->workload]++;
+    }
+    bool ok = true;
+    for (size_t w = 0; w < st->nworkloads && ok; w++)
+        ok = us_view_kind(&st->workloads[w]) == l->kind[w] || in_journal[w] == l->holding[w];
+    free(in_journal);
+    return ok;
 }
 
 /* Can l follow st through the journal?  Workloads appended since get
@@ -104,11 +198,15 @@ static bool can_follow(us_ledger *l, const us_state *st) {
     if (st->nworkloads > l->cap_workloads) {
         size_t cap = st->nworkloads * 2;
         int *h = realloc(l->holding, cap * sizeof *h);
-        if (!h) return false;
-        l->holding = h;
+        if (h) l->holding = h;
+        uint8_t *k = h ? realloc(l->kind, cap * sizeof *k) : NULL;
+        if (!k) return false;  /* holding, grown, is still valid at its old size */
+        l->kind = k;
         l->cap_workloads = cap;
     }
-    memset(l->holding + l->nworkloads, 0, (st->nworkloads - l->nworkloads) * sizeof *l->holding);
+    size_t added = st->nworkloads - l->nworkloads;
+    memset(l->holding + l->nworkloads, 0, added * sizeof *l->holding);
+    memset(l->kind + l->nworkloads, US_VIEW_NONE, added * sizeof *l->kind);
     l->nworkloads = st->nworkloads;
     return true;
 }
@@ -138,6 +236,25 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
                      "kept, %d counted", st->workloads[w].name, l->holding[w], fresh.holding[w]);
             rc = -2;
         }
+    for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
+        const us_use *a = &l->ai[n], *b = &fresh.ai[n];
+        if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
+            memcmp(a->shared, b->shared, sizeof a->shared) != 0 ||
+            memcmp(&l->bg[n], &fresh.bg[n], sizeof l->bg[n]) != 0) {
+            snprintf(broken, len, "invariant \"ledger\" broken: node \"%s\": the AI view or "
+                     "background total kept from the last cycle and the journal is not what "
+                     "its pods hold (a write to a pod that skipped us_pod_touch, or a "
+                     "workload whose kind changed unseen?)", st->nodes[n].name);
+            rc = -2;
+        }
+    }
+    for (size_t w = 0; w < st->nworkloads && rc == 0; w++)
+        if (l->kind[w] != fresh.kind[w]) {
+            snprintf(broken, len, "invariant \"ledger\" broken: workload \"%s\": its pods "
+                     "counted as kind %d, it is kind %d", st->workloads[w].name, l->kind[w],
+                     fresh.kind[w]);
+            rc = -2;
+        }
     if (rc == 0 && l->npipelined != fresh.npipelined) {
         snprintf(broken, len, "invariant \"ledger\" broken: %zu pipelined pod(s) kept, %zu counted",
                  l->npipelined, fresh.npipelined);
@@ -153,7 +270,7 @@ int us_ledger_sync(us_ledger *l, us_state *st, char *broken, size_t len) {
     if (!st->pods_version) us_state_pods_renumbered(st);  /* known from here on */
     l->applied = 0;
     l->recounted = false;
-    bool followed = can_follow(l, st) && apply(l, st, true);
+    bool followed = can_follow(l, st) && kinds_follow(l, st) && apply(l, st, true);
     us_state_journal_clear(st);
     if (!followed) {
         l->applied = 0;
@@ -179,7 +296,44 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting) {
     l->use = use;
     l->waiting = waiting;
     /* the cycle's own changes: in use and waiting already */
-    bool followed = waiting && can_follow(l, st) && apply(l, st, false);
+    bool followed = waiting && can_follow(l, st) && kinds_follow(l, st) && apply(l, st, false);
     us_state_journal_clear(st);
     if (!followed) us_ledger_free(l);
+}
+
+/* Pod x's share (counted as kind) in or out of the listed views. */
+static bool view_patch(const us_state *st, const us_pod_was *x, uint8_t kind, const int *pos,
+                       us_use *ai, us_bg_total *bg, int sign) {
+    int share = share_of(st, x, kind);
+    if (!share || pos[x->node] < 0) return true;
+    int at = pos[x->node];
+    return view_add(st, x, share, &ai[at], &bg[at], sign);
+}
+
+int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
+                    const int *pos, us_use *ai, us_bg_total *bg) {
+    if (!l || !l->valid || !l->ai || st->journal_lost || l->pods_version != st->pods_version ||
+        l->nodes_version != st->nodes_version || l->nnodes != st->nnodes ||
+        l->nworkloads != st->nworkloads)
+        return 1;
+    /* a kind changed since the journal was read: not followed here (the
+     * next sync follows it, or counts afresh) */
+    for (size_t w = 0; w < st->nworkloads; w++)
+        if (us_view_kind(&st->workloads[w]) != l->kind[w]) return 1;
+    for (size_t i = 0; i < n; i++) {
+        ai[i] = l->ai[nodes[i]];
+        bg[i] = l->bg[nodes[i]];
+    }
+    /* what changed since: the cycle's own bindings and evictions so far */
+    for (size_t k = 0; k < st->njournal; k++) {
+        const us_pod_was *was = &st->journal[k];
+        us_pod_was is = now_of(st, was);
+        if (!view_patch(st, was, l->kind[was->workload], pos, ai, bg, -1) ||
+            !view_patch(st, &is, l->kind[is.workload], pos, ai, bg, 1)) {
+            memset(ai, 0, n * sizeof *ai);
+            memset(bg, 0, n * sizeof *bg);
+            return 1;
+        }
+    }
+    return 0;
 }

@@ -8,7 +8,17 @@
  *   use[node]      room of its running and terminating pods (not gone);
  *   waiting[node]  its pipelined pods;
  *   holding[w]     pods of workload w running or pipelined;
- *   npipelined     pipelined pods in all.
+ *   npipelined     pipelined pods in all;
+ * and by its workload's view kind (us_view_kind) too, for the cycle's
+ * snapshot (plan.c), which copies them for its pool instead of adding up
+ * every pod:
+ *   ai[node]       room its pods hold in the AI planning view (virtual
+ *                  eviction: background pods hold none there);
+ *   bg[node]       what its running background pods take (us_bg_total);
+ *   kind[w]        the kind workload w's pods were counted as: one whose
+ *                  kind changes (it completes, is blocked) is followed only
+ *                  when every pod of it holding room is in the journal,
+ *                  else every pod is counted again.
  *
  * us_ledger_sync takes each journal entry's pod out as it was and adds it
  * as it is.  It counts every pod again instead when it cannot follow: the
@@ -36,6 +46,38 @@
 #include "state.h"
 #include "use.h"
 
+/* How the pods of a workload count in the AI planning view, by what the
+ * workload is now (plan.c, virtual eviction): */
+enum {
+    US_VIEW_NONE,   /* nowhere: not submitted, or done */
+    US_VIEW_AI,     /* an AI job: its running and pipelined pods hold room on
+                       the nodes of its pool */
+    US_VIEW_BG,     /* background work the re-offer offers: its running pods
+                       on the nodes of its pool go in their totals */
+    US_VIEW_FIXED   /* external, or active and breaking a rule: nothing may
+                       move its running and pipelined pods, which hold room
+                       wherever they are */
+};
+static inline uint8_t us_view_kind(const us_workload *w) {
+    if (w->external || (w->blocked && w->state == US_WL_ACTIVE)) return US_VIEW_FIXED;
+    if (w->state != US_WL_ACTIVE || w->blocked) return US_VIEW_NONE;
+    return w->background ? US_VIEW_BG : US_VIEW_AI;
+}
+
+/* Where a pod counts, on a node present (not removed): in the AI view
+ * (US_SHARE_AI), in the node's background total (US_SHARE_BG) or nowhere
+ * (0).  kind is its workload's, same_pool whether the workload's pool is
+ * the node's.  A gone pod counts nowhere. */
+enum { US_SHARE_AI = 1, US_SHARE_BG = 2 };
+static inline int us_view_share(uint8_t kind, bool same_pool, int state, bool gone) {
+    bool holds = state == US_POD_RUNNING || state == US_POD_PIPELINED;
+    if (gone) return 0;
+    if (kind == US_VIEW_FIXED) return holds ? US_SHARE_AI : 0;
+    if (kind == US_VIEW_AI) return holds && same_pool ? US_SHARE_AI : 0;
+    if (kind == US_VIEW_BG) return state == US_POD_RUNNING && same_pool ? US_SHARE_BG : 0;
+    return 0;
+}
+
 typedef struct us_ledger {
     bool valid;
     uint64_t pods_version, nodes_version;  /* the state's, when counted */
@@ -44,6 +86,9 @@ typedef struct us_ledger {
     int *waiting;      /* [nnodes] */
     int *holding;      /* [nworkloads] */
     size_t npipelined;
+    us_use *ai;        /* [nnodes] never lent: the snapshot copies */
+    us_bg_total *bg;   /* [nnodes] */
+    uint8_t *kind;     /* [nworkloads] us_view_kind when last counted */
     /* how the last sync went, for tests and profiles */
     size_t applied;    /* journal entries applied (0 when counted afresh) */
     bool recounted;    /* every pod was counted */
@@ -73,6 +118,17 @@ void us_ledger_lend(us_ledger *l, us_use **use, int **waiting);
 void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting);
 
 void us_ledger_free(us_ledger *l);
+
+/* The AI view and background totals of the n nodes listed (node indices;
+ * pos maps a node index to its place in the list, -1 when not listed) as
+ * counting every pod of st would make them, into ai[n] and bg[n]: copied
+ * from l and brought up to date with the journal's entries, which a cycle
+ * adds to until it settles.  0; 1 when l cannot tell (not counted, the
+ * nodes or a workload's kind changed since, or an entry it cannot follow):
+ * the caller counts them itself, into ai and bg, which are then as they
+ * were given (zeroed, if they were). */
+int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
+                    const int *pos, us_use *ai, us_bg_total *bg);
 
 /* Does a pod with these fields hold room on its node physically (running
  * or terminating, not gone)?  What use[] counts, and what the cycle's

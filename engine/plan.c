@@ -10,6 +10,7 @@
 #include "plan.h"
 
 #include "cyclecache.h"
+#include "ledger.h"
 #include "nodeclass.h"
 #include "nodelabels.h"
 #include "sort.h"
@@ -64,8 +65,9 @@ static bool holds(us_pod_state s) {
  * state, are left out.  Pods of external workloads hold their room in the
  * AI view as AI pods do, but in no queue and with no flag: nothing may move
  * or evict them.  Called in pod order; room held in the AI view is added
- * through ai, a sum of p->ai (usesum.h).  True when the pod holds room in
- * the AI view. */
+ * through ai, a sum of p->ai (usesum.h), or not at all when ai is NULL (the
+ * snapshot copied the view the ledger keeps).  True when the pod holds room
+ * in the AI view. */
 static bool evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
     us_state *st = p->st;
     const us_pod *pod = &st->pods[i];
@@ -78,15 +80,18 @@ static bool evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
          * that never frees (found by tests/fuzz/fuzz_scenario, and for
          * background work by tests/fuzz/fuzz_api). */
         if (!us_plan_holds_fixed(p, (int)i)) return false;
-        us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
-                      pod->shared_dev);
+        if (ai)
+            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
+                          pod->shared_dev);
         return true;
     }
     bool held = (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
                 pod->node >= 0 && p->pos[pod->node] >= 0;
     if (held) {
-        us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
-                      pod->shared_dev);
+        /* a pod gone holds nothing (us_view_share), as the ledger counts */
+        if (ai && !pod->gone)
+            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
+                          pod->shared_dev);
         p->flags[i] |= US_PF_HELD;
         p->held[pod->workload]++;
     }
@@ -108,18 +113,6 @@ static uint8_t node_kind_of(const us_plan *p, size_t i, bool in_view) {
     if (in_view || (!bg && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED)))
         return US_NODE_HOLDS_AI;
     return pod->state == US_POD_RUNNING && bg ? US_NODE_RUNS_BG : 0;
-}
-
-/* A running pod of the background work the re-offer offers, into its
- * node's total: whole-GPU requests summed as us_usesum sums them. */
-static void bg_total_add(struct us_bg_total *t, us_res req) {
-    t->pods++;
-    if (us_req_is_fractional(req)) {
-        t->fractional++;
-        return;
-    }
-    t->whole = us_res_add(t->whole, req);
-    t->gpus += us_req_whole_gpus(req);
 }
 
 /* req taken n times, saturating as n additions would (requests are never
@@ -204,6 +197,47 @@ static int list_nodes(us_plan *p) {
     return 0;
 }
 
+#ifdef US_CHECK_INVARIANTS
+/* Are p->ai and p->bg_total what the pool's pods hold, each pod counted
+ * where us_view_share says (a second statement of evict_background's and
+ * the ledger's rule)?  1 yes, 0 no, -1 when memory runs out. */
+static int same_as_counted(const us_plan *p) {
+    const us_state *st = p->st;
+    size_t n = p->nnodes ? p->nnodes : 1;
+    us_use *ai = calloc(n, sizeof *ai);
+    us_bg_total *bg = calloc(n, sizeof *bg);
+    us_usesum sum;
+    if (!ai || !bg || us_usesum_init(&sum, p->nnodes, &ai, 1) < 0) {
+        free(ai);
+        free(bg);
+        return -1;
+    }
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pod = &st->pods[i];
+        const us_workload *w = &st->workloads[pod->workload];
+        if (pod->node < 0 || p->pos[pod->node] < 0) continue;
+        size_t at = (size_t)p->pos[pod->node];
+        int share = us_view_share(us_view_kind(w), strcmp(w->pool, p->pool) == 0, pod->state,
+                                  pod->gone);
+        if (share == US_SHARE_AI)
+            us_usesum_add(&sum, at, &st->nodes[pod->node], w->request, pod->shared_dev);
+        else if (share == US_SHARE_BG)
+            (void)us_bg_total_add(&bg[at], w->request, 1);
+    }
+    us_usesum_flush_all(&sum);
+    us_usesum_free(&sum);
+    int same = 1;
+    for (size_t k = 0; k < p->nnodes && same; k++)
+        same = memcmp(&ai[k].used, &p->ai[k].used, sizeof ai[k].used) == 0 &&
+               ai[k].whole == p->ai[k].whole &&
+               memcmp(ai[k].shared, p->ai[k].shared, sizeof ai[k].shared) == 0 &&
+               memcmp(&bg[k], &p->bg_total[k], sizeof bg[k]) == 0;
+    free(ai);
+    free(bg);
+    return same;
+}
+#endif
+
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
                      const us_cycle_opts *o, us_cycle_log *log) {
     memset(p, 0, sizeof *p);
@@ -287,8 +321,13 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     int *at = malloc(np * sizeof *at);         /* [npods] position whose pods it joins, or -1 */
     int *pending = malloc(np * sizeof *pending);  /* pods pending, in pod order */
     size_t npending = 0;
+    /* the AI view and background totals: the ledger's, kept across cycles
+     * (ledger.h), when it can tell them; else added up in the pass */
+    const us_ledger *ledger = o && o->cache ? &o->cache->ledger : NULL;
+    bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
+    if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
     us_usesum ai;
-    if (!wanted || !at || !pending || us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) {
+    if (!wanted || !at || !pending || (!kept && us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0)) {
         free(wanted);
         free(at);
         free(pending);
@@ -297,7 +336,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     bool short_of_memory = false;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pod = &st->pods[i];
-        bool in_view = evict_background(p, i, wanted, &ai);
+        bool in_view = evict_background(p, i, wanted, kept ? NULL : &ai);
         int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
         bool here = pos >= 0;
         if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
@@ -320,15 +359,35 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
                 p->terminating[p->nterminating++] = (int)i;
         }
         if (p->wl_bg[pod->workload]) {
-            if (pod->state == US_POD_RUNNING && here) {
-                bg_total_add(&p->bg_total[pos], st->workloads[pod->workload].request);
+            if (pod->state == US_POD_RUNNING && here && !pod->gone) {
+                if (!kept)  /* saturated: kept so, as every sum here */
+                    (void)us_bg_total_add(&p->bg_total[pos], st->workloads[pod->workload].request, 1);
                 p->bg_running[p->nbg_running++] = (int)i;
             } else if (placeable)
                 p->bg_pending[p->nbg_pending++] = (int)i;
         }
     }
-    us_usesum_flush_all(&ai);
-    us_usesum_free(&ai);
+    if (!kept) {
+        us_usesum_flush_all(&ai);
+        us_usesum_free(&ai);
+    }
+#ifdef US_CHECK_INVARIANTS
+    if (!short_of_memory) {
+        int same = same_as_counted(p);
+        if (same < 0) short_of_memory = true;
+        if (same == 0) {
+            free(wanted);
+            free(at);
+            free(pending);
+            us_plan_free(p);
+            p->broken = kept ? "invariant \"ai-view\" broken: the AI view or a background total "
+                               "kept by the ledger is not what the pool's pods hold"
+                             : "invariant \"ai-view\" broken: the AI view or a background total "
+                               "the snapshot added up is not what the pool's pods hold";
+            return -2;
+        }
+    }
+#endif
     if (short_of_memory) {
         free(wanted);
         free(at);

@@ -82,14 +82,7 @@ typedef struct us_plan {
     size_t nbg_pending;
     int *bg_running;     /* its running pods on the pool's nodes, in pod order */
     size_t nbg_running;
-    struct us_bg_total {
-        us_res whole;    /* requests of its whole-GPU pods, summed */
-        int gpus;        /* the devices they take */
-        int pods;        /* pods, fractional ones included */
-        int fractional;  /* pods sharing a device: each takes a slot that
-                            depends on the pods before it, so they are
-                            added one by one (reoffer.c) */
-    } *bg_total;         /* [nnodes] */
+    us_bg_total *bg_total;  /* [nnodes] (use.h) */
     int *terminating;
     size_t nterminating, cap_terminating;
     /* read by the tie-break (ties.c), from the same pass: what holds room

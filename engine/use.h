@@ -31,4 +31,36 @@ bool us_use_fits(const us_use *u, const us_node *n, us_res req, int slot);
 int us_use_add(us_use *u, const us_node *n, us_res req, int slot);
 void us_use_remove(us_use *u, us_res req, int slot);
 
+/* What a node's running background pods take, summed (the re-offer's
+ * totals, us_plan.bg_total): whole-GPU requests as us_usesum sums them,
+ * fractional pods only counted (each takes a slot that depends on the pods
+ * before it, so the re-offer adds them one by one). */
+typedef struct us_bg_total {
+    us_res whole;    /* requests of its whole-GPU pods, summed */
+    int gpus;        /* the devices they take */
+    int pods;        /* pods, fractional ones included */
+    int fractional;  /* pods sharing a device */
+} us_bg_total;
+
+/* A pod's request into (sign 1) or out of (-1) a total.  False when the
+ * total is saturated after, or was before (then nothing is taken out): a
+ * saturated sum cannot be taken back. */
+static inline bool us_bg_total_saturated(const us_bg_total *t) {
+    for (int r = 0; r < US_NRES; r++)
+        if (t->whole.v[r] == INT64_MAX) return true;
+    return false;
+}
+static inline bool us_bg_total_add(us_bg_total *t, us_res req, int sign) {
+    bool was_saturated = us_bg_total_saturated(t);
+    if (sign < 0 && was_saturated) return false;
+    t->pods += sign;
+    if (us_req_is_fractional(req)) {
+        t->fractional += sign;
+        return !was_saturated;
+    }
+    t->whole = sign > 0 ? us_res_add(t->whole, req) : us_res_sub(t->whole, req);
+    t->gpus += sign * us_req_whole_gpus(req);
+    return !was_saturated && !us_bg_total_saturated(t);
+}
+
 #endif
