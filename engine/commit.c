@@ -198,7 +198,7 @@ static int sync_ledger(us_ledger *l, us_state *st, us_err *err) {
 int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_cycle_log *log,
                           us_phys *ph, us_err *err) {
     /* kept across cycles in the cache; a cycle without one counts afresh */
-    us_ledger own = {0}, *l = o && o->cache ? &o->cache->ledger : &own;
+    us_ledger own = {.counts_only = true}, *l = o && o->cache ? &o->cache->ledger : &own;
     int *pipelined = NULL;
     size_t npipelined = 0;
     bool broke;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "strmap.h"
 #include "usesum.h"
 
 void us_ledger_free(us_ledger *l) {
@@ -17,7 +18,9 @@ void us_ledger_free(us_ledger *l) {
     free(l->ai);
     free(l->bg);
     free(l->kind);
+    bool counts_only = l->counts_only;
     memset(l, 0, sizeof *l);
+    l->counts_only = counts_only;
 }
 
 /* Is workload w's pool node n's?  Pools are few and shared by many
@@ -29,9 +32,11 @@ static bool same_pool(const us_state *st, int w, int n) {
 
 /* Where pod x (as it is or was) counts in the views, counted as kind. */
 static int share_of(const us_state *st, const us_pod_was *x, uint8_t kind) {
-    if (x->gone || x->node < 0 || st->nodes[x->node].removed) return 0;
-    if (kind == US_VIEW_NONE) return 0;
-    return us_view_share(kind, same_pool(st, x->workload, x->node), x->state, x->gone);
+    if (x->node < 0) return 0;
+    /* what it would be on a node of its pool, before reading the node */
+    int share = us_view_share(kind, true, x->state, x->gone);
+    if (!share || st->nodes[x->node].removed) return 0;
+    return kind == US_VIEW_FIXED || same_pool(st, x->workload, x->node) ? share : 0;
 }
 
 static bool saturated(const us_use *u) {
@@ -54,22 +59,62 @@ static bool view_add(const us_state *st, const us_pod_was *x, int share, us_use 
     return !saturated(ai);
 }
 
+/* The pool of each node present as a number (npool[n], -1 when removed)
+ * and of each workload (wpool[w], -1 when no node has it): equal numbers,
+ * the same pool.  Read per pod, two strings a pod would be two cache
+ * misses each.  0, or -1 when memory runs out (nothing to free then). */
+static int pool_numbers(const us_state *st, int **npool, int **wpool) {
+    us_strmap pools = {0};
+    *npool = malloc((st->nnodes ? st->nnodes : 1) * sizeof **npool);
+    *wpool = malloc((st->nworkloads ? st->nworkloads : 1) * sizeof **wpool);
+    int rc = *npool && *wpool ? 0 : -1, last = -1;
+    const char *last_pool = NULL;
+    for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
+        const char *pool = st->nodes[n].pool;
+        if (last_pool && strcmp(pool, last_pool) == 0) {  /* nodes of a pool come together */
+            (*npool)[n] = st->nodes[n].removed ? -1 : last;
+            continue;
+        }
+        int id = us_strmap_get(&pools, pool);
+        if (id < 0 && us_strmap_add(&pools, pool, id = (int)pools.n) < 0) rc = -1;
+        last = id;
+        last_pool = pool;
+        (*npool)[n] = st->nodes[n].removed ? -1 : id;
+    }
+    for (size_t w = 0; w < st->nworkloads && rc == 0; w++)
+        (*wpool)[w] = us_strmap_get(&pools, st->workloads[w].pool);
+    us_strmap_free(&pools);
+    if (rc < 0) {
+        free(*npool);
+        free(*wpool);
+        *npool = *wpool = NULL;
+    }
+    return rc;
+}
+
 int us_ledger_take(us_ledger *l, const us_state *st) {
     us_ledger_free(l);
     size_t nn = st->nnodes ? st->nnodes : 1, nw = st->nworkloads ? st->nworkloads : 1;
     l->use = calloc(nn, sizeof *l->use);
     l->waiting = calloc(nn, sizeof *l->waiting);
     l->holding = calloc(nw, sizeof *l->holding);
-    l->ai = calloc(nn, sizeof *l->ai);
-    l->bg = calloc(nn, sizeof *l->bg);
     l->kind = calloc(nw, sizeof *l->kind);
+    bool views = !l->counts_only;
+    if (views) {
+        l->ai = calloc(nn, sizeof *l->ai);
+        l->bg = calloc(nn, sizeof *l->bg);
+    }
     us_usesum sum, aisum;  /* one addition per node, not per pod (usesum.h) */
-    if (!l->use || !l->waiting || !l->holding || !l->ai || !l->bg || !l->kind ||
+    if (!l->use || !l->waiting || !l->holding || !l->kind || (views && (!l->ai || !l->bg)) ||
         us_usesum_init(&sum, st->nnodes, &l->use, 1) < 0) {
         us_ledger_free(l);
         return -1;
     }
-    if (us_usesum_init(&aisum, st->nnodes, &l->ai, 1) < 0) {
+    int *npool = NULL, *wpool = NULL;
+    if (views && (pool_numbers(st, &npool, &wpool) < 0 ||
+                  us_usesum_init(&aisum, st->nnodes, &l->ai, 1) < 0)) {
+        free(npool);
+        free(wpool);
         us_usesum_free(&sum);
         us_ledger_free(l);
         return -1;
@@ -86,8 +131,10 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         if (us_ledger_holds_room(pd->gone, pd->node, pd->state))
             us_usesum_add(&sum, (size_t)pd->node, &st->nodes[pd->node],
                           st->workloads[pd->workload].request, pd->shared_dev);
-        us_pod_was x = {(int)i, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
-        int share = share_of(st, &x, l->kind[pd->workload]);
+        if (!views || pd->node < 0 || npool[pd->node] < 0) continue;
+        /* share_of, with the pools as numbers */
+        int share = us_view_share(l->kind[pd->workload], npool[pd->node] == wpool[pd->workload],
+                                  pd->state, pd->gone);
         us_res req = st->workloads[pd->workload].request;
         /* in pod order, as the snapshot adds them: a fractional pod with no
          * device takes the slot the pods before it leave */
@@ -98,8 +145,12 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     }
     us_usesum_flush_all(&sum);
     us_usesum_free(&sum);
-    us_usesum_flush_all(&aisum);
-    us_usesum_free(&aisum);
+    if (views) {
+        us_usesum_flush_all(&aisum);
+        us_usesum_free(&aisum);
+        free(npool);
+        free(wpool);
+    }
     l->valid = true;
     l->pods_version = st->pods_version;
     l->nodes_version = st->nodes_version;
@@ -142,6 +193,7 @@ static us_pod_was now_of(const us_state *st, const us_pod_was *was) {
 /* Pod x's share of the views (counted as kind) in or out; false when it
  * cannot be followed. */
 static bool view_count(us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind, int sign) {
+    if (!l->ai) return true;  /* counts only */
     int share = share_of(st, x, kind);
     return !share || view_add(st, x, share, &l->ai[x->node], &l->bg[x->node], sign);
 }
@@ -170,6 +222,7 @@ static bool apply(us_ledger *l, const us_state *st, bool nodes) {
  * brought up to date) are all in the journal: one not in it would stay
  * counted as the old kind.  False too when memory runs out. */
 static bool kinds_follow(const us_ledger *l, const us_state *st) {
+    if (!l->ai) return true;  /* counts only: no views to follow */
     bool changed = false;
     for (size_t w = 0; w < st->nworkloads && !changed; w++)
         changed = l->holding[w] > 0 && us_view_kind(&st->workloads[w]) != l->kind[w];
@@ -212,7 +265,7 @@ static bool can_follow(us_ledger *l, const us_state *st) {
 }
 
 int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t len) {
-    us_ledger fresh = {0};
+    us_ledger fresh = {.counts_only = l->counts_only};
     if (!l->valid || !l->use || l->nnodes != st->nnodes || l->nworkloads != st->nworkloads) {
         snprintf(broken, len, "invariant \"ledger\" broken: no counts kept for the state's %zu "
                  "node(s) and %zu workload(s)", st->nnodes, st->nworkloads);
@@ -236,7 +289,7 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
                      "kept, %d counted", st->workloads[w].name, l->holding[w], fresh.holding[w]);
             rc = -2;
         }
-    for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
+    for (size_t n = 0; n < st->nnodes && rc == 0 && !l->counts_only; n++) {
         const us_use *a = &l->ai[n], *b = &fresh.ai[n];
         if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
             memcmp(a->shared, b->shared, sizeof a->shared) != 0 ||

@@ -79,6 +79,8 @@ static inline int us_view_share(uint8_t kind, bool same_pool, int state, bool go
 }
 
 typedef struct us_ledger {
+    bool counts_only;  /* keeps no views (ai, bg): a ledger for one cycle
+                          only, whose snapshot adds them up itself */
     bool valid;
     uint64_t pods_version, nodes_version;  /* the state's, when counted */
     size_t nnodes, nworkloads, cap_workloads;
@@ -117,6 +119,7 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
 void us_ledger_lend(us_ledger *l, us_use **use, int **waiting);
 void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting);
 
+/* Frees what l holds: l is then empty (counts_only stays). */
 void us_ledger_free(us_ledger *l);
 
 /* The AI view and background totals of the n nodes listed (node indices;
