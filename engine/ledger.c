@@ -18,25 +18,29 @@ void us_ledger_free(us_ledger *l) {
     free(l->ai);
     free(l->bg);
     free(l->kind);
+    free(l->npool);
+    free(l->wpool);
+    for (size_t k = 0; k < l->npools; k++) free(l->pools[k]);
+    free(l->pools);
     bool counts_only = l->counts_only;
     memset(l, 0, sizeof *l);
     l->counts_only = counts_only;
 }
 
-/* Is workload w's pool node n's?  Pools are few and shared by many
- * nodes and workloads: equal pointers are the common case. */
-static bool same_pool(const us_state *st, int w, int n) {
-    const char *a = st->workloads[w].pool, *b = st->nodes[n].pool;
-    return a == b || strcmp(a, b) == 0;
+/* Where pod x (as it is or was) counts in the views, counted as kind:
+ * the pools as numbers (npool, wpool), not two strings a pod. */
+static int share_of(const us_ledger *l, const us_pod_was *x, uint8_t kind) {
+    if (x->node < 0) return 0;
+    int np = l->npool[x->node];  /* -1: removed */
+    if (np < 0) return 0;
+    return us_view_share(kind, np == l->wpool[x->workload], x->state, x->gone);
 }
 
-/* Where pod x (as it is or was) counts in the views, counted as kind. */
-static int share_of(const us_state *st, const us_pod_was *x, uint8_t kind) {
-    if (x->node < 0) return 0;
-    /* what it would be on a node of its pool, before reading the node */
-    int share = us_view_share(kind, true, x->state, x->gone);
-    if (!share || st->nodes[x->node].removed) return 0;
-    return kind == US_VIEW_FIXED || same_pool(st, x->workload, x->node) ? share : 0;
+/* The number of a pool by its name, -1 when no node has it. */
+static int pool_number(const us_ledger *l, const char *pool) {
+    for (size_t k = 0; k < l->npools; k++)
+        if (strcmp(l->pools[k], pool) == 0) return (int)k;
+    return -1;
 }
 
 static bool saturated(const us_use *u) {
@@ -59,36 +63,42 @@ static bool view_add(const us_state *st, const us_pod_was *x, int share, us_use 
     return !saturated(ai);
 }
 
-/* The pool of each node present as a number (npool[n], -1 when removed)
- * and of each workload (wpool[w], -1 when no node has it): equal numbers,
- * the same pool.  Read per pod, two strings a pod would be two cache
- * misses each.  0, or -1 when memory runs out (nothing to free then). */
-static int pool_numbers(const us_state *st, int **npool, int **wpool) {
+/* The pool of each node present as a number (l->npool[n], -1 when
+ * removed) and of each workload (l->wpool[w], -1 when no node has it),
+ * numbers given in the order the nodes name the pools (l->pools): equal
+ * numbers, the same pool.  A node's pool never changes while the nodes
+ * stay (nodes_version), nor a workload's.  0, or -1 when memory runs out
+ * (then freed). */
+static int pool_numbers(us_ledger *l, const us_state *st, size_t cap_workloads) {
     us_strmap pools = {0};
-    *npool = malloc((st->nnodes ? st->nnodes : 1) * sizeof **npool);
-    *wpool = malloc((st->nworkloads ? st->nworkloads : 1) * sizeof **wpool);
-    int rc = *npool && *wpool ? 0 : -1, last = -1;
+    l->npool = malloc((st->nnodes ? st->nnodes : 1) * sizeof *l->npool);
+    l->wpool = malloc(cap_workloads * sizeof *l->wpool);
+    int rc = l->npool && l->wpool ? 0 : -1, last = -1;
     const char *last_pool = NULL;
     for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
         const char *pool = st->nodes[n].pool;
-        if (last_pool && strcmp(pool, last_pool) == 0) {  /* nodes of a pool come together */
-            (*npool)[n] = st->nodes[n].removed ? -1 : last;
-            continue;
+        int id = last;
+        if (!last_pool || strcmp(pool, last_pool) != 0) {  /* nodes of a pool come together */
+            id = us_strmap_get(&pools, pool);
+            if (id < 0) {
+                char *copy = strdup(pool);
+                if (!copy || us_grow((void **)&l->pools, &l->cap_pools, l->npools,
+                                     sizeof *l->pools) < 0 ||
+                    us_strmap_add(&pools, pool, id = (int)l->npools) < 0) {
+                    free(copy);
+                    rc = -1;
+                    break;
+                }
+                l->pools[l->npools++] = copy;
+            }
+            last = id;
+            last_pool = pool;
         }
-        int id = us_strmap_get(&pools, pool);
-        if (id < 0 && us_strmap_add(&pools, pool, id = (int)pools.n) < 0) rc = -1;
-        last = id;
-        last_pool = pool;
-        (*npool)[n] = st->nodes[n].removed ? -1 : id;
+        l->npool[n] = st->nodes[n].removed ? -1 : id;
     }
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++)
-        (*wpool)[w] = us_strmap_get(&pools, st->workloads[w].pool);
+        l->wpool[w] = us_strmap_get(&pools, st->workloads[w].pool);
     us_strmap_free(&pools);
-    if (rc < 0) {
-        free(*npool);
-        free(*wpool);
-        *npool = *wpool = NULL;
-    }
     return rc;
 }
 
@@ -110,11 +120,7 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         us_ledger_free(l);
         return -1;
     }
-    int *npool = NULL, *wpool = NULL;
-    if (views && (pool_numbers(st, &npool, &wpool) < 0 ||
-                  us_usesum_init(&aisum, st->nnodes, &l->ai, 1) < 0)) {
-        free(npool);
-        free(wpool);
+    if (views && (pool_numbers(l, st, nw) < 0 || us_usesum_init(&aisum, st->nnodes, &l->ai, 1) < 0)) {
         us_usesum_free(&sum);
         us_ledger_free(l);
         return -1;
@@ -131,10 +137,9 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         if (us_ledger_holds_room(pd->gone, pd->node, pd->state))
             us_usesum_add(&sum, (size_t)pd->node, &st->nodes[pd->node],
                           st->workloads[pd->workload].request, pd->shared_dev);
-        if (!views || pd->node < 0 || npool[pd->node] < 0) continue;
-        /* share_of, with the pools as numbers */
-        int share = us_view_share(l->kind[pd->workload], npool[pd->node] == wpool[pd->workload],
-                                  pd->state, pd->gone);
+        if (!views) continue;
+        us_pod_was x = {(int)i, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
+        int share = share_of(l, &x, l->kind[pd->workload]);
         us_res req = st->workloads[pd->workload].request;
         /* in pod order, as the snapshot adds them: a fractional pod with no
          * device takes the slot the pods before it leave */
@@ -148,8 +153,6 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     if (views) {
         us_usesum_flush_all(&aisum);
         us_usesum_free(&aisum);
-        free(npool);
-        free(wpool);
     }
     l->valid = true;
     l->pods_version = st->pods_version;
@@ -194,7 +197,7 @@ static us_pod_was now_of(const us_state *st, const us_pod_was *was) {
  * cannot be followed. */
 static bool view_count(us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind, int sign) {
     if (!l->ai) return true;  /* counts only */
-    int share = share_of(st, x, kind);
+    int share = share_of(l, x, kind);
     return !share || view_add(st, x, share, &l->ai[x->node], &l->bg[x->node], sign);
 }
 
@@ -253,13 +256,18 @@ static bool can_follow(us_ledger *l, const us_state *st) {
         int *h = realloc(l->holding, cap * sizeof *h);
         if (h) l->holding = h;
         uint8_t *k = h ? realloc(l->kind, cap * sizeof *k) : NULL;
-        if (!k) return false;  /* holding, grown, is still valid at its old size */
-        l->kind = k;
+        if (k) l->kind = k;
+        int *p = k && l->wpool ? realloc(l->wpool, cap * sizeof *p) : NULL;
+        if (p) l->wpool = p;
+        /* each array grown is still valid at its old size */
+        if (!k || (l->wpool && !p)) return false;
         l->cap_workloads = cap;
     }
     size_t added = st->nworkloads - l->nworkloads;
     memset(l->holding + l->nworkloads, 0, added * sizeof *l->holding);
     memset(l->kind + l->nworkloads, US_VIEW_NONE, added * sizeof *l->kind);
+    for (size_t w = l->nworkloads; l->wpool && w < st->nworkloads; w++)
+        l->wpool[w] = pool_number(l, st->workloads[w].pool);
     l->nworkloads = st->nworkloads;
     return true;
 }
@@ -355,9 +363,9 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting) {
 }
 
 /* Pod x's share (counted as kind) in or out of the listed views. */
-static bool view_patch(const us_state *st, const us_pod_was *x, uint8_t kind, const int *pos,
-                       us_use *ai, us_bg_total *bg, int sign) {
-    int share = share_of(st, x, kind);
+static bool view_patch(const us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind,
+                       const int *pos, us_use *ai, us_bg_total *bg, int sign) {
+    int share = share_of(l, x, kind);
     if (!share || pos[x->node] < 0) return true;
     int at = pos[x->node];
     return view_add(st, x, share, &ai[at], &bg[at], sign);
@@ -381,8 +389,8 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
     for (size_t k = 0; k < st->njournal; k++) {
         const us_pod_was *was = &st->journal[k];
         us_pod_was is = now_of(st, was);
-        if (!view_patch(st, was, l->kind[was->workload], pos, ai, bg, -1) ||
-            !view_patch(st, &is, l->kind[is.workload], pos, ai, bg, 1)) {
+        if (!view_patch(l, st, was, l->kind[was->workload], pos, ai, bg, -1) ||
+            !view_patch(l, st, &is, l->kind[is.workload], pos, ai, bg, 1)) {
             memset(ai, 0, n * sizeof *ai);
             memset(bg, 0, n * sizeof *bg);
             return 1;

@@ -91,6 +91,10 @@ typedef struct us_ledger {
     us_use *ai;        /* [nnodes] never lent: the snapshot copies */
     us_bg_total *bg;   /* [nnodes] */
     uint8_t *kind;     /* [nworkloads] us_view_kind when last counted */
+    int *npool;        /* [nnodes] the pool of each node as a number, -1: removed */
+    int *wpool;        /* [nworkloads] of each workload, -1: no node has it */
+    char **pools;      /* the names, by number */
+    size_t npools, cap_pools;
     /* how the last sync went, for tests and profiles */
     size_t applied;    /* journal entries applied (0 when counted afresh) */
     bool recounted;    /* every pod was counted */
