@@ -49,9 +49,9 @@ static bool saturated(const us_use *u) {
     return false;
 }
 
-/* Pod x's share in (sign 1) or out (-1) of ai[at] or bg[at].  False when
- * it cannot be followed exactly: a fractional pod with no device recorded,
- * a saturated sum. */
+/* Pod x's share in (sign 1) or out (-1) of *ai (US_SHARE_AI) or *bg
+ * (US_SHARE_BG), its node's.  False when it cannot be followed exactly: a
+ * fractional pod with no device recorded, a saturated sum. */
 static bool view_add(const us_state *st, const us_pod_was *x, int share, us_use *ai,
                      us_bg_total *bg, int sign) {
     us_res req = st->workloads[x->workload].request;
@@ -68,7 +68,7 @@ static bool view_add(const us_state *st, const us_pod_was *x, int share, us_use 
  * numbers given in the order the nodes name the pools (l->pools): equal
  * numbers, the same pool.  A node's pool never changes while the nodes
  * stay (nodes_version), nor a workload's.  0, or -1 when memory runs out
- * (then freed). */
+ * (what it made is l's, freed with it). */
 static int pool_numbers(us_ledger *l, const us_state *st, size_t cap_workloads) {
     us_strmap pools = {0};
     l->npool = malloc((st->nnodes ? st->nnodes : 1) * sizeof *l->npool);
