@@ -269,8 +269,7 @@ static int physical_use(const us_state *st, const us_phys *kept, double now, us_
     int rc = 0;
     for (size_t n = 0; n < st->nnodes && n < kept->nnodes && rc == 0; n++) {
         const us_use *a = &kept->use[n], *b = &now_ph.use[n];
-        if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
-            memcmp(a->shared, b->shared, sizeof a->shared) != 0) {
+        if (!us_use_equal(a, b)) {
             char ka[96], kb[96];
             res_text(a->used, ka, sizeof ka);
             res_text(b->used, kb, sizeof kb);

@@ -282,9 +282,7 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
     if (us_ledger_take(&fresh, st) < 0) return -1;
     int rc = 0;
     for (size_t n = 0; n < st->nnodes && rc == 0; n++) {
-        const us_use *a = &l->use[n], *b = &fresh.use[n];
-        if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
-            memcmp(a->shared, b->shared, sizeof a->shared) != 0 || l->waiting[n] != fresh.waiting[n]) {
+        if (!us_use_equal(&l->use[n], &fresh.use[n]) || l->waiting[n] != fresh.waiting[n]) {
             snprintf(broken, len, "invariant \"ledger\" broken: node \"%s\": the use kept from the "
                      "last cycle and the journal is not what its pods hold (a write to a pod "
                      "that skipped us_pod_touch?)", st->nodes[n].name);
@@ -298,9 +296,7 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
             rc = -2;
         }
     for (size_t n = 0; n < st->nnodes && rc == 0 && !l->counts_only; n++) {
-        const us_use *a = &l->ai[n], *b = &fresh.ai[n];
-        if (memcmp(&a->used, &b->used, sizeof a->used) != 0 || a->whole != b->whole ||
-            memcmp(a->shared, b->shared, sizeof a->shared) != 0 ||
+        if (!us_use_equal(&l->ai[n], &fresh.ai[n]) ||
             memcmp(&l->bg[n], &fresh.bg[n], sizeof l->bg[n]) != 0) {
             snprintf(broken, len, "invariant \"ledger\" broken: node \"%s\": the AI view or "
                      "background total kept from the last cycle and the journal is not what "

@@ -228,10 +228,7 @@ static int same_as_counted(const us_plan *p) {
     us_usesum_free(&sum);
     int same = 1;
     for (size_t k = 0; k < p->nnodes && same; k++)
-        same = memcmp(&ai[k].used, &p->ai[k].used, sizeof ai[k].used) == 0 &&
-               ai[k].whole == p->ai[k].whole &&
-               memcmp(ai[k].shared, p->ai[k].shared, sizeof ai[k].shared) == 0 &&
-               memcmp(&bg[k], &p->bg_total[k], sizeof bg[k]) == 0;
+        same = us_use_equal(&ai[k], &p->ai[k]) && memcmp(&bg[k], &p->bg_total[k], sizeof bg[k]) == 0;
     free(ai);
     free(bg);
     return same;

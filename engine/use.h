@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "state.h"
 
@@ -21,6 +22,12 @@ typedef struct us_use {
     int whole;                        /* devices taken by whole-GPU pods */
     uint16_t shared[US_MAX_GPUS];     /* milli-GPU used on shared device slots */
 } us_use;
+
+/* Same use, field by field (the struct's tail padding is not compared). */
+static inline bool us_use_equal(const us_use *a, const us_use *b) {
+    return memcmp(&a->used, &b->used, sizeof a->used) == 0 && a->whole == b->whole &&
+           memcmp(a->shared, b->shared, sizeof a->shared) == 0;
+}
 
 int us_use_free_gpus(const us_use *u, const us_node *n);
 /* Does req fit?  slot >= 0 asks for that shared slot (fractional pods). */

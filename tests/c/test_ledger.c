@@ -183,11 +183,6 @@ TEST(ledger_follows_the_journal_to_a_fresh_count) {
 
 /* ---- the views (AI view, background totals) ---------------------------- */
 
-static bool use_same(const us_use *a, const us_use *b) {
-    return memcmp(&a->used, &b->used, sizeof a->used) == 0 && a->whole == b->whole &&
-           memcmp(a->shared, b->shared, sizeof a->shared) == 0;
-}
-
 /* seed-story with every workload submitted, after a cycle (pods run), and
  * l synced with it */
 static bool story_after_a_cycle(us_scenario *sc, us_ledger *l) {
@@ -285,9 +280,9 @@ TEST(views_copied_with_the_journal_are_what_counting_gives) {
     CHECK(us_ledger_take(&fresh, st) == 0);
     bool same = true, differs_from_kept = false;
     for (size_t k = 0; k < listed; k++) {
-        same = same && use_same(&ai[k], &fresh.ai[nodes[k]]) &&
+        same = same && us_use_equal(&ai[k], &fresh.ai[nodes[k]]) &&
                memcmp(&bg[k], &fresh.bg[nodes[k]], sizeof bg[k]) == 0;
-        differs_from_kept = differs_from_kept || !use_same(&l.ai[nodes[k]], &fresh.ai[nodes[k]]) ||
+        differs_from_kept = differs_from_kept || !us_use_equal(&l.ai[nodes[k]], &fresh.ai[nodes[k]]) ||
                             memcmp(&l.bg[nodes[k]], &fresh.bg[nodes[k]], sizeof bg[k]) != 0;
     }
     CHECK(same);
