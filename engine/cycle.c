@@ -133,8 +133,12 @@ static int collect_pools(const us_state *st, us_cycle_cache *cache, const char *
         free(pools);
         return -2;
     }
+    /* a workload of a pool that has nodes adds nothing: the ledger says
+     * which, without a string compared per workload */
+    const int *wpool = cache ? us_ledger_workload_pools(&cache->ledger, st) : NULL;
     for (size_t i = 0; i < st->nworkloads; i++) {
         const char *name = st->workloads[i].pool;
+        if (wpool && wpool[i] >= 0) continue;
         if (last && strcmp(last, name) == 0) continue;
         last = name;
         pool_add(pools, n, name);

@@ -36,11 +36,16 @@ static int share_of(const us_ledger *l, const us_pod_was *x, uint8_t kind) {
     return us_view_share(kind, np == l->wpool[x->workload], x->state, x->gone);
 }
 
-/* The number of a pool by its name, -1 when no node has it. */
-static int pool_number(const us_ledger *l, const char *pool) {
+int us_ledger_pool_number(const us_ledger *l, const char *pool) {
     for (size_t k = 0; k < l->npools; k++)
         if (strcmp(l->pools[k], pool) == 0) return (int)k;
     return -1;
+}
+
+const int *us_ledger_workload_pools(const us_ledger *l, const us_state *st) {
+    bool kept = l && l->valid && l->wpool && l->nworkloads == st->nworkloads &&
+                l->nnodes == st->nnodes && l->nodes_version == st->nodes_version;
+    return kept ? l->wpool : NULL;
 }
 
 static bool saturated(const us_use *u) {
@@ -267,7 +272,7 @@ static bool can_follow(us_ledger *l, const us_state *st) {
     memset(l->holding + l->nworkloads, 0, added * sizeof *l->holding);
     memset(l->kind + l->nworkloads, US_VIEW_NONE, added * sizeof *l->kind);
     for (size_t w = l->nworkloads; l->wpool && w < st->nworkloads; w++)
-        l->wpool[w] = pool_number(l, st->workloads[w].pool);
+        l->wpool[w] = us_ledger_pool_number(l, st->workloads[w].pool);
     l->nworkloads = st->nworkloads;
     return true;
 }

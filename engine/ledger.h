@@ -137,6 +137,14 @@ void us_ledger_free(us_ledger *l);
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
                     const int *pos, us_use *ai, us_bg_total *bg);
 
+/* Each workload's pool as a number (wpool) while l has them for st's
+ * workloads and nodes, else NULL; and the number of a pool, -1 when no
+ * node has it (equal numbers >= 0: the same pool).  For the passes over
+ * every workload that ask whether it is of a pool: a number read, not a
+ * string compared. */
+const int *us_ledger_workload_pools(const us_ledger *l, const us_state *st);
+int us_ledger_pool_number(const us_ledger *l, const char *pool);
+
 /* Does a pod with these fields hold room on its node physically (running
  * or terminating, not gone)?  What use[] counts, and what the cycle's
  * commit keeps it to. */

@@ -287,10 +287,24 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         !p->alloc || !p->alloc_np || !p->demand || !p->fair)
         goto fail;
 
-    /* AI jobs of this pool: active, not background, not blocked */
+    /* AI jobs of this pool: active, not background, not blocked.  Whether
+     * a workload is of the pool: its number, when the ledger has them and
+     * the pool has nodes, else its name */
+    const us_ledger *ledger = o && o->cache ? &o->cache->ledger : NULL;
+    const int *wpool = us_ledger_workload_pools(ledger, st);
+    int pool_number = wpool ? us_ledger_pool_number(ledger, pool) : -1;
     for (size_t w = 0; w < st->nworkloads; w++) {
         const us_workload *wl = &st->workloads[w];
-        bool mine = wl->state == US_WL_ACTIVE && !wl->blocked && strcmp(wl->pool, pool) == 0;
+        bool mine = wl->state == US_WL_ACTIVE && !wl->blocked &&
+                    (pool_number >= 0 ? wpool[w] == pool_number : strcmp(wl->pool, pool) == 0);
+#ifdef US_CHECK_INVARIANTS
+        if (wl->state == US_WL_ACTIVE && !wl->blocked && mine != (strcmp(wl->pool, pool) == 0)) {
+            us_plan_free(p);
+            p->broken = "invariant \"pool-list\" broken: a workload's pool number kept by the "
+                        "ledger is not its pool";
+            return -2;
+        }
+#endif
         p->wl_ai[w] = mine && !wl->background && !wl->external;
         p->wl_bg[w] = mine && wl->background;
     }
@@ -320,7 +334,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     size_t npending = 0;
     /* the AI view and background totals: the ledger's, kept across cycles
      * (ledger.h), when it can tell them; else added up in the pass */
-    const us_ledger *ledger = o && o->cache ? &o->cache->ledger : NULL;
     bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
     if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
     us_usesum ai;
