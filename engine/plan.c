@@ -200,7 +200,9 @@ static int list_nodes(us_plan *p) {
 #ifdef US_CHECK_INVARIANTS
 /* Are p->ai and p->bg_total what the pool's pods hold, each pod counted
  * where us_view_share says (a second statement of evict_background's and
- * the ledger's rule)?  1 yes, 0 no, -1 when memory runs out. */
+ * the ledger's rule)?  Pools by name here, not by the ledger's numbers, so
+ * a wrong number fails it too: not to be replaced by us_ledger_take.  1
+ * yes, 0 no, -1 when memory runs out. */
 static int same_as_counted(const us_plan *p) {
     const us_state *st = p->st;
     size_t n = p->nnodes ? p->nnodes : 1;
