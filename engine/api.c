@@ -24,8 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiprofile.h"
 #include "cycle.h"
 #include "cyclecache.h"
+#include "ledger.h"
 #include "error.h"
 #include "events.h"
 #include "jsonw.h"
@@ -961,19 +963,23 @@ static void tidy(us_engine *e) {
     }
     k = 0;
     for (size_t w = 0; w < st->nworkloads; w++) {
-        us_workload *wl = &st->workloads[w];
-        if (wmap[w] || wl->state == US_WL_ACTIVE || wl->state == US_WL_WAITING) {
-            wmap[w] = (int)k;
-            st->workloads[k++] = *wl;
-        } else {
-            us_workload_free(wl);
-            wmap[w] = -1;
-        }
+        const us_workload *wl = &st->workloads[w];
+        wmap[w] = wmap[w] || wl->state == US_WL_ACTIVE || wl->state == US_WL_WAITING ? (int)k++ : -1;
     }
     bool renumbered = k != st->nworkloads;
+    /* the ledger of the cycle cache follows the new numbers (workloads
+     * finish all the time on a large cluster: counting every pod again
+     * after each would make every cycle a full one); when it cannot, the
+     * pods count as renumbered below */
+    bool followed = renumbered && e->copts.cache &&
+                    us_ledger_renumber_workloads(&e->copts.cache->ledger, st, wmap, k) == 0;
     if (renumbered) {
         e->wnames.stale = true; /* renumbered */
         e->new_from = 0;        /* work left pending (out of memory): any may be new */
+    }
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        if (wmap[w] >= 0) st->workloads[wmap[w]] = st->workloads[w];
+        else us_workload_free(&st->workloads[w]);
     }
     st->nworkloads = k;
     k = 0;
@@ -998,9 +1004,9 @@ static void tidy(us_engine *e) {
         if (p->node >= 0) p->node = nmap[p->node];
         if (p->pin >= 0) p->pin = nmap[p->pin];
     }
-    /* counts kept per workload are void (counts per node go with the
-     * node version) */
-    if (renumbered) us_state_pods_renumbered(st);
+    /* counts kept per workload are void unless the ledger followed
+     * (counts per node go with the node version) */
+    if (renumbered && !followed) us_state_pods_renumbered(st);
 out:
     free(wmap);
     free(nmap);
@@ -2676,6 +2682,8 @@ US_API int us_engine_cycle_reuse(const us_engine *e, us_cycle_reuse *out) {
                             e->prof.scores_kept};
     return US_OK;
 }
+
+const us_cycle_profile *us_engine_profile(const us_engine *e) { return e ? &e->prof : NULL; }
 
 US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out) {
     settle(e);

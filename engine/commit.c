@@ -187,10 +187,12 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
     return rc;
 }
 
-/* The ledger brought up to date: 0, or -1 with err. */
-static int sync_ledger(us_ledger *l, us_state *st, us_err *err) {
+/* The ledger brought up to date: 0, or -1 with err.  A ledger kept across
+ * cycles that counted every pod again says so in the profile. */
+static int sync_ledger(us_ledger *l, us_state *st, const us_cycle_opts *o, us_err *err) {
     char broken[512];
     int rc = us_ledger_sync(l, st, broken, sizeof broken);
+    if (rc == 0 && l->recounted && !l->counts_only && o && o->profile) o->profile->pods_counted += st->npods;
     if (rc == -2) return us_err_set(err, US_EINVARIANT, "%s", broken);
     return rc < 0 ? us_err_nomem(err) : 0;
 }
@@ -203,9 +205,9 @@ int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_c
     size_t npipelined = 0;
     bool broke;
     memset(ph, 0, sizeof *ph);
-    int rc = sync_ledger(l, st, err);
+    int rc = sync_ledger(l, st, o, err);
     if (rc == 0) rc = broken_gangs(st, l->holding, now, o, log, &broke) < 0 ? us_err_nomem(err) : 0;
-    if (rc == 0 && broke) rc = sync_ledger(l, st, err);  /* rare: the gangs' pods changed */
+    if (rc == 0 && broke) rc = sync_ledger(l, st, o, err);  /* rare: the gangs' pods changed */
     if (rc == 0 && list_pipelined(st, l->npipelined, &pipelined, &npipelined) < 0) rc = us_err_nomem(err);
     if (rc == 0) {
         /* the cycle keeps the ledger's node counts up to date (us_ledger_settle) */

@@ -38,6 +38,10 @@ typedef struct us_cycle_profile {
     /* nodes whose AI view and background total the snapshot copied from
      * the ledger (ledger.h) instead of adding up every pod */
     unsigned long long nodes_view_kept;
+    /* pods the ledger kept across cycles counted again at the cycle's
+     * start, as it could not follow the changes since the last (ledger.h):
+     * every pod, or 0 */
+    unsigned long long pods_counted;
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {

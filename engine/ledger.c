@@ -347,6 +347,28 @@ int us_ledger_sync(us_ledger *l, us_state *st, char *broken, size_t len) {
 #endif
 }
 
+int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, size_t nnew) {
+    /* the journal names workloads by their old numbers: read it first */
+    bool followed = can_follow(l, st) && kinds_follow(l, st) && apply(l, st, true);
+    us_state_journal_clear(st);
+    for (size_t w = 0; w < st->nworkloads && followed; w++)
+        followed = wmap[w] >= 0 || l->holding[w] == 0;  /* a workload going holds no pod */
+    if (!followed) {
+        us_ledger_free(l);
+        return 1;
+    }
+    /* wmap keeps the order (new <= old), so the copies go forward in place */
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        int to = wmap[w];
+        if (to < 0) continue;
+        l->holding[to] = l->holding[w];
+        l->kind[to] = l->kind[w];
+        if (l->wpool) l->wpool[to] = l->wpool[w];
+    }
+    l->nworkloads = nnew;
+    return 0;
+}
+
 void us_ledger_lend(us_ledger *l, us_use **use, int **waiting) {
     *use = l->use;
     *waiting = l->waiting;

@@ -22,7 +22,9 @@
  *
  * us_ledger_sync takes each journal entry's pod out as it was and adds it
  * as it is.  It counts every pod again instead when it cannot follow: the
- * first time, after pods or workloads were renumbered (pods_version), after
+ * first time, after pods or workloads were renumbered beyond what it
+ * follows (pods_version; us_ledger_renumber_workloads follows the API's
+ * tidying), after
  * the nodes changed (nodes_version), when the journal was lost (memory),
  * or when a change involves a fractional pod with no device recorded (the
  * device it takes depends on the order pods are added) or a node whose
@@ -122,6 +124,19 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
  * us_ledger_free, and the next sync counts afresh. */
 void us_ledger_lend(us_ledger *l, us_use **use, int **waiting);
 void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting);
+
+/* The workloads of st are about to be renumbered (the API's tidying drops
+ * those no pod refers to any more): wmap[w] is workload w's index after,
+ * -1 when it goes, for each of the st->nworkloads there are now, and nnew
+ * of them stay.  Called while st still numbers them the old way, with no
+ * cycle borrowing l's arrays: l brings itself up to date with the journal
+ * (which is cleared) and renumbers its counts per workload, so that the
+ * next sync follows on from them instead of counting every pod again.
+ * 0; 1 when it cannot (not counted, an entry it cannot follow, a
+ * workload going that still holds pods, memory): l is then freed, and the
+ * caller says the pods were renumbered (us_state_pods_renumbered), as
+ * before. */
+int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, size_t nnew);
 
 /* Frees what l holds: l is then empty (counts_only stays). */
 void us_ledger_free(us_ledger *l);

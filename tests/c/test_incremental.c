@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "apiprofile.h"
 #include "check.h"
 #include "understory.h"
 
@@ -322,6 +323,141 @@ TEST(incremental_and_full_cycles_decide_the_same_through_the_api) {
 }
 
 
+/* The ledger the incremental engine keeps across cycles (ledger.h)
+ * follows the workloads the API's tidying renumbers: on a large cluster
+ * workloads finish all the time, and each one dropped from the arrays
+ * used to make the next cycle count every pod again.  Churn of every kind
+ * that leaves the nodes alone (workloads submitted, completed and removed,
+ * whose pods terminate and leave, AI and background, DaemonSets; pods
+ * reported and removed; time moving on): after the first cycle, no cycle
+ * of the incremental engine counts its pods afresh, while tidying drops
+ * workloads and renumbers the rest again and again, and both engines
+ * decide the same.  The checking build holds the followed ledger to a
+ * fresh count at every cycle (invariant "ledger"). */
+static long churn_cycles, churn_dropped, churn_counted_first;
+
+static void put_node(pair *p, const char *name);
+
+static void churn_workload(pair *p, rng *r, double now) {
+    char name[16];
+    us_workload_spec s;
+    us_workload_spec_init(&s);
+    unsigned kind = roll(r, 5);
+    bool bg = kind >= 3;
+    snprintf(name, sizeof name, "%s%u", bg ? "bg" : "ai", roll(r, 30));
+    s.name = name;
+    s.queue = bg ? "bg" : "org";
+    s.termination_grace = (double)(roll(r, 3) * 5);
+    if (bg) {
+        s.labels = bg_label;
+        s.nlabels = 1;
+        s.controller = kind == 4 ? US_CONTROLLER_DAEMONSET : US_CONTROLLER_DEPLOYMENT;
+        s.requests = (us_resources){(double)roll(r, 2), 100, (int64_t)1 << 28};
+        s.replicas = 1 + (int)roll(r, 4);
+    } else {
+        s.controller = kind == 0 ? US_CONTROLLER_JOB : US_CONTROLLER_DEPLOYMENT;
+        s.requests = (us_resources){(double)(1 + roll(r, 4)), 1000, (int64_t)1 << 30};
+        s.replicas = 1 + (int)roll(r, 4);
+        s.min_member = kind == 0 ? s.replicas : 1;
+    }
+    BOTH(p, us_engine_upsert_workload(p->full, &s, now, &ef_),
+         us_engine_upsert_workload(p->incr, &s, now, &ei_));
+}
+
+static void churn(pair *p, rng *r, double now) {
+    char name[32], node[16];
+    switch (roll(r, 7)) {
+    case 0:
+    case 1: churn_workload(p, r, now); break;
+    case 2:
+        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 30));
+        BOTH(p, us_engine_complete_workload(p->full, name, now, &ef_),
+             us_engine_complete_workload(p->incr, name, now, &ei_));
+        break;
+    case 3:
+    case 4:
+        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 30));
+        BOTH(p, us_engine_remove_workload(p->full, name, now, &ef_),
+             us_engine_remove_workload(p->incr, name, now, &ei_));
+        break;
+    case 5: {
+        us_pod_spec s = {0};
+        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 30), roll(r, 3));
+        snprintf(node, sizeof node, "n%02u", roll(r, 8));
+        s.name = name;
+        s.node = roll(r, 3) ? node : NULL;
+        BOTH(p, us_engine_upsert_pod(p->full, &s, &ef_), us_engine_upsert_pod(p->incr, &s, &ei_));
+        break;
+    }
+    default:
+        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 30), roll(r, 3));
+        BOTH(p, us_engine_remove_pod(p->full, name, &ef_), us_engine_remove_pod(p->incr, name, &ei_));
+        break;
+    }
+}
+
+static void churn_seed(uint64_t seed, int cycles) {
+    rng r = {seed * 0x9E3779B97F4A7C15ULL + 7};
+    pair p;
+    us_error err;
+    if (!open_pair(&p, seed)) goto out;
+    if (seed % 2) {
+        CHECK(us_engine_load_policies(p.full, "policies", &err) == US_OK);
+        CHECK(us_engine_load_policies(p.incr, "policies", &err) == US_OK);
+    }
+    us_queue_spec qs;
+    us_queue_spec_init(&qs);
+    qs.name = "org";
+    qs.quota = (us_resources){-1, -1, -1};
+    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    us_queue_spec_init(&qs);
+    qs.name = "bg";
+    qs.over_quota_weight = (us_weights){0, 0, 0};
+    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    for (int i = 0; i < 8; i++) {
+        char name[16];
+        snprintf(name, sizeof name, "n%02d", i);
+        put_node(&p, name);
+    }
+    for (int i = 0; i < 16; i++) churn_workload(&p, &r, 0);
+    double now = 0;
+    for (p.cycle = 1; p.cycle <= cycles && !p.differ; p.cycle++) {
+        if (!both_cycle(&p, now)) break;
+        const us_cycle_profile *prof = us_engine_profile(p.incr);
+        if (p.cycle == 1) churn_counted_first += prof->pods_counted > 0;
+        else if (prof->pods_counted != 0) {
+            printf("seed %llu cycle %d: the incremental engine counted its %llu pods again\n",
+                   (unsigned long long)seed, p.cycle, prof->pods_counted);
+            p.differ = true;
+        }
+        churn_cycles++;
+        size_t before = us_engine_workload_count(p.incr);
+        unsigned k = 1 + roll(&r, 8);
+        now += 5 + roll(&r, 10);
+        for (unsigned i = 0; i < k; i++) churn(&p, &r, now);
+        /* the count reads settle the handle: tidying has run */
+        size_t after = us_engine_workload_count(p.incr);
+        churn_dropped += after < before;
+    }
+    CHECK(!p.differ);
+out:
+    us_engine_destroy(p.full);
+    us_engine_destroy(p.incr);
+}
+
+TEST(ledger_follows_workloads_tidied_away) {
+    const char *n = getenv("UNDERSTORY_INCREMENTAL_SEEDS");
+    int seeds = n ? atoi(n) : 60;
+    for (int s = 1; s <= seeds; s++) churn_seed((uint64_t)s, 16);
+    printf("churn: %d seeds, %ld cycles, %ld of them after tidying dropped workloads, "
+           "%ld first cycles counted every pod\n", seeds, churn_cycles, churn_dropped,
+           churn_counted_first);
+    /* what did happen: every first cycle counted, tidying dropped
+     * workloads in a good share of the cycles that followed */
+    CHECK(churn_counted_first == seeds);
+    CHECK(churn_dropped > seeds);
+}
+
 /* A pool's node list is kept from cycle to cycle while no node changed
  * (cyclecache.h); tidying renumbers the nodes once a removed one is
  * dropped, and the list must follow.  Node n00 is removed while a pod
@@ -396,5 +532,6 @@ out:
 int main(void) {
     RUN(incremental_and_full_cycles_decide_the_same_through_the_api);
     RUN(node_list_follows_nodes_renumbered_between_cycles);
+    RUN(ledger_follows_workloads_tidied_away);
     return check_report();
 }

@@ -1,0 +1,21 @@
+/*
+ * apiprofile.h — the whole profile of an engine handle's last cycle
+ * (cycle.h, us_cycle_profile), for the benchmark and the tests: what the
+ * public us_engine_cycle_phase and us_engine_cycle_reuse tell, and what
+ * they do not (nodes whose views were kept, pods counted again).  Not part
+ * of the public API: its fields change with the engine, so it is linked
+ * only from the static library.
+ *
+ * The profile belongs to the handle and is overwritten by its next cycle;
+ * the same thread rules as every call on the handle (understory.h).
+ */
+#ifndef US_APIPROFILE_H
+#define US_APIPROFILE_H
+
+#include "cycle.h"
+#include "understory.h"
+
+/* The last cycle's profile (all 0 before the first), or NULL when e is. */
+const us_cycle_profile *us_engine_profile(const us_engine *e);
+
+#endif
