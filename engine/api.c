@@ -2354,38 +2354,22 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
 
 /* ---- cycles --------------------------------------------------------------------------- */
 
-typedef struct pod_key {
-    const char *name;
-    int workload;
-} pod_key;
-
-static int cmp_key(const void *a, const void *b) {
-    return strcmp(((const pod_key *)a)->name, ((const pod_key *)b)->name);
-}
-
 /* Per-decision workload names and flattened annotations for the infos;
- * before tidy, while every pod a decision names is still in the state
- * (incarnations of a pod share its name and workload). */
+ * before tidy, while the workload indices the decisions name still hold
+ * (a cycle never renumbers workloads).  Names are copied: tidying may drop
+ * the workload before the caller reads the decision. */
 static int index_cycle(us_engine *e) {
     const us_cycle_log *log = &e->log;
     const us_state *st = &e->st;
     size_t nann = 0, k = 0;
-    pod_key *keys = NULL;
-    if (log->ndecisions) {
-        if (!(e->dec_workload = calloc(log->ndecisions, sizeof *e->dec_workload))) return -1;
-        if (!(keys = malloc((st->npods ? st->npods : 1) * sizeof *keys))) return -1;
-        for (size_t j = 0; j < st->npods; j++) keys[j] = (pod_key){st->pods[j].name, st->pods[j].workload};
-        qsort(keys, st->npods, sizeof *keys, cmp_key);
-    }
+    if (log->ndecisions && !(e->dec_workload = calloc(log->ndecisions, sizeof *e->dec_workload)))
+        return -1;
     for (size_t i = 0; i < log->ndecisions; i++) {
-        pod_key want = {log->decisions[i].pod, -1};
-        const pod_key *hit = st->npods ? bsearch(&want, keys, st->npods, sizeof *keys, cmp_key) : NULL;
-        if (hit && !(e->dec_workload[i] = strdup(st->workloads[hit->workload].name))) {
-            free(keys);
+        int w = log->decisions[i].workload;
+        if (w >= 0 && (size_t)w < st->nworkloads &&
+            !(e->dec_workload[i] = strdup(st->workloads[w].name)))
             return -1;
-        }
     }
-    free(keys);
     for (size_t i = 0; i < log->nevents; i++) nann += log->events[i].annotations.n;
     if (log->nevents && !(e->ann_first = calloc(log->nevents, sizeof *e->ann_first))) return -1;
     if (nann && !(e->ann = calloc(nann, sizeof *e->ann))) return -1;

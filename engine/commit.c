@@ -136,7 +136,7 @@ static int promote(us_state *st, us_phys *ph, int *pipelined, size_t npipelined,
         pd->shared_dev = us_use_add(&phys[pd->node], &st->nodes[pd->node], req, pd->shared_dev);
         pd->state = US_POD_RUNNING;
         ph->waiting[pd->node]--;
-        if (us_log_decision(log, US_OP_BIND, US_ACT_NONE, pd->name, st->nodes[pd->node].name,
+        if (us_log_decision(log, US_OP_BIND, US_ACT_NONE, pd->name, pd->workload, st->nodes[pd->node].name,
                             NULL, 0, NULL) < 0)
             rc = us_err_nomem(err);
     }
@@ -163,7 +163,7 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
             if (pd->workload != (int)w || pd->gone ||
                 (pd->state != US_POD_RUNNING && pd->state != US_POD_PIPELINED))
                 continue;
-            if (us_log_decision(log, US_OP_EVICT, US_ACT_STALE_GANG, pd->name,
+            if (us_log_decision(log, US_OP_EVICT, US_ACT_STALE_GANG, pd->name, pd->workload,
                                 st->nodes[pd->node].name, NULL, 0, wl->name) < 0 ||
                 us_life_evict(st, (int)i, now, o && o->reported_pods) == -1)
                 rc = -1;
@@ -401,7 +401,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         if (!(p->flags[i] & US_PF_VICTIM)) continue;
         us_action act = (us_action)p->pact[i];
         int ev = p->evictor[i];
-        if (us_log_decision(p->log, US_OP_EVICT, act, st->pods[i].name,
+        if (us_log_decision(p->log, US_OP_EVICT, act, st->pods[i].name, st->pods[i].workload,
                             st->nodes[st->pods[i].node].name, NULL, 0,
                             ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
             note_group(&groups, st->pods[i].workload, act, ev) < 0)
@@ -418,7 +418,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         int i = bg->running[k];
         int node = st->pods[i].node;
         int ev = evictor[k];
-        if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name,
+        if (us_log_decision(p->log, US_OP_EVICT, US_ACT_BACKGROUND, st->pods[i].name, st->pods[i].workload,
                             st->nodes[node].name, NULL, 0, ev >= 0 ? st->workloads[ev].name : NULL) < 0 ||
             note_group(&groups, st->pods[i].workload, US_ACT_BACKGROUND, ev) < 0)
             goto nomem;
@@ -445,7 +445,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         if (ph->waiting[node] == 0 && us_use_fits(&phys[node], &st->nodes[node], req, pd->shared_dev)) {
             us_use_add(&phys[node], &st->nodes[node], req, pd->shared_dev);
             pd->state = US_POD_RUNNING;
-            if (us_log_decision(p->log, US_OP_BIND, act, pd->name, st->nodes[node].name, NULL, 0,
+            if (us_log_decision(p->log, US_OP_BIND, act, pd->name, pd->workload, st->nodes[node].name, NULL, 0,
                                 NULL) < 0)
                 goto nomem;
         } else {
@@ -454,7 +454,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
             pd->release_at = p->now; /* when: the order it binds in (promote) */
             ph->waiting[node]++;
             if (waiting_list(p, p->pos[node], &waits, &nw) < 0 ||
-                us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, st->nodes[node].name,
+                us_log_decision(p->log, US_OP_PIPELINE, act, pd->name, pd->workload, st->nodes[node].name,
                                 waits, nw, NULL) < 0)
                 goto nomem;
             free(waits);
@@ -482,7 +482,7 @@ int us_commit(us_plan *p, const us_reoffer *bg, us_phys *ph, us_cycle_counts *co
         pd->node = node;
         pd->state = US_POD_RUNNING;
         if (p->opts->profile) p->opts->profile->placed++;
-        if (us_log_decision(p->log, US_OP_BIND, US_ACT_BACKGROUND, pd->name, st->nodes[node].name,
+        if (us_log_decision(p->log, US_OP_BIND, US_ACT_BACKGROUND, pd->name, pd->workload, st->nodes[node].name,
                             NULL, 0, NULL) < 0)
             goto nomem;
     }

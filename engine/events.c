@@ -67,13 +67,13 @@ static char *dup_or_null(const char *s, int *fail) {
     return c;
 }
 
-int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod,
+int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod, int workload,
                     const char *node, const char *const *waits, size_t nwaits,
                     const char *evictor) {
     if (us_grow((void **)&log->decisions, &log->cap_decisions, log->ndecisions,
              sizeof *log->decisions) < 0)
         return -1;
-    us_decision d = {.op = op, .action = act};
+    us_decision d = {.op = op, .action = act, .workload = workload};
     int fail = 0;
     d.pod = dup_or_null(pod, &fail);
     d.node = dup_or_null(node, &fail);

@@ -35,6 +35,8 @@ typedef struct us_decision {
     char **waits_for;     /* pipeline: pods whose release it waits for */
     size_t nwaits;
     char *evictor;        /* evict: the workload that needed the room; may be NULL */
+    int workload;         /* the pod's workload (an index into the state's
+                             workloads, which a cycle never renumbers) */
 } us_decision;
 
 typedef struct us_event {
@@ -66,8 +68,9 @@ typedef struct us_cycle_log {
 void us_cycle_log_init(us_cycle_log *log);
 void us_cycle_log_free(us_cycle_log *log);
 
-/* Append a decision; strings are copied; waits may be NULL.  0 or -1. */
-int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod,
+/* Append a decision about pod, of workload (its index); strings are
+ * copied; waits may be NULL.  0 or -1. */
+int us_log_decision(us_cycle_log *log, us_op op, us_action act, const char *pod, int workload,
                     const char *node, const char *const *waits, size_t nwaits,
                     const char *evictor);
 

@@ -30,8 +30,9 @@
  *                                      linear; default 1000000, 0: skip)
  *                    [--perf-fifo CTL,ACK] (perf record's control FIFOs:
  *                                      record only the C run's +1% cycle)
- *                    [--perf-cycle lua|c,first|change] (which run's cycle
- *                                      --perf-fifo records; default c,change)
+ *                    [--perf-cycle lua|c,first|change|api] (which run's cycle
+ *                                      --perf-fifo records; default c,change;
+ *                                      api: the C API rows' last round)
  *
  * The cluster, for N nodes of 8 GPUs (128 cores, 1 TiB):
  *   - 50 leaf queues in a three-level tree (2 orgs x 5 departments x 5 teams)
@@ -47,6 +48,7 @@
  *     ahead) for the 1% change.
  * At 10,000 nodes that is about 105,000 pods, 10,000 of them pending AI.
  */
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <errno.h>
 #include <math.h>
@@ -60,9 +62,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "apiprofile.h"
 #include "cache.h"
 #include "cycle.h"
 #include "cyclecache.h"
+#include "jsonsplit.h"
 #include "lifecycle.h"
 #include "output.h"
 #include "policy.h"
@@ -333,8 +337,9 @@ static long hwm_kib(void);
  * and the first cycles).  Each command waits for perf's ack. */
 static const char *perf_ctl_fifo, *perf_ack_fifo;
 /* --perf-cycle: which run (Lua policies or built-in C) and which of its
- * cycles (the first, or the one after the 1% change) is recorded */
-static bool perf_lua, perf_first;
+ * cycles (the first, or the one after the 1% change) is recorded; or
+ * (perf_api) the last round's cycle of the C API rows, incremental */
+static bool perf_lua, perf_first, perf_api;
 
 static void perf_ctl(const char *what) {
     if (!perf_ctl_fifo) return;
@@ -453,6 +458,211 @@ static int run_child(int nodes, uint64_t seed, bool real, const char *policies, 
     int status;
     waitpid(pid, &status, 0);
     return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+}
+
+/* ---- the same cluster through the C API (in a child process) --------------
+ * What a control plane embedding the engine sees: the generated cluster
+ * fed through the public calls (nodes, queues, workloads, and each running
+ * pod reported on its node), the same cycles, then three rounds of churn,
+ * 60 s apart, each removing running AI deployments (0.5% of the pods) and
+ * submitting as many new pods in new deployments.  The pods of a removed
+ * deployment terminate for its grace period and leave, and the engine's
+ * tidying then drops the deployment and renumbers the workloads after it:
+ * the third round's cycle is the steady state of a cluster where work
+ * finishes all the time.  Times are CPU seconds of the thread: the
+ * change's calls (with the read that settles them) and the cycle. */
+
+#define API_ROUNDS 3
+
+static void print_cycle(const char *label, double t, const us_cycle_profile *p);
+
+typedef struct api_result {
+    double load;                    /* wall seconds to feed the cluster through the API */
+    double cycle;                   /* the first cycle */
+    double calls[API_ROUNDS];       /* each round's calls */
+    double inc[API_ROUNDS];         /* the cycle after each round */
+    us_cycle_profile inc_prof;      /* the last round's cycle */
+    size_t changed;                 /* pods removed + submitted in a round */
+    long peak_kib;
+    int ok;
+} api_result;
+
+static bool api_call(int rc, const us_error *err, const char *what) {
+    if (rc != US_OK) fprintf(stderr, "understory-bench: API: %s: %s\n", what, err->message);
+    return rc == US_OK;
+}
+
+/* One element of the document as a NUL-terminated string. */
+static char *span_text(const char *doc, us_jspan sp) { return strndup(doc + sp.off, sp.len); }
+
+/* A workload of the document: upserted at t=0 with its pods reported on
+ * their nodes, named as the engine names them; held back (submit_at) are
+ * skipped: the rounds submit their own. */
+static bool api_workload(us_engine *e, const char *text) {
+    us_error err;
+    cJSON *w = cJSON_Parse(text), *pods = w ? cJSON_DetachItemFromObjectCaseSensitive(w, "pods") : NULL;
+    bool ok = w != NULL;
+    if (ok && !cJSON_GetObjectItemCaseSensitive(w, "submit_at")) {
+        char *plain = cJSON_PrintUnformatted(w);
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "name"));
+        const char *ctrl = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(w, "controller"));
+        bool daemon = ctrl && strcmp(ctrl, "daemonset") == 0;
+        ok = plain && name && api_call(us_engine_upsert_workload_json(e, plain, 0, &err), &err, name);
+        free(plain);
+        int i = 0;
+        const cJSON *pd;
+        cJSON_ArrayForEach(pd, pods) {
+            if (!ok) break;
+            char pname[256];
+            const char *node = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pd, "node"));
+            if (daemon) snprintf(pname, sizeof pname, "%s-%s", name, node);
+            else snprintf(pname, sizeof pname, "%s-%d", name, i);
+            us_pod_spec ps = {.name = pname, .workload = name, .node = node};
+            ok = api_call(us_engine_upsert_pod(e, &ps, &err), &err, pname);
+            i++;
+        }
+    }
+    cJSON_Delete(pods);
+    cJSON_Delete(w);
+    return ok;
+}
+
+static bool api_load(us_engine *e, const buf *b) {
+    static const char *const split[] = {"nodes", "queues", "workloads", NULL};
+    us_jdoc d;
+    if (us_jsplit(b->s, b->n, split, &d) != 1) return false;
+    bool ok = true;
+    /* nodes, then queues, then workloads, whatever the document's order */
+    for (int pass = 0; pass < 3 && ok; pass++)
+        for (size_t m = 0; m < d.n && ok; m++) {
+            const us_jmember *mb = &d.members[m];
+            if (!mb->split || strncmp(b->s + mb->key.off + 1, split[pass], strlen(split[pass])) != 0 ||
+                mb->key.len != strlen(split[pass]) + 2)
+                continue;
+            for (size_t k = 0; k < mb->nitems && ok; k++) {
+                char *text = span_text(b->s, mb->items[k]);
+                us_error err;
+                ok = text != NULL;
+                if (ok && pass == 0) ok = api_call(us_engine_upsert_node_json(e, text, &err), &err, "node");
+                if (ok && pass == 1) ok = api_call(us_engine_upsert_queue_json(e, text, &err), &err, "queue");
+                if (ok && pass == 2) ok = api_workload(e, text);
+                free(text);
+            }
+        }
+    us_jdoc_free(&d);
+    return ok;
+}
+
+/* Round k at time t: running deployments removed (run-svc-*, from
+ * *next_svc on) and new ones submitted, target pods each. */
+static bool api_round(us_engine *e, int k, double t, size_t target, int *next_svc) {
+    us_error err;
+    char name[64], q[32], js[512];
+    bool ok = true;
+    for (size_t done = 0; done < target && ok; done += 20) {
+        snprintf(name, sizeof name, "run-svc-%d", (*next_svc)++);
+        ok = api_call(us_engine_remove_workload(e, name, t, &err), &err, name);
+    }
+    for (size_t added = 0, i = 0; added < target && ok; added += 20, i++) {
+        snprintf(js, sizeof js, "{\"name\": \"api-svc-%d-%zu\", \"queue\": \"%s\", \"controller\": "
+                 "\"deployment\", \"replicas\": 20, \"requests\": {\"gpu\": 1, \"cpu\": 8, \"memory\": "
+                 "\"64Gi\"}}", k, i, leaf((int)(i * 7 + (size_t)k) % NLEAF, q, sizeof q));
+        ok = api_call(us_engine_upsert_workload_json(e, js, t, &err), &err, "api-svc");
+    }
+    (void)us_engine_workload_count(e);  /* a read: the handle settles and tidies */
+    return ok;
+}
+
+static void measure_api(int nodes, uint64_t seed, bool real, const char *policies, bool full,
+                        api_result *r) {
+    memset(r, 0, sizeof *r);
+    buf b = {0};
+    generate(&b, nodes, seed, real);
+    us_engine_options o;
+    us_engine_options_init(&o);
+    o.full_cycles = full;
+    us_engine *e = NULL;
+    us_error err;
+    if (!api_call(us_engine_create(&o, &e, &err), &err, "create")) return;
+    double t0 = now();
+    bool ok = (!policies || api_call(us_engine_load_policies(e, policies, &err), &err, policies)) &&
+              api_load(e, &b);
+    free(b.s);
+    (void)us_engine_pod_count(e);
+    r->load = now() - t0;
+    size_t target = us_engine_pod_count(e) / 200;
+    t0 = cpu();
+    ok = ok && api_call(us_engine_run_cycle(e, 0, &err), &err, "cycle");
+    r->cycle = cpu() - t0;
+    for (int k = 1; k < ncycles && ok; k++)
+        ok = api_call(us_engine_run_cycle(e, 10.0 * k, &err), &err, "cycle");
+    int next_svc = 0;
+    for (int k = 0; k < API_ROUNDS && ok; k++) {
+        double t = 10.0 * ncycles + 60.0 * k;
+        t0 = cpu();
+        ok = api_round(e, k, t, target, &next_svc);
+        r->calls[k] = cpu() - t0;
+        bool profiled = perf_api && !full && k == API_ROUNDS - 1;
+        if (profiled) perf_ctl("enable");
+        t0 = cpu();
+        ok = ok && api_call(us_engine_run_cycle(e, t, &err), &err, "cycle");
+        r->inc[k] = cpu() - t0;
+        if (profiled) perf_ctl("disable");
+    }
+    r->changed = 2 * ((target + 19) / 20 * 20);
+    r->inc_prof = *us_engine_profile(e);
+    us_engine_destroy(e);
+    r->ok = ok;
+    r->peak_kib = hwm_kib();
+}
+
+static int api_child(int nodes, uint64_t seed, bool real, const char *policies, bool full,
+                     api_result *r) {
+    int fd[2];
+    if (pipe(fd) < 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        close(fd[0]);
+        api_result mine;
+        measure_api(nodes, seed, real, policies, full, &mine);
+        ssize_t k = write(fd[1], &mine, sizeof mine);
+        _exit(k == (ssize_t)sizeof mine ? 0 : 1);
+    }
+    close(fd[1]);
+    ssize_t k = read(fd[0], r, sizeof *r);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+}
+
+/* The API rows: the Lua policies, incremental and --full-cycles side by
+ * side, best of the repeats for each round's cycle. */
+static int run_api(int nodes, uint64_t seed, bool real, const char *policies) {
+    api_result best = {0}, best_full = {0};
+    for (int k = 0; k < repeats; k++) {
+        api_result r, f;
+        if (api_child(nodes, seed, real, policies, false, &r) < 0 ||
+            api_child(nodes, seed, real, policies, true, &f) < 0) {
+            printf("  api: FAILED\n");
+            return -1;
+        }
+        if (k == 0 || r.inc[API_ROUNDS - 1] < best.inc[API_ROUNDS - 1]) best = r;
+        if (k == 0 || f.inc[API_ROUNDS - 1] < best_full.inc[API_ROUNDS - 1]) best_full = f;
+    }
+    printf("  api: the same cluster fed through the C API in %.1f s (wall), peak %.0f MiB; "
+           "first cycle %.3f s\n", best.load, best.peak_kib / 1024.0, best.cycle);
+    for (int k = 0; k < API_ROUNDS; k++)
+        printf("  api round %d: %zu pods churned (deployments removed, new ones submitted): calls "
+               "%.3f s, cycle %.3f s (full cycles %.3f s)\n", k + 1, best.changed, best.calls[k],
+               best.inc[k], best_full.inc[k]);
+    char label[32];
+    snprintf(label, sizeof label, "api #%d", API_ROUNDS);
+    print_cycle(label, best.inc[API_ROUNDS - 1], &best.inc_prof);
+    printf("            pods counted again %llu\n", best.inc_prof.pods_counted);
+    return 0;
 }
 
 /* ---- the command line's path (in a child process) -------------------------
@@ -1660,16 +1870,18 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--perf-cycle") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(v, "lua,first") && strcmp(v, "lua,change") && strcmp(v, "c,first") &&
-                strcmp(v, "c,change")) {
-                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change, not \"%s\"\n", v);
+                strcmp(v, "c,change") && strcmp(v, "api")) {
+                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change or api, "
+                                "not \"%s\"\n", v);
                 return 2;
             }
+            perf_api = strcmp(v, "api") == 0;
             perf_lua = v[0] == 'l';
             perf_first = strstr(v, "first") != NULL;
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
                             "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] [--load FILE] "
-                            "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change]\n");
+                            "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change|api]\n");
             return 2;
         }
     }
@@ -1709,6 +1921,7 @@ int main(int argc, char **argv) {
             printf("  lua / c cycle time: %.2fx full (#1), %.2fx after the 1%% change (+1%%)\n",
                    c.cycle > 0 ? lua.cycle / c.cycle : 0, c.inc > 0 ? lua.inc / c.inc : 0);
             if (run_io(sizes[s], seed, shape, policies) < 0) failed = 1;
+            if (run_api(sizes[s], seed, shape, policies) < 0) failed = 1;
             if (!base_nodes) {
                 base = lua.cycle;
                 base_nodes = sizes[s];

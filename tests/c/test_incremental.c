@@ -78,8 +78,30 @@ static void report(pair *p, const char *what, size_t i) {
     p->differ = true;
 }
 
+/* Every decision names its pod's workload: the workload of the pod of
+ * that name still in the engine after the cycle (a pod that left is not
+ * listed), and never none. */
+static bool decisions_name_their_workloads(pair *p, us_engine *e) {
+    size_t np = us_engine_pod_count(e);
+    for (size_t i = 0; i < us_engine_decision_count(e); i++) {
+        us_decision_info d;
+        if (us_engine_decision(e, i, &d) != US_OK || !d.workload) return false;
+        for (size_t k = 0; k < np; k++) {
+            us_pod_info pi;
+            if (us_engine_pod(e, k, &pi) == US_OK && strcmp(pi.name, d.pod) == 0 &&
+                strcmp(pi.workload, d.workload) != 0) {
+                printf("seed %llu cycle %d: decision %zu on pod %s names workload %s, not %s\n",
+                       (unsigned long long)p->seed, p->cycle, i, d.pod, d.workload, pi.workload);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 /* Decisions, events and pods of both engines after a cycle. */
 static void compare(pair *p) {
+    if (!decisions_name_their_workloads(p, p->incr)) return report(p, "decision workloads", 0);
     size_t nd = us_engine_decision_count(p->full);
     if (nd != us_engine_decision_count(p->incr)) return report(p, "decision count", nd);
     for (size_t i = 0; i < nd; i++) {
@@ -87,8 +109,8 @@ static void compare(pair *p) {
         if (us_engine_decision(p->full, i, &a) != US_OK || us_engine_decision(p->incr, i, &b) != US_OK)
             return report(p, "decision", i);
         bool same = a.op == b.op && same_str(a.action, b.action) && same_str(a.pod, b.pod) &&
-                    same_str(a.node, b.node) && same_str(a.evictor, b.evictor) &&
-                    a.nwaits_for == b.nwaits_for;
+                    same_str(a.workload, b.workload) && same_str(a.node, b.node) &&
+                    same_str(a.evictor, b.evictor) && a.nwaits_for == b.nwaits_for;
         for (size_t k = 0; same && k < a.nwaits_for; k++) same = same_str(a.waits_for[k], b.waits_for[k]);
         if (!same) return report(p, "decision", i);
         n_decisions++;
