@@ -119,11 +119,16 @@ struct us_engine {
     name_index wnames;            /* workload name -> indices (see find_workload) */
     name_index nnames;            /* node name -> indices (see find_node) */
 
-    /* pod name -> pod indices, open addressing (see find_pod) */
-    int *names;                   /* [ncap]: a pod index, or -1 */
-    size_t ncap, names_npods, names_used;
-    uint64_t names_seq, names_gen;
+    /* pod name -> pod positions, open addressing (see find_pod): each as
+     * the state numbered it at names_gen, followed to now through the
+     * compactions since (droplog.h); the pods before names_end, as
+     * numbered at names_end_gen, are in it */
+    int *names;                   /* [ncap]: a position at names_gen, or -1 */
+    size_t ncap, names_end, names_used;
+    uint64_t names_gen, names_end_gen;
     bool names_stale;
+    const char *broken;           /* checking builds: an invariant a call found
+                                     broken, reported by the next cycle */
 };
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -832,39 +837,53 @@ static bool pod_live(const us_pod *p) {
                         p->state == US_POD_RUNNING);
 }
 
-/* Pod i under its current name in the index; false when the index is
- * half full (rebuild it).  An entry left under a pod's old name is
- * harmless: lookups compare names. */
+/* Pod i (numbered now) under its current name in the index; false when
+ * the index is half full (rebuild it).  An entry left under a pod's old
+ * name is harmless: lookups compare names. */
 static bool names_add(us_engine *e, size_t i) {
     if (2 * (e->names_used + 1) > e->ncap) return false;
     size_t k = us_name_hash(e->st.pods[i].name) & (e->ncap - 1);
     while (e->names[k] >= 0) k = (k + 1) & (e->ncap - 1);
-    e->names[k] = (int)i;
+    e->names[k] = (int)us_droplog_back(&e->st.drops, e->names_gen, (long)i);
     e->names_used++;
     return true;
+}
+
+/* Does the index follow the state's numbering (built, not stale, every
+ * compaction since it was built still in the drop log)? */
+static bool names_follow(const us_engine *e) {
+    return e->names && !e->names_stale &&
+           us_droplog_reaches(&e->st.drops, e->names_gen, e->st.generation);
+}
+
+/* The first pod (numbered now) not in the index yet. */
+static size_t names_unindexed(const us_engine *e) {
+    return (size_t)us_droplog_forward_end(&e->st.drops, e->names_end_gen, (long)e->names_end);
 }
 
 /* A pod was renamed: indexed under its new name too (a reported pod takes
  * a pending pod's place one call at a time: no rebuild per call). */
 static void names_renamed(us_engine *e, int i) {
-    if (!e->names || e->names_stale || (size_t)i >= e->names_npods || !names_add(e, (size_t)i))
-        e->names_stale = e->names_stale || (size_t)i < e->names_npods;
+    if (!names_follow(e)) return;  /* built again at the next lookup */
+    if ((size_t)i < names_unindexed(e) && !names_add(e, (size_t)i)) e->names_stale = true;
 }
 
-/* The name index follows the pod array: pods appended since are added
- * (next_seq moved by as many as npods grew, nothing compacted); anything
- * else -- pods compacted or undone (generation), a rename that found the
- * index full (names_stale) -- rebuilds it.  0, or -1 when out of memory. */
+/* The name index follows the pod array: pods appended since are added,
+ * and compactions since are followed through the drop log, entry by entry
+ * as lookups meet them (a compaction every cycle where pods left: building
+ * again would hash every pod's name each time).  Anything else -- an undone
+ * append, a compaction the log no longer holds, a rename that found the
+ * index full (names_stale) -- builds it again.  0, or -1 when out of
+ * memory. */
 static int index_names(us_engine *e) {
     const us_state *st = &e->st;
     size_t cap = 16;
-    if (e->names && !e->names_stale && e->names_gen == st->generation && e->names_npods <= st->npods &&
-        st->next_seq - e->names_seq == st->npods - e->names_npods) {
-        size_t i = e->names_npods;
+    if (names_follow(e)) {
+        size_t i = names_unindexed(e);
         while (i < st->npods && names_add(e, i)) i++;
         if (i == st->npods) {
-            e->names_npods = st->npods;
-            e->names_seq = st->next_seq;
+            e->names_end = st->npods;
+            e->names_end_gen = st->generation;
             return 0;
         }
     }
@@ -878,12 +897,18 @@ static int index_names(us_engine *e) {
     }
     memset(e->names, 0xff, cap * sizeof *e->names); /* all -1 */
     e->names_used = 0;
-    for (size_t i = 0; i < st->npods; i++) names_add(e, i);
-    e->names_npods = st->npods;
-    e->names_seq = st->next_seq;
     e->names_gen = st->generation;
+    for (size_t i = 0; i < st->npods; i++) names_add(e, i);
+    e->names_end = st->npods;
+    e->names_end_gen = st->generation;
     e->names_stale = false;
     return 0;
+}
+
+/* The pod an entry of the name index names now, or -1 (dropped since). */
+static int names_pod(const us_engine *e, int entry) {
+    long i = us_droplog_forward(&e->st.drops, e->names_gen, entry);
+    return i >= 0 && (size_t)i < e->st.npods ? (int)i : -1;
 }
 
 /* The live incarnation of a pod name, and a terminating one (the one on
@@ -894,7 +919,8 @@ static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *r
     *live = *releasing = -1;
     if (index_names(e) < 0) return -1;
     for (size_t k = us_name_hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
-        int i = e->names[k];
+        int i = names_pod(e, e->names[k]);
+        if (i < 0) continue;
         const us_pod *p = &st->pods[i];
         if (p->gone || strcmp(p->name, name) != 0) continue;
         if (pod_live(p)) *live = i;
@@ -905,6 +931,25 @@ static int find_pod_on(us_engine *e, const char *name, int on, int *live, int *r
                   ((p->node == on) == (st->pods[*releasing].node == on) && i < *releasing)))
             *releasing = i;
     }
+#ifdef US_CHECK_INVARIANTS
+    /* checking builds: the index finds what a pass over the pods finds
+     * (small states only: a pass per lookup) */
+    if (st->npods <= 4096) {
+        int live_seen = -1, rel_seen = -1, nlive = 0;
+        for (size_t j = 0; j < st->npods; j++) {
+            const us_pod *p = &st->pods[j];
+            if (p->gone || strcmp(p->name, name) != 0) continue;
+            if (pod_live(p)) live_seen = (int)j, nlive++;
+            else if (p->state == US_POD_RELEASING &&
+                     (rel_seen < 0 || (p->node == on && st->pods[rel_seen].node != on)))
+                rel_seen = (int)j;
+        }
+        if ((nlive == 1 && *live != live_seen) || (nlive == 0 && *live >= 0) || *releasing != rel_seen)
+            e->broken = "invariant \"pod-names\" broken: the pod name index, followed through "
+                        "the compactions since it was built, does not find what a pass over the "
+                        "pods finds";
+    }
+#endif
     return 0;
 }
 
@@ -917,7 +962,9 @@ static int forget_terminating_elsewhere(us_engine *e, const char *name, int on) 
     if (!e->copts.reported_pods) return 0;
     if (index_names(e) < 0) return -1;
     for (size_t k = us_name_hash(name) & (e->ncap - 1); e->names[k] >= 0; k = (k + 1) & (e->ncap - 1)) {
-        us_pod *p = &st->pods[e->names[k]];
+        int i = names_pod(e, e->names[k]);
+        if (i < 0) continue;
+        us_pod *p = &st->pods[i];
         if (!p->gone && p->state == US_POD_RELEASING && p->node != on && strcmp(p->name, name) == 0) {
             us_pod_touch(st, p);
             p->gone = true;
@@ -1036,7 +1083,10 @@ static void rollback(us_engine *e, mark m) {
     st->npods = m.npods;
     st->nnodes = m.nnodes;
     st->nworkloads = m.nworkloads;
-    if (pods_undone) st->generation++;
+    if (pods_undone) {
+        st->generation++;
+        us_droplog_clear(&st->drops);  /* moved without a record */
+    }
     /* the journal names the pods undone */
     if (pods_undone || workloads_undone) us_state_pods_renumbered(st);
     st->next_seq = m.seq;
@@ -2338,16 +2388,13 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
         return ok(err);
     }
     if (live < 0) return fail(err, US_ENOENT, "pod \"%s\" is unknown", name);
-    bool indexed = e->names && !e->names_stale && e->names_seq == e->st.next_seq &&
-                   e->names_npods == e->st.npods && e->names_gen == e->st.generation;
     int was_on = e->st.pods[live].node;
     if (us_life_pod_lost(&e->st, live, true, e->now) < 0) return nomem(err);
     /* off its node, and a place to adopt again */
     if (e->pods.valid && e->st.pods[live].node != was_on) list_move(&e->pods.on, live, was_on, -1);
-    pods_index_add(e, live, false);
     /* a new incarnation (seq) in the same place under the same name: the
-     * name index still holds (else each removal would rebuild it) */
-    if (indexed) e->names_seq = e->st.next_seq;
+     * name index still holds */
+    pods_index_add(e, live, false);
     e->untidy = true;
     return ok(err);
 }
@@ -2411,6 +2458,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     int rc;
     GUARD_ONLY(e, err);
     settle(e); /* a cycle passes over every pod anyway: it starts tidy */
+    if (e->broken) return fail(err, US_EINVARIANT, "%s", e->broken);
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
     if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
     free_cycle(e);

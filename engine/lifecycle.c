@@ -400,6 +400,7 @@ int us_life_expire(us_state *st, double now) {
     }
     size_t j = 0;
     double next = INFINITY;
+    us_droplog_begin(&st->drops);
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
         if (p->state == US_POD_RELEASING && p->release_at <= now && !p->gone) {
@@ -408,6 +409,7 @@ int us_life_expire(us_state *st, double now) {
         }
         if (p->gone) {
             us_journal_moved(st, p, -1);
+            us_droplog_add(&st->drops, i);
             free(p->name);
             continue;
         }
@@ -419,6 +421,7 @@ int us_life_expire(us_state *st, double now) {
         j++;
     }
     if (j != st->npods) st->generation++;
+    us_droplog_end(&st->drops, j != st->npods, st->generation);
     st->npods = j;
     st->next_release = next;
     st->gone_left = false;

@@ -116,6 +116,7 @@ void us_state_free(us_state *st) {
     free(st->pods);
     free(st->qslot);
     free(st->journal);
+    us_droplog_free(&st->drops);
     memset(st, 0, sizeof *st);
 }
 
@@ -466,9 +467,11 @@ void us_state_check_rules_from(us_state *st, size_t first) {
 
 void us_state_compact_pods(us_state *st) {
     size_t j = 0;
+    us_droplog_begin(&st->drops);
     for (size_t i = 0; i < st->npods; i++) {
         if (st->pods[i].gone) {
             us_journal_moved(st, &st->pods[i], -1);
+            us_droplog_add(&st->drops, i);
             free(st->pods[i].name);
             continue;
         }
@@ -479,5 +482,6 @@ void us_state_compact_pods(us_state *st) {
         j++;
     }
     if (j != st->npods) st->generation++;
+    us_droplog_end(&st->drops, j != st->npods, st->generation);
     st->npods = j;
 }

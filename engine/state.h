@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "droplog.h"
 #include "taints.h"
 
 /* Resources, always in these integer units inside the engine:
@@ -274,7 +275,9 @@ typedef struct us_state {
                               the process as nodes_version is */
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
-                              index keeps are then void */
+                              index keeps are then void, unless it follows
+                              them through the drop log */
+    us_droplog drops;      /* what the last compactions dropped (droplog.h) */
     /* The journal of changed pods: an entry per pod changed or appended
      * since a ledger last read it (us_ledger_sync), so that what a ledger
      * keeps follows the changes, not the pods.  Every write to a pod's
