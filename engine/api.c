@@ -985,6 +985,25 @@ static int pod_name_held(void *ctx, const char *name) {
     return live >= 0;
 }
 
+/* A workload tidying keeps: live (active, or waiting for its pods), or
+ * finished with pods still its own (listed while they leave). */
+static bool workload_stays(const us_workload *w) {
+    return w->npods > 0 || w->state == US_WL_ACTIVE || w->state == US_WL_WAITING;
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* Checking builds: every workload's count of its pods is its pods. */
+static bool pod_counts_hold(const us_state *st) {
+    size_t *n = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *n);
+    bool same = true;
+    if (!n) return true;  /* not known: memory */
+    for (size_t i = 0; i < st->npods; i++) n[st->pods[i].workload]++;
+    for (size_t w = 0; w < st->nworkloads && same; w++) same = n[w] == st->workloads[w].npods;
+    free(n);
+    return same;
+}
+#endif
+
 /* ---- tidying ---------------------------------------------------------------------------
  * The engine's state never removes objects from its arrays (indices stay
  * valid for a whole simulated run).  A control plane runs for months, so
@@ -997,22 +1016,37 @@ static void tidy(us_engine *e) {
     int *wmap = NULL, *nmap = NULL;
     size_t k;
     forget_reads(e); /* indices change */
-    us_state_compact_pods(st);
+    /* no pass over the pods where nothing is to be done: none gone, no
+     * finished workload without pods, no removed node */
+    if (us_state_may_have_gone(st)) us_state_compact_pods(st);
+    bool removed_node = false;
+    for (size_t n = 0; n < st->nnodes && !removed_node; n++) removed_node = st->nodes[n].removed;
+    bool workload_goes = false;
+    for (size_t w = 0; w < st->nworkloads && !workload_goes; w++)
+        workload_goes = !workload_stays(&st->workloads[w]);
+#ifdef US_CHECK_INVARIANTS
+    for (size_t i = 0; i < st->npods && !e->broken; i++)
+        if (st->pods[i].gone)
+            e->broken = "invariant \"release-times\" broken: a pod is gone that the state did "
+                        "not know of (a write to a pod that skipped us_pod_touch?)";
+    if (!pod_counts_hold(st))
+        e->broken = "invariant \"workload-pods\" broken: a workload's count of its pods is not "
+                    "the pods that are its own (a pod added or dropped without its count)";
+#endif
+    if (!removed_node && !workload_goes) return;
     wmap = calloc(st->nworkloads ? st->nworkloads : 1, sizeof *wmap);
     nmap = calloc(st->nnodes ? st->nnodes : 1, sizeof *nmap);
     if (!wmap || !nmap) goto out;
-    /* mark what pods refer to (1), then turn marks into new indices */
-    for (size_t i = 0; i < st->npods; i++) {
+    /* the nodes pods refer to (1): a pass over the pods only when some
+     * node is removed (a present node stays anyway) */
+    for (size_t i = 0; removed_node && i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
-        wmap[p->workload] = 1;
         if (p->node >= 0) nmap[p->node] = 1;
         if (p->pin >= 0) nmap[p->pin] = 1;
     }
     k = 0;
-    for (size_t w = 0; w < st->nworkloads; w++) {
-        const us_workload *wl = &st->workloads[w];
-        wmap[w] = wmap[w] || wl->state == US_WL_ACTIVE || wl->state == US_WL_WAITING ? (int)k++ : -1;
-    }
+    for (size_t w = 0; w < st->nworkloads; w++)
+        wmap[w] = workload_stays(&st->workloads[w]) ? (int)k++ : -1;
     bool renumbered = k != st->nworkloads;
     /* the ledger of the cycle cache follows the new numbers (workloads
      * finish all the time on a large cluster: counting every pod again
@@ -1040,12 +1074,14 @@ static void tidy(us_engine *e) {
             nmap[n] = -1;
         }
     }
-    if (k != st->nnodes) {
+    bool nodes_renumbered = k != st->nnodes;
+    if (nodes_renumbered) {
         e->nnames.stale = true;
         us_state_nodes_changed(st);
     }
     st->nnodes = k;
-    for (size_t i = 0; i < st->npods; i++) {
+    /* the pods' references follow (none moved: no pass) */
+    for (size_t i = 0; (renumbered || nodes_renumbered) && i < st->npods; i++) {
         us_pod *p = &st->pods[i];
         p->workload = wmap[p->workload];
         if (p->node >= 0) p->node = nmap[p->node];
@@ -1075,7 +1111,10 @@ static void rollback(us_engine *e, mark m) {
     forget_reads(e);
     e->nnames.stale = e->nnames.stale || st->nnodes != m.nnodes;
     e->wnames.stale = e->wnames.stale || st->nworkloads != m.nworkloads;
-    for (size_t i = m.npods; i < st->npods; i++) free(st->pods[i].name);
+    for (size_t i = m.npods; i < st->npods; i++) {
+        us_state_pod_leaves(st, i);
+        free(st->pods[i].name);
+    }
     for (size_t i = m.nnodes; i < st->nnodes; i++) us_node_free(&st->nodes[i]);
     for (size_t i = m.nworkloads; i < st->nworkloads; i++) us_workload_free(&st->workloads[i]);
     if (st->nnodes != m.nnodes) us_state_nodes_changed(st);

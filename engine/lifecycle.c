@@ -379,8 +379,7 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
 bool us_life_expiry_due(us_state *st, double now) {
     if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost)
         return true;
-    us_state_fold_releases(st);
-    return st->gone_left || st->next_release <= now;
+    return us_state_may_have_gone(st) || st->next_release <= now;
 }
 
 /* Marking and compacting in one pass: it runs before every cycle, and a
@@ -410,6 +409,7 @@ int us_life_expire(us_state *st, double now) {
         if (p->gone) {
             us_journal_moved(st, p, -1);
             us_droplog_add(&st->drops, i);
+            us_state_pod_leaves(st, i);
             free(p->name);
             continue;
         }

@@ -314,6 +314,7 @@ int us_state_add_workload(us_state *st, us_workload *w) {
         return -1;
     }
     st->workloads[st->nworkloads] = *w;
+    st->workloads[st->nworkloads].npods = 0;  /* its pods come with us_state_add_pod */
     return (int)st->nworkloads++;
 }
 
@@ -386,6 +387,7 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     p->state = US_POD_PENDING;
     p->shared_dev = -1;
     p->seq = st->next_seq++;
+    st->workloads[w].npods++;
     /* appended: it was nothing before */
     int i = (int)st->npods++;
     us_pod_was nothing = {i, w, -1, -1, US_POD_PENDING, true};
@@ -472,6 +474,7 @@ void us_state_compact_pods(us_state *st) {
         if (st->pods[i].gone) {
             us_journal_moved(st, &st->pods[i], -1);
             us_droplog_add(&st->drops, i);
+            us_state_pod_leaves(st, i);
             free(st->pods[i].name);
             continue;
         }
@@ -484,4 +487,11 @@ void us_state_compact_pods(us_state *st) {
     if (j != st->npods) st->generation++;
     us_droplog_end(&st->drops, j != st->npods, st->generation);
     st->npods = j;
+    st->gone_left = false;  /* none is left gone */
+}
+
+bool us_state_may_have_gone(us_state *st) {
+    if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost) return true;
+    us_state_fold_releases(st);
+    return st->gone_left;
 }

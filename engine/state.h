@@ -201,6 +201,10 @@ typedef struct us_workload {
 
     /* run-time */
     us_wl_state state;
+    size_t npods;              /* pods of the state's array that are its own,
+                                  gone ones too until a compaction drops them
+                                  (us_state_add_pod, the compactions): a
+                                  finished workload with none can go */
     double started_at;         /* when the gang last started running; < 0 never */
     bool warned;               /* its rule warnings (blocked, long grace) were emitted */
     char *last_status;         /* last pending status event sent (latch), or NULL */
@@ -352,6 +356,14 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin);
 
 /* Drop pods marked gone, keeping the order of the rest. */
 void us_state_compact_pods(us_state *st);
+/* Might some pod be marked gone?  False only when none is, known without
+ * a pass over the pods (us_state.gone_left); true when not known. */
+bool us_state_may_have_gone(us_state *st);
+/* Pod i leaves the array (a compaction, an undone append): its workload
+ * counts one pod less. */
+static inline void us_state_pod_leaves(us_state *st, size_t i) {
+    st->workloads[st->pods[i].workload].npods--;
+}
 
 /* Pod p (of st->pods) is about to change its node, state, device or gone
  * flag: its fields before the change go into the journal (once per pod

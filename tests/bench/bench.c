@@ -338,7 +338,7 @@ static long hwm_kib(void);
 static const char *perf_ctl_fifo, *perf_ack_fifo;
 /* --perf-cycle: which run (Lua policies or built-in C) and which of its
  * cycles (the first, or the one after the 1% change) is recorded; or
- * (perf_api) the last round's cycle of the C API rows, incremental */
+ * (perf_api) the last round's cycle of that run's C API rows, incremental */
 static bool perf_lua, perf_first, perf_api;
 
 static void perf_ctl(const char *what) {
@@ -396,7 +396,7 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     us_cycle_log log;
     us_cycle_log_init(&log);
     if (pol) us_policy_seed(pol, 1);
-    bool profiled = !full && (pol != NULL) == perf_lua && perf_first;
+    bool profiled = !full && !perf_api && (pol != NULL) == perf_lua && perf_first;
     if (profiled) perf_ctl("enable");
     t0 = cpu();
     int rc = us_cycle_run(st, pol, 0, &o, &log, NULL, NULL, &err);
@@ -425,7 +425,7 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
         us_cycle_log_init(&log);
         o.profile = &r->inc_prof;
         if (pol) us_policy_seed(pol, (uint64_t)ncycles + 1);
-        profiled = !full && (pol != NULL) == perf_lua && !perf_first;
+        profiled = !full && !perf_api && (pol != NULL) == perf_lua && !perf_first;
         if (profiled) perf_ctl("enable");
         t0 = cpu();
         r->ok = r->ok && us_cycle_run(st, pol, t, &o, &log, NULL, NULL, &err) == 0;
@@ -602,7 +602,7 @@ static void measure_api(int nodes, uint64_t seed, bool real, const char *policie
         t0 = cpu();
         ok = api_round(e, k, t, target, &next_svc);
         r->calls[k] = cpu() - t0;
-        bool profiled = perf_api && !full && k == API_ROUNDS - 1;
+        bool profiled = perf_api && !full && (policies != NULL) == perf_lua && k == API_ROUNDS - 1;
         if (profiled) perf_ctl("enable");
         t0 = cpu();
         ok = ok && api_call(us_engine_run_cycle(e, t, &err), &err, "cycle");
@@ -618,7 +618,7 @@ static void measure_api(int nodes, uint64_t seed, bool real, const char *policie
 
 static int api_child(int nodes, uint64_t seed, bool real, const char *policies, bool full,
                      api_result *r) {
-    if (perf_api) {
+    if (perf_api && (policies != NULL) == perf_lua && !full) {
         /* in this process: perf resolves no symbol of a child forked
          * while it was not recording (its peak memory is then not its own) */
         measure_api(nodes, seed, real, policies, full, r);
@@ -1885,12 +1885,12 @@ int main(int argc, char **argv) {
         } else if (strcmp(argv[i], "--perf-cycle") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
             if (strcmp(v, "lua,first") && strcmp(v, "lua,change") && strcmp(v, "c,first") &&
-                strcmp(v, "c,change") && strcmp(v, "api")) {
-                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change or api, "
+                strcmp(v, "c,change") && strcmp(v, "lua,api") && strcmp(v, "c,api")) {
+                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change|api, "
                                 "not \"%s\"\n", v);
                 return 2;
             }
-            perf_api = strcmp(v, "api") == 0;
+            perf_api = strstr(v, "api") != NULL;
             perf_lua = v[0] == 'l';
             perf_first = strstr(v, "first") != NULL;
         } else {
