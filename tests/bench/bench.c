@@ -464,8 +464,10 @@ static int run_child(int nodes, uint64_t seed, bool real, const char *policies, 
  * What a control plane embedding the engine sees: the generated cluster
  * fed through the public calls (nodes, queues, workloads, and each running
  * pod reported on its node), the same cycles, then three rounds of churn,
- * 60 s apart, each removing running AI deployments (0.5% of the pods) and
- * submitting as many new pods in new deployments.  The pods of a removed
+ * 60 s apart, each carrying out the last cycle's decisions as a control
+ * plane reports them (evicted pods gone, bound pods running), then
+ * removing running AI deployments (0.5% of the pods) and submitting as
+ * many new pods in new deployments.  The pods of a removed
  * deployment terminate for its grace period and leave, and the engine's
  * tidying then drops the deployment and renumbers the workloads after it:
  * the third round's cycle is the steady state of a cluster where work
@@ -553,12 +555,35 @@ static bool api_load(us_engine *e, const buf *b) {
     return ok;
 }
 
-/* Round k at time t: running deployments removed (run-svc-*, from
- * *next_svc on) and new ones submitted, target pods each. */
+/* The last cycle's decisions carried out, as a control plane reports
+ * them: each evicted pod gone (terminated), then each pod bound running
+ * on its node (pipelined pods wait for their room: the engine binds them
+ * when it frees). */
+static bool api_carry_out(us_engine *e) {
+    us_error err;
+    bool ok = true;
+    size_t n = us_engine_decision_count(e);
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < n && ok; i++) {
+            us_decision_info d;
+            if (us_engine_decision(e, i, &d) != US_OK) return false;
+            if (pass == 0 && d.op == US_DECISION_EVICT)
+                ok = api_call(us_engine_remove_pod(e, d.pod, &err), &err, d.pod);
+            if (pass == 1 && d.op == US_DECISION_BIND) {
+                us_pod_spec ps = {.name = d.pod, .workload = d.workload, .node = d.node};
+                ok = api_call(us_engine_upsert_pod(e, &ps, &err), &err, d.pod);
+            }
+        }
+    return ok;
+}
+
+/* Round k at time t: the last cycle's decisions carried out, running
+ * deployments removed (run-svc-*, from *next_svc on) and new ones
+ * submitted, target pods each. */
 static bool api_round(us_engine *e, int k, double t, size_t target, int *next_svc) {
     us_error err;
     char name[64], q[32], js[512];
-    bool ok = true;
+    bool ok = api_carry_out(e);
     for (size_t done = 0; done < target && ok; done += 20) {
         snprintf(name, sizeof name, "run-svc-%d", (*next_svc)++);
         ok = api_call(us_engine_remove_workload(e, name, t, &err), &err, name);
@@ -662,7 +687,8 @@ static double api_rows(const char *label, int nodes, uint64_t seed, bool real, c
     printf("  %s: the cluster fed through the C API in %.1f s (wall), peak %.0f MiB; first cycle "
            "%.3f s\n", label, best.load, best.peak_kib / 1024.0, best.cycle);
     for (int k = 0; k < API_ROUNDS; k++)
-        printf("  %s round %d: %zu pods churned (deployments removed, new ones submitted): calls "
+        printf("  %s round %d: %zu pods churned (decisions carried out, deployments removed, new "
+               "ones submitted): calls "
                "%.3f s, cycle %.3f s (full cycles %.3f s)\n", label, k + 1, best.changed,
                best.calls[k], best.inc[k], best_full.inc[k]);
     char name[32];
