@@ -2,7 +2,8 @@
 # The benchmark at 1,000 nodes, as a smoke check: it generates its cluster
 # in both label shapes, runs the cycles and the one after a 1% change with
 # the Lua policies and with the built-in C ones; both place the same pods,
-# and so do both shapes (nothing selects on a hostname).  No timing is asserted (machines are noisy);
+# and so do both shapes (nothing selects on a hostname); the same cluster
+# fed through the C API, with rounds of churn.  No timing is asserted (machines are noisy);
 # the figures themselves are for `make bench` and docs/benchmarks.md.
 # shellcheck source=tests/cli/lib.bash
 . "$(dirname "$0")/lib.bash"
@@ -36,6 +37,16 @@ real=$(sed -n '/node labels real/,$p' "$TMP/out" | grep -A1 -E '^  lua #' | grep
 # included) and written
 io=$(grep -cE '^  simulate --json \(1 MB document, 9975 pods\): load [0-9.]+ s \(cpu [0-9.]+ s\), one cycle [0-9.]+ s, write [0-9.]+ s \(cpu [0-9.]+ s\) \| peak memory [0-9]+ MiB \([0-9]+ MiB after the load\)$' "$TMP/out")
 [ "$io" = 2 ] || fail "expected the simulate --json line in both shapes, got $io: $(cat "$TMP/out")"
+# the same cluster through the C API, in both shapes: three rounds of
+# churn each, Lua and C placing the same in the last round's cycle, and
+# that cycle following what changed (tidying dropped the deployments the
+# first round removed; the ledger followed, counting no pod afresh)
+rounds=$(grep -cE '^  api (lua|c) round [123]: 120 pods churned' "$TMP/out")
+[ "$rounds" = 12 ] || fail "expected 3 API rounds for Lua and C in both shapes, got $rounds: $(cat "$TMP/out")"
+api=$(grep -A1 -E '^  api (lua|c) #3' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ' | sort -u)
+[ "$api" = "placed80" ] || fail "expected 80 pods placed in every API round 3, got: $api"
+counted=$(grep -c '^            pods counted again 0$' "$TMP/out")
+[ "$counted" = 4 ] || fail "expected no pod counted again in 4 API round-3 cycles, got $counted: $(cat "$TMP/out")"
 # the paths that must stay linear ran and checked their results
 for what in "scale-down, 20000 replicas to 1" "scenario load, a queue chain 2000 deep" \
     "a chain of 80 queues, one upsert at a time"; do
