@@ -439,7 +439,19 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     r->peak_kib = hwm_kib();
 }
 
-static int run_child(int nodes, uint64_t seed, bool real, const char *policies, bool full, result *r) {
+/* One measurement of a size: its arguments, and the function that fills
+ * its result (measure, measure_api). */
+typedef struct job {
+    int nodes;
+    uint64_t seed;
+    bool real, full;
+    const char *policies;
+    void (*run)(const struct job *j, void *out);
+} job;
+
+/* Run j in a child process, so that its peak memory is its own, and read
+ * back its result (size bytes into out).  0; -1 when the child failed. */
+static int in_child(const job *j, void *out, size_t size) {
     int fd[2];
     if (pipe(fd) < 0) return -1;
     fflush(stdout); /* the child must not print what the parent buffered */
@@ -447,17 +459,27 @@ static int run_child(int nodes, uint64_t seed, bool real, const char *policies, 
     if (pid < 0) return -1;
     if (pid == 0) {
         close(fd[0]);
-        result mine;
-        measure(nodes, seed, real, policies, full, &mine);
-        ssize_t k = write(fd[1], &mine, sizeof mine);
-        _exit(k == (ssize_t)sizeof mine ? 0 : 1);
+        void *mine = calloc(1, size);
+        if (!mine) _exit(1);
+        j->run(j, mine);
+        ssize_t k = write(fd[1], mine, size);
+        _exit(k == (ssize_t)size ? 0 : 1);
     }
     close(fd[1]);
-    ssize_t k = read(fd[0], r, sizeof *r);
+    ssize_t k = read(fd[0], out, size);
     close(fd[0]);
     int status;
     waitpid(pid, &status, 0);
-    return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+    return k == (ssize_t)size && WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void run_measure(const job *j, void *out) {
+    measure(j->nodes, j->seed, j->real, j->policies, j->full, out);
+}
+
+static int run_child(int nodes, uint64_t seed, bool real, const char *policies, bool full, result *r) {
+    job j = {nodes, seed, real, full, policies, run_measure};
+    return in_child(&j, r, sizeof *r) == 0 && r->ok ? 0 : -1;
 }
 
 /* ---- the same cluster through the C API (in a child process) --------------
@@ -641,6 +663,10 @@ static void measure_api(int nodes, uint64_t seed, bool real, const char *policie
     r->peak_kib = hwm_kib();
 }
 
+static void run_measure_api(const job *j, void *out) {
+    measure_api(j->nodes, j->seed, j->real, j->policies, j->full, out);
+}
+
 static int api_child(int nodes, uint64_t seed, bool real, const char *policies, bool full,
                      api_result *r) {
     if (perf_api && (policies != NULL) == perf_lua && !full) {
@@ -649,24 +675,8 @@ static int api_child(int nodes, uint64_t seed, bool real, const char *policies, 
         measure_api(nodes, seed, real, policies, full, r);
         return r->ok ? 0 : -1;
     }
-    int fd[2];
-    if (pipe(fd) < 0) return -1;
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        close(fd[0]);
-        api_result mine;
-        measure_api(nodes, seed, real, policies, full, &mine);
-        ssize_t k = write(fd[1], &mine, sizeof mine);
-        _exit(k == (ssize_t)sizeof mine ? 0 : 1);
-    }
-    close(fd[1]);
-    ssize_t k = read(fd[0], r, sizeof *r);
-    close(fd[0]);
-    int status;
-    waitpid(pid, &status, 0);
-    return k == (ssize_t)sizeof *r && WIFEXITED(status) && WEXITSTATUS(status) == 0 && r->ok ? 0 : -1;
+    job j = {nodes, seed, real, full, policies, run_measure_api};
+    return in_child(&j, r, sizeof *r) == 0 && r->ok ? 0 : -1;
 }
 
 /* The API rows of one policy set (NULL: built-in C), incremental and

@@ -212,9 +212,38 @@ static void workload(pair *p, rng *r, double now) {
          us_engine_upsert_workload(p->incr, &s, now, &ei_));
 }
 
+/* A change to a workload named like the test's (ai0.., bg0.., among
+ * `names` of each) or one of its pods, the same on both engines: completed,
+ * removed, a pod reported (a pending one adopted onto one of the first
+ * `nodes` nodes, or one pending again), a pod removed. */
+enum { OP_COMPLETE, OP_REMOVE, OP_REPORT_POD, OP_REMOVE_POD };
+
+static void workload_op(pair *p, rng *r, double now, int op, unsigned names, unsigned nodes) {
+    char name[32], node[16];
+    if (op == OP_COMPLETE || op == OP_REMOVE)
+        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, names));
+    else
+        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, names), roll(r, 3));
+    if (op == OP_COMPLETE)
+        BOTH(p, us_engine_complete_workload(p->full, name, now, &ef_),
+             us_engine_complete_workload(p->incr, name, now, &ei_));
+    if (op == OP_REMOVE)
+        BOTH(p, us_engine_remove_workload(p->full, name, now, &ef_),
+             us_engine_remove_workload(p->incr, name, now, &ei_));
+    if (op == OP_REPORT_POD) {
+        us_pod_spec s = {0};
+        snprintf(node, sizeof node, "n%02u", roll(r, nodes));
+        s.name = name;
+        s.node = roll(r, 3) ? node : NULL;
+        BOTH(p, us_engine_upsert_pod(p->full, &s, &ef_), us_engine_upsert_pod(p->incr, &s, &ei_));
+    }
+    if (op == OP_REMOVE_POD)
+        BOTH(p, us_engine_remove_pod(p->full, name, &ef_), us_engine_remove_pod(p->incr, name, &ei_));
+}
+
 /* One random change of any kind, the same on both engines. */
 static void change(pair *p, rng *r, double now) {
-    char name[32], other[16];
+    char name[32];
     switch (roll(r, 12)) {
     case 0:
     case 1: node(p, r, true); break;
@@ -229,30 +258,10 @@ static void change(pair *p, rng *r, double now) {
         break;
     case 5:
     case 6: workload(p, r, now); break;
-    case 7:
-        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 10));
-        BOTH(p, us_engine_complete_workload(p->full, name, now, &ef_),
-             us_engine_complete_workload(p->incr, name, now, &ei_));
-        break;
-    case 8:
-        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 10));
-        BOTH(p, us_engine_remove_workload(p->full, name, now, &ef_),
-             us_engine_remove_workload(p->incr, name, now, &ei_));
-        break;
-    case 9: {
-        /* a pod reported: a pending one adopted onto a node, or one pending again */
-        us_pod_spec s = {0};
-        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 10), roll(r, 3));
-        snprintf(other, sizeof other, "n%02u", roll(r, 24));
-        s.name = name;
-        s.node = roll(r, 3) ? other : NULL;
-        BOTH(p, us_engine_upsert_pod(p->full, &s, &ef_), us_engine_upsert_pod(p->incr, &s, &ei_));
-        break;
-    }
-    case 10:
-        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 10), roll(r, 3));
-        BOTH(p, us_engine_remove_pod(p->full, name, &ef_), us_engine_remove_pod(p->incr, name, &ei_));
-        break;
+    case 7: workload_op(p, r, now, OP_COMPLETE, 10, 24); break;
+    case 8: workload_op(p, r, now, OP_REMOVE, 10, 24); break;
+    case 9: workload_op(p, r, now, OP_REPORT_POD, 10, 24); break;
+    case 10: workload_op(p, r, now, OP_REMOVE_POD, 10, 24); break;
     default: {
         /* a policy reload: the defaults, or the spread placement example */
         const char *dir = roll(r, 2) ? "policies" : "examples/policies/spread";
@@ -279,6 +288,28 @@ static bool open_pair(pair *p, uint64_t seed) {
     return p->full && p->incr;
 }
 
+/* open_pair, the default Lua policies for odd seeds (the built-in C
+ * ones for even), the organisation and the background queue (quota 0,
+ * weight 0).  false when the engines cannot be made. */
+static bool start_pair(pair *p, uint64_t seed) {
+    us_error err;
+    if (!open_pair(p, seed)) return false;
+    if (seed % 2) {
+        CHECK(us_engine_load_policies(p->full, "policies", &err) == US_OK);
+        CHECK(us_engine_load_policies(p->incr, "policies", &err) == US_OK);
+    }
+    us_queue_spec qs;
+    us_queue_spec_init(&qs);
+    qs.name = "org";
+    qs.quota = (us_resources){-1, -1, -1};
+    BOTH(p, us_engine_upsert_queue(p->full, &qs, &ef_), us_engine_upsert_queue(p->incr, &qs, &ei_));
+    us_queue_spec_init(&qs);
+    qs.name = "bg";
+    qs.over_quota_weight = (us_weights){0, 0, 0};
+    BOTH(p, us_engine_upsert_queue(p->full, &qs, &ef_), us_engine_upsert_queue(p->incr, &qs, &ei_));
+    return true;
+}
+
 /* A cycle on both engines, then compare; false when either failed. */
 static bool both_cycle(pair *p, double now) {
     us_error ef, ei;
@@ -296,22 +327,7 @@ static bool both_cycle(pair *p, double now) {
 static void one_seed(uint64_t seed, int cycles) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 1};
     pair p;
-    us_error err;
-    if (!open_pair(&p, seed)) goto out;
-    if (seed % 2) {
-        CHECK(us_engine_load_policies(p.full, "policies", &err) == US_OK);
-        CHECK(us_engine_load_policies(p.incr, "policies", &err) == US_OK);
-    }
-    /* the organisation, the background queue (quota 0, weight 0), a start */
-    us_queue_spec qs;
-    us_queue_spec_init(&qs);
-    qs.name = "org";
-    qs.quota = (us_resources){-1, -1, -1};
-    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
-    us_queue_spec_init(&qs);
-    qs.name = "bg";
-    qs.over_quota_weight = (us_weights){0, 0, 0};
-    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    if (!start_pair(&p, seed)) goto out;
     for (int i = 0; i < 4; i++) queue(&p, &r);
     for (int i = 0; i < 10; i++) node(&p, &r, false);
     for (int i = 0; i < 12; i++) workload(&p, &r, 0);
@@ -387,55 +403,21 @@ static void churn_workload(pair *p, rng *r, double now) {
 }
 
 static void churn(pair *p, rng *r, double now) {
-    char name[32], node[16];
     switch (roll(r, 7)) {
     case 0:
     case 1: churn_workload(p, r, now); break;
-    case 2:
-        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 30));
-        BOTH(p, us_engine_complete_workload(p->full, name, now, &ef_),
-             us_engine_complete_workload(p->incr, name, now, &ei_));
-        break;
+    case 2: workload_op(p, r, now, OP_COMPLETE, 30, 8); break;
     case 3:
-    case 4:
-        snprintf(name, sizeof name, "%s%u", roll(r, 2) ? "ai" : "bg", roll(r, 30));
-        BOTH(p, us_engine_remove_workload(p->full, name, now, &ef_),
-             us_engine_remove_workload(p->incr, name, now, &ei_));
-        break;
-    case 5: {
-        us_pod_spec s = {0};
-        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 30), roll(r, 3));
-        snprintf(node, sizeof node, "n%02u", roll(r, 8));
-        s.name = name;
-        s.node = roll(r, 3) ? node : NULL;
-        BOTH(p, us_engine_upsert_pod(p->full, &s, &ef_), us_engine_upsert_pod(p->incr, &s, &ei_));
-        break;
-    }
-    default:
-        snprintf(name, sizeof name, "%s%u-%u", roll(r, 2) ? "ai" : "bg", roll(r, 30), roll(r, 3));
-        BOTH(p, us_engine_remove_pod(p->full, name, &ef_), us_engine_remove_pod(p->incr, name, &ei_));
-        break;
+    case 4: workload_op(p, r, now, OP_REMOVE, 30, 8); break;
+    case 5: workload_op(p, r, now, OP_REPORT_POD, 30, 8); break;
+    default: workload_op(p, r, now, OP_REMOVE_POD, 30, 8); break;
     }
 }
 
 static void churn_seed(uint64_t seed, int cycles) {
     rng r = {seed * 0x9E3779B97F4A7C15ULL + 7};
     pair p;
-    us_error err;
-    if (!open_pair(&p, seed)) goto out;
-    if (seed % 2) {
-        CHECK(us_engine_load_policies(p.full, "policies", &err) == US_OK);
-        CHECK(us_engine_load_policies(p.incr, "policies", &err) == US_OK);
-    }
-    us_queue_spec qs;
-    us_queue_spec_init(&qs);
-    qs.name = "org";
-    qs.quota = (us_resources){-1, -1, -1};
-    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
-    us_queue_spec_init(&qs);
-    qs.name = "bg";
-    qs.over_quota_weight = (us_weights){0, 0, 0};
-    BOTH(&p, us_engine_upsert_queue(p.full, &qs, &ef_), us_engine_upsert_queue(p.incr, &qs, &ei_));
+    if (!start_pair(&p, seed)) goto out;
     for (int i = 0; i < 8; i++) {
         char name[16];
         snprintf(name, sizeof name, "n%02d", i);
