@@ -1080,10 +1080,15 @@ static void tidy(us_engine *e) {
         us_state_nodes_changed(st);
     }
     st->nnodes = k;
-    /* the pods' references follow (none moved: no pass) */
-    for (size_t i = 0; (renumbered || nodes_renumbered) && i < st->npods; i++) {
+    /* the pods' references follow (none moved: no pass), written only
+     * where they change: pods of the workloads before the first dropped
+     * one keep their pages clean */
+    for (size_t i = 0; renumbered && i < st->npods; i++) {
         us_pod *p = &st->pods[i];
-        p->workload = wmap[p->workload];
+        if (wmap[p->workload] != p->workload) p->workload = wmap[p->workload];
+    }
+    for (size_t i = 0; nodes_renumbered && i < st->npods; i++) {
+        us_pod *p = &st->pods[i];
         if (p->node >= 0) p->node = nmap[p->node];
         if (p->pin >= 0) p->pin = nmap[p->pin];
     }
