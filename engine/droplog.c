@@ -4,6 +4,8 @@
  */
 #include "droplog.h"
 
+#include "sort.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,15 +77,7 @@ bool us_droplog_reaches(const us_droplog *l, uint64_t from, uint64_t now) {
 }
 
 /* Positions in d below pos. */
-static size_t below(const us_drops *d, long pos) {
-    size_t lo = 0, hi = d->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (d->pos[mid] < pos) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
-}
+static size_t below(const us_drops *d, long pos) { return us_ints_below(d->pos, d->n, pos); }
 
 long us_droplog_forward(const us_droplog *l, uint64_t from, long pos) {
     for (size_t k = 0; k < l->n; k++) {

@@ -26,6 +26,7 @@
 
 #include "hashidx.h"
 #include "nodelabels.h"
+#include "sort.h"
 
 
 /* What a node's class is keyed on: its static view (sid: the labels that
@@ -283,13 +284,7 @@ static void heap_pop(nclass *x) {
 
 /* Where id is, or would go, in the live list (binary search). */
 static int live_slot(const us_classes *c, int id) {
-    int lo = 0, hi = c->nlive;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (c->live[mid] < id) lo = mid + 1;
-        else hi = mid;
-    }
-    return lo;
+    return (int)us_ints_below(c->live, (size_t)c->nlive, id);
 }
 
 /* Kept sorted so candidates are offered in class order, as when every id

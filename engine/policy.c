@@ -33,6 +33,7 @@
  */
 #include "policy.h"
 #include "policysrc.h"
+#include "sort.h"
 
 #include <errno.h>
 #include <lauxlib.h>
@@ -1913,12 +1914,7 @@ static int bg_place(task *t, bg_task *bt, lua_State *L, int place) {
             return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on \"%s\", which "
                               "is not a node", f, bp->pod->name, lua_tostring(L, -1));
         /* candidate lists are in ascending order (policy.h) */
-        size_t lo = 0, hi = bp->ncandidates;
-        while (lo < hi) {
-            size_t mid = lo + (hi - lo) / 2;
-            if (bp->candidates[mid] < k) lo = mid + 1;
-            else hi = mid;
-        }
+        size_t lo = us_ints_below(bp->candidates, bp->ncandidates, k);
         if (lo == bp->ncandidates || bp->candidates[lo] != k)
             return us_err_set(t->err, US_EPOLICY, "%s: reoffer placed pod \"%s\" on node \"%s\", "
                               "which is not among its candidates", f, bp->pod->name,

@@ -110,3 +110,13 @@ int us_natcmp(const char *a, const char *b) {
     int c = strcmp(a, b);
     return c < 0 ? -1 : c > 0;
 }
+
+size_t us_ints_below(const int *a, size_t n, long key) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}

@@ -1,5 +1,6 @@
 /*
- * sort.h — sorting with a context pointer for the comparator.
+ * sort.h — sorting with a context pointer for the comparator, and
+ * searching what is sorted.
  *
  * C's qsort has no context argument, which pushes comparators towards
  * file-scope variables: two engines sorting at once in two threads would
@@ -21,5 +22,9 @@ void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx);
  * "gpu-burn-2" < "gpu-burn-10"; the rest byte by byte.  Names equal as
  * numbers ("a-01", "a-1") fall back to strcmp, so the order is total. */
 int us_natcmp(const char *a, const char *b);
+
+/* How many of the n ascending ints at a are below key: where key is, or
+ * would go (a binary search).  Thread-safe. */
+size_t us_ints_below(const int *a, size_t n, long key);
 
 #endif
