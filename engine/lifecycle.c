@@ -377,8 +377,7 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
 }
 
 bool us_life_expiry_due(us_state *st, double now) {
-    if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost)
-        return true;
+    /* next_release is known whenever gone_left is */
     return us_state_may_have_gone(st) || st->next_release <= now;
 }
 
@@ -407,10 +406,7 @@ int us_life_expire(us_state *st, double now) {
             p->gone = true;
         }
         if (p->gone) {
-            us_journal_moved(st, p, -1);
-            us_droplog_add(&st->drops, i);
-            us_state_pod_leaves(st, i);
-            free(p->name);
+            us_state_pod_dropped(st, i);
             continue;
         }
         if (p->state == US_POD_RELEASING && p->release_at < next) next = p->release_at;

@@ -472,10 +472,7 @@ void us_state_compact_pods(us_state *st) {
     us_droplog_begin(&st->drops);
     for (size_t i = 0; i < st->npods; i++) {
         if (st->pods[i].gone) {
-            us_journal_moved(st, &st->pods[i], -1);
-            us_droplog_add(&st->drops, i);
-            us_state_pod_leaves(st, i);
-            free(st->pods[i].name);
+            us_state_pod_dropped(st, i);
             continue;
         }
         if (j != i) {  /* nothing gone yet: no write */
@@ -488,6 +485,13 @@ void us_state_compact_pods(us_state *st) {
     us_droplog_end(&st->drops, j != st->npods, st->generation);
     st->npods = j;
     st->gone_left = false;  /* none is left gone */
+}
+
+void us_state_pod_dropped(us_state *st, size_t i) {
+    us_journal_moved(st, &st->pods[i], -1);
+    us_droplog_add(&st->drops, i);
+    us_state_pod_leaves(st, i);
+    free(st->pods[i].name);
 }
 
 bool us_state_may_have_gone(us_state *st) {

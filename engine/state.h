@@ -364,6 +364,10 @@ bool us_state_may_have_gone(us_state *st);
 static inline void us_state_pod_leaves(us_state *st, size_t i) {
     st->workloads[st->pods[i].workload].npods--;
 }
+/* A compaction drops pod i (gone): its journal entry, the drop log
+ * (between us_droplog_begin and _end), its workload's count and its name
+ * follow.  Every compaction's drop, so that none forgets one. */
+void us_state_pod_dropped(us_state *st, size_t i);
 
 /* Pod p (of st->pods) is about to change its node, state, device or gone
  * flag: its fields before the change go into the journal (once per pod
