@@ -104,20 +104,26 @@ local function fraction(used, capacity)
   return used / capacity
 end
 
--- Room on each node, as a table we can subtract from as pods are kept or
--- placed (the view itself is left as it was given): `which` names the
--- node field (free_at_end or idle), `which_gpus` its device count.
-local function room_of(nodes, which, which_gpus)
-  local room = {}
-  for _, node in ipairs(nodes) do
-    room[node.name] = {
-      gpu = node[which].gpu,
-      cpu = node[which].cpu,
-      memory = node[which].memory,
-      gpus = node[which_gpus],
-    }
+-- Room on the nodes, as tables we can subtract from as pods are kept or
+-- placed (the view itself is left as it was given).  A node's table is made
+-- the first time it is asked for, by room_made: a cycle that keeps a few
+-- running pods reads a few nodes of a view of thousands.  Read it as
+-- `room[name] or room_made(room, view.nodes_by_name, name, which,
+-- which_gpus)`: `which` names the node field (free_at_end or idle),
+-- `which_gpus` its device count.  nil for a node not in the view.
+local function room_made(room, nodes_by_name, name, which, which_gpus)
+  local node = nodes_by_name[name]
+  if node == nil then
+    return nil
   end
-  return room
+  local there = {
+    gpu = node[which].gpu,
+    cpu = node[which].cpu,
+    memory = node[which].memory,
+    gpus = node[which_gpus],
+  }
+  room[name] = there
+  return there
 end
 
 local function fits(request, room)
@@ -171,53 +177,97 @@ local function groups_of(pending)
   return groups
 end
 
--- The group's candidates that have room for one of its pods, fullest first
--- (once the pod is on them); ties go to the node listed first.
+-- The group's candidates that have room for one of its pods, best first:
+-- fullest once the pod is on them, ties to the node listed first.  A group
+-- places a few pods among thousands of candidates, so the candidates are
+-- not sorted: they go in a binary heap (array-backed, best on top) and
+-- fill() takes from the top only as far as it needs.  The heap pops them
+-- in exactly the order a sort by (score, listed) would give.
 local function ranked_nodes(group, room, nodes_by_name)
-  local ranked = {}
-  for listed, name in ipairs(group.candidates) do
-    local there = room[name]
+  local names, scores = {}, {}
+  local n = 0
+  for _, name in ipairs(group.candidates) do
+    local there = room[name] or room_made(room, nodes_by_name, name, "idle", "idle_gpus")
     if there ~= nil and fits(group.requests, there) then
-      ranked[#ranked + 1] = {
-        name = name,
-        listed = listed,
-        score = fullness_after(nodes_by_name[name], there, group.requests),
-      }
+      n = n + 1
+      names[n] = name
+      scores[n] = fullness_after(nodes_by_name[name], there, group.requests)
     end
   end
-  table.sort(ranked, function(a, b)
-    if a.score ~= b.score then
-      return a.score > b.score
+  -- entry k was listed before entry k + 1: the tie-break is the entry's
+  -- own number
+  local heap = {}
+  for k = 1, n do
+    heap[k] = k
+  end
+  local function better(a, b)
+    if scores[a] ~= scores[b] then
+      return scores[a] > scores[b]
     end
-    return a.listed < b.listed
-  end)
-  return ranked
+    return a < b
+  end
+  local function sift_down(at, size)
+    while true do
+      local best, left = at, 2 * at
+      if left <= size and better(heap[left], heap[best]) then
+        best = left
+      end
+      if left + 1 <= size and better(heap[left + 1], heap[best]) then
+        best = left + 1
+      end
+      if best == at then
+        return
+      end
+      heap[at], heap[best] = heap[best], heap[at]
+      at = best
+    end
+  end
+  for at = n // 2, 1, -1 do
+    sift_down(at, n)
+  end
+  -- the ranking: top() is the best node left (nil when none), pop() drops it
+  return {
+    top = function()
+      if n == 0 then
+        return nil
+      end
+      return names[heap[1]]
+    end,
+    pop = function()
+      heap[1] = heap[n]
+      heap[n] = nil
+      n = n - 1
+      sift_down(1, n)
+    end,
+  }
 end
 
--- Each pod of the group goes to the first ranked node that still has room.
+-- Each pod of the group goes to the best ranked node that still has room.
 -- A node that takes a pod only gets fuller, so it stays the best choice while
 -- it has room: ranking once is the same as finding the fullest node for
 -- every pod, at a fraction of the work.
 local function fill(group, ranked, room, place)
-  local at = 1
   for _, pod in ipairs(group.pods) do
-    while at <= #ranked and not fits(pod.requests, room[ranked[at].name]) do
-      at = at + 1
+    local name = ranked.top()
+    while name ~= nil and not fits(pod.requests, room[name]) do
+      ranked.pop()
+      name = ranked.top()
     end
-    if at > #ranked then
+    if name == nil then
       return
     end
-    take(pod.requests, room[ranked[at].name])
-    place[pod.name] = ranked[at].name
+    take(pod.requests, room[name])
+    place[pod.name] = name
   end
 end
 
 function M.reoffer(view)
   -- keeping is judged against where the AI plan ends
-  local room = room_of(view.nodes, "free_at_end", "free_gpus_at_end")
+  local room = {}
   local keep = {}
   for _, pod in ipairs(view.running) do
     local here = room[pod.node]
+      or room_made(room, view.nodes_by_name, pod.node, "free_at_end", "free_gpus_at_end")
     if here ~= nil and fits(pod.requests, here) then
       take(pod.requests, here)
       keep[#keep + 1] = pod.name
@@ -228,7 +278,7 @@ function M.reoffer(view)
   -- room of every node is not worth counting)
   local place = {}
   if #view.pending > 0 then
-    room = room_of(view.nodes, "idle", "idle_gpus")
+    room = {}
     for _, group in ipairs(groups_of(view.pending)) do
       fill(group, ranked_nodes(group, room, view.nodes_by_name), room, place)
     end

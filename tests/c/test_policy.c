@@ -1043,7 +1043,11 @@ TEST(defaults_reoffer_equal_builtin) {
         CHECK(same_reoffer(p, &in));
     }
 
-    /* generated: 20 nodes (some CPU-only, some with fractional use) */
+    /* generated: 20 nodes (some CPU-only, some with fractional use).  From
+     * round 10 on, free room in whole units on identical nodes (scores tie
+     * often: the node listed first must win, however the policy ranks)
+     * and pending pods of few workloads sharing few candidate lists
+     * (groups of several pods, placed one after another down the ranking) */
     enum { NN = 20, NR = 30, NP = 40 };
     static char nn[NN][16], rn[NR][16], pn[NP][16];
     static us_node nodes[NN];
@@ -1053,14 +1057,15 @@ TEST(defaults_reoffer_equal_builtin) {
     static us_bg_pod running[NR], pending[NP];
     static int cands[NP][NN];
     static char wnames[8][16];
-    for (int round = 0; round < 10; round++) {
+    for (int round = 0; round < 40; round++) {
+        bool ties = round >= 10;
         for (int k = 0; k < NN; k++) {
             int g = k % 4 == 3 ? 0 : 8;
             snprintf(nn[k], sizeof nn[k], "n%02d", k);
             nodes[k] = mknode(nn[k], g, 64000, (int64_t)256 << 30);
             bn[k].node = &nodes[k];
-            bn[k].free.v[US_GPU] = g ? (int64_t)rnd(8001) : 0;
-            bn[k].free.v[US_CPU] = (int64_t)rnd(64001);
+            bn[k].free.v[US_GPU] = g ? (ties ? (int64_t)rnd(4) * 2000 : (int64_t)rnd(8001)) : 0;
+            bn[k].free.v[US_CPU] = ties ? (int64_t)rnd(3) * 16000 + 16000 : (int64_t)rnd(64001);
             bn[k].free.v[US_MEM] = (int64_t)rnd(256) << 30;
             bn[k].free_gpus = (int)(bn[k].free.v[US_GPU] / 1000);
         }
@@ -1081,6 +1086,10 @@ TEST(defaults_reoffer_equal_builtin) {
             for (int k = 0; k < NN; k++)
                 if (rnd(3) != 0) cands[j][nc++] = k;
             pending[j] = (us_bg_pod){&pp[j], &wls[rnd(8)], -1, cands[j], nc};
+            if (ties && j >= 3) {  /* the list of one of the first three pods, and its workload */
+                const us_bg_pod *like = &pending[rnd(3)];
+                pending[j] = (us_bg_pod){&pp[j], like->wl, -1, like->candidates, like->ncandidates};
+            }
         }
         bg_rooms(bn, NN, running, NR);
         for (int k = 0; k < NN; k++) {  /* transitions: some nodes have more room at the end */
