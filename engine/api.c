@@ -2303,6 +2303,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
     if (n < 0) {
         if (live < 0) { /* an unknown pending pod: it takes a pending pod's name */
             if (take_reported_name(e, p, name, placeholder) < 0) return nomem(err);
+            us_pod_touch(st, pd);
             pd->named = true;
             repin(e, p, pin);
             return ok(err);
@@ -2323,6 +2324,7 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
          * (pending again, its gang would break and stop the pods it has
          * running) */
         if (pd->state == US_POD_PENDING || pd->state == US_POD_PIPELINED) {
+            us_pod_touch(st, pd);
             pd->named = true;
             return ok(err);
         }
@@ -2347,8 +2349,8 @@ static int upsert_pod(us_engine *e, const pod_report *r, us_error *err) {
                     "terminating or pipelined there", node, res, name);
     if (live < 0 && take_reported_name(e, p, name, placeholder) < 0) return nomem(err);
     repin(e, p, pin);
-    pd->named = true;
     us_pod_touch(st, pd);
+    pd->named = true;
     pd->shared_dev = slot;
     if (x) list_move(&x->on, p, pd->node, n);
     pd->node = n;

@@ -231,12 +231,14 @@ static int rule_warnings(us_state *st, const us_cycle_opts *o, us_cycle_log *log
     return 0;
 }
 
-/* What the status steps after the pools read of every workload, counted in
- * one pass over the pods: pods running, holding room (running or
- * pipelined), pending; and for a daemonset, whether every pending pod is
- * blocked (pinned[w]: 1 + a blocked pod's pin, -1 when some pending pod is
- * not blocked, as each pod has its own node); of the pending, those not
- * reported yet (us_cycle_opts.reported_pods). */
+/* What the status steps after the pools read of every workload: pods
+ * running, holding room (running or pipelined), pending (not gone); of the
+ * pending, those not reported yet (us_cycle_opts.reported_pods); and for a
+ * daemonset, whether every pending pod is blocked (pinned[w]: 1 + a
+ * blocked pod's pin, -1 when some pending pod is not blocked, as each pod
+ * has its own node).  The counts come from the ledger a cycle cache keeps
+ * (ledger.h) when it can tell them, else from a pass over every pod; the
+ * pins need a pass only while a daemonset has pods pending. */
 typedef struct wl_counts {
     int *running, *holding, *pending, *pinned, *unreported;
 } wl_counts;
@@ -249,27 +251,89 @@ static void wl_counts_free(wl_counts *c) {
     free(c->unreported);
 }
 
-static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c) {
+/* pinned[w] after pending pod pd of workload w, pinned to its node, in pod
+ * order */
+static void pin_step(const us_state *st, int *pinned, const us_pod *pd) {
+    int w = pd->workload;
+    if (pd->pin < 0 || pinned[w] < 0) return;
+    char ignored[8];
+    pinned[w] = us_blocker_find(st, &st->workloads[w], pd->pin, 1, ignored, sizeof ignored) !=
+                        US_BLOCK_NONE ? pd->pin + 1 : -1;
+}
+
+/* Does pending_reports read pinned[w]: an active daemonset with pods
+ * pending that breaks no rule? */
+static bool reads_pins(const us_workload *w, int pending) {
+    return w->controller == US_CTRL_DAEMONSET && w->state == US_WL_ACTIVE && !w->blocked &&
+           !w->external && pending > 0;
+}
+
+/* Every count by a pass over the pods (pins = false: all but pinned). */
+static void wl_counts_count(const us_state *st, const us_cycle_opts *o, wl_counts *c, bool pins) {
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        int w = pd->workload;
+        if (pd->gone) continue;
+        if (pd->state == US_POD_RUNNING) c->running[w]++;
+        if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) c->holding[w]++;
+        if (pd->state != US_POD_PENDING) continue;
+        c->pending[w]++;
+        if (!us_cycle_may_place(o, pd)) c->unreported[w]++;
+        if (pins) pin_step(st, c->pinned, pd);
+    }
+}
+
+static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c, us_err *err) {
     size_t nw = st->nworkloads ? st->nworkloads : 1;
     c->running = calloc(nw, sizeof *c->running);
     c->holding = calloc(nw, sizeof *c->holding);
     c->pending = calloc(nw, sizeof *c->pending);
     c->pinned = calloc(nw, sizeof *c->pinned);
     c->unreported = calloc(nw, sizeof *c->unreported);
-    if (!c->running || !c->holding || !c->pending || !c->pinned || !c->unreported) return -1;
-    for (size_t i = 0; i < st->npods; i++) {
-        const us_pod *pd = &st->pods[i];
-        int w = pd->workload;
-        if (!pd->gone && pd->state == US_POD_RUNNING) c->running[w]++;
-        if (!pd->gone && (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED)) c->holding[w]++;
-        if (pd->state != US_POD_PENDING) continue;
-        c->pending[w]++;
-        if (!us_cycle_may_place(o, pd)) c->unreported[w]++;
-        if (pd->pin < 0 || c->pinned[w] < 0) continue;
-        char ignored[8];
-        c->pinned[w] = us_blocker_find(st, &st->workloads[w], pd->pin, 1, ignored, sizeof ignored) !=
-                               US_BLOCK_NONE ? pd->pin + 1 : -1;
+    if (!c->running || !c->holding || !c->pending || !c->pinned || !c->unreported)
+        return us_err_nomem(err);
+    us_ledger_counts kept = {c->holding, c->running, c->pending, c->unreported};
+    if (!o->cache || us_ledger_workload_counts(&o->cache->ledger, st, &kept) != 0) {
+        memset(c->holding, 0, nw * sizeof *c->holding);
+        memset(c->running, 0, nw * sizeof *c->running);
+        memset(c->pending, 0, nw * sizeof *c->pending);
+        memset(c->unreported, 0, nw * sizeof *c->unreported);
+        wl_counts_count(st, o, c, true);
+        return 0;
     }
+    /* kept: unreported holds the pending pods not named, which are the
+     * ones not reported only when the caller reports pods */
+    if (!o->reported_pods) memset(c->unreported, 0, nw * sizeof *c->unreported);
+    bool pins = false;
+    for (size_t w = 0; w < st->nworkloads && !pins; w++) pins = reads_pins(&st->workloads[w], c->pending[w]);
+    for (size_t i = 0; pins && i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING) pin_step(st, c->pinned, &st->pods[i]);
+#ifdef US_CHECK_INVARIANTS
+    {
+        wl_counts fresh = {calloc(nw, sizeof(int)), calloc(nw, sizeof(int)), calloc(nw, sizeof(int)),
+                           calloc(nw, sizeof(int)), calloc(nw, sizeof(int))};
+        int rc = 0;
+        if (!fresh.running || !fresh.holding || !fresh.pending || !fresh.pinned || !fresh.unreported) {
+            rc = us_err_nomem(err);
+        } else {
+            wl_counts_count(st, o, &fresh, pins);
+            for (size_t w = 0; w < st->nworkloads && rc == 0; w++)
+                if (fresh.running[w] != c->running[w] || fresh.holding[w] != c->holding[w] ||
+                    fresh.pending[w] != c->pending[w] || fresh.unreported[w] != c->unreported[w] ||
+                    fresh.pinned[w] != c->pinned[w])
+                    rc = us_err_set(err, US_EINVARIANT, "invariant \"workload-counts\" broken: "
+                                    "workload \"%s\": the pods running, holding, pending, not "
+                                    "reported and the pin kept by the ledger (%d, %d, %d, %d, %d) "
+                                    "are not what its pods say (%d, %d, %d, %d, %d)",
+                                    st->workloads[w].name, c->running[w], c->holding[w],
+                                    c->pending[w], c->unreported[w], c->pinned[w], fresh.running[w],
+                                    fresh.holding[w], fresh.pending[w], fresh.unreported[w],
+                                    fresh.pinned[w]);
+        }
+        wl_counts_free(&fresh);
+        if (rc < 0) return rc;
+    }
+#endif
     return 0;
 }
 
@@ -427,14 +491,12 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     {
         /* gang start times do not change what pending_reports reads */
         wl_counts c = {0};
-        rc = wl_counts_take(st, o, &c);
+        rc = wl_counts_take(st, o, &c, err);
         if (rc == 0) gang_clock(st, &c, now);
-        if (rc == 0) rc = pending_reports(st, &c, log);
-        wl_counts_free(&c);
-        if (rc < 0 || take_policy_log(pol, log) < 0) {
+        if (rc == 0 && (pending_reports(st, &c, log) < 0 || take_policy_log(pol, log) < 0))
             rc = us_err_nomem(err);
-            goto out;
-        }
+        wl_counts_free(&c);
+        if (rc < 0) goto out;
     }
     inv.phys = &ph;
     if (o->check_invariants) rc = us_inv_check(st, &inv, figs, now, err);

@@ -15,6 +15,9 @@ void us_ledger_free(us_ledger *l) {
     free(l->use);
     free(l->waiting);
     free(l->holding);
+    free(l->running);
+    free(l->pending);
+    free(l->unnamed);
     free(l->ai);
     free(l->bg);
     free(l->kind);
@@ -107,12 +110,29 @@ static int pool_numbers(us_ledger *l, const us_state *st, size_t cap_workloads) 
     return rc;
 }
 
+/* Pod x (not gone) in (sign 1) or out (-1) of the per-workload counts. */
+static void workload_count(const us_pod_was *x, const us_ledger_counts *c, int sign) {
+    if (x->state == US_POD_RUNNING || x->state == US_POD_PIPELINED) c->holding[x->workload] += sign;
+    if (x->state == US_POD_RUNNING) c->running[x->workload] += sign;
+    if (x->state == US_POD_PENDING) {
+        c->pending[x->workload] += sign;
+        if (!x->named) c->unnamed[x->workload] += sign;
+    }
+}
+
+static us_ledger_counts counts_of(const us_ledger *l) {
+    return (us_ledger_counts){l->holding, l->running, l->pending, l->unnamed};
+}
+
 int us_ledger_take(us_ledger *l, const us_state *st) {
     us_ledger_free(l);
     size_t nn = st->nnodes ? st->nnodes : 1, nw = st->nworkloads ? st->nworkloads : 1;
     l->use = calloc(nn, sizeof *l->use);
     l->waiting = calloc(nn, sizeof *l->waiting);
     l->holding = calloc(nw, sizeof *l->holding);
+    l->running = calloc(nw, sizeof *l->running);
+    l->pending = calloc(nw, sizeof *l->pending);
+    l->unnamed = calloc(nw, sizeof *l->unnamed);
     l->kind = calloc(nw, sizeof *l->kind);
     bool views = !l->counts_only;
     if (views) {
@@ -120,7 +140,8 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         l->bg = calloc(nn, sizeof *l->bg);
     }
     us_usesum sum, aisum;  /* one addition per node, not per pod (usesum.h) */
-    if (!l->use || !l->waiting || !l->holding || !l->kind || (views && (!l->ai || !l->bg)) ||
+    if (!l->use || !l->waiting || !l->holding || !l->running || !l->pending || !l->unnamed ||
+        !l->kind || (views && (!l->ai || !l->bg)) ||
         us_usesum_init(&sum, st->nnodes, &l->use, 1) < 0) {
         us_ledger_free(l);
         return -1;
@@ -131,6 +152,7 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
         return -1;
     }
     for (size_t w = 0; w < st->nworkloads; w++) l->kind[w] = us_view_kind(&st->workloads[w]);
+    us_ledger_counts counts = counts_of(l);
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
         if (pd->gone) continue;
@@ -138,12 +160,12 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
             l->npipelined++;
             if (pd->node >= 0) l->waiting[pd->node]++;
         }
-        if (pd->state == US_POD_RUNNING || pd->state == US_POD_PIPELINED) l->holding[pd->workload]++;
+        us_pod_was x = {(int)i, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone, pd->named};
+        workload_count(&x, &counts, 1);
         if (us_ledger_holds_room(pd->gone, pd->node, pd->state))
             us_usesum_add(&sum, (size_t)pd->node, &st->nodes[pd->node],
                           st->workloads[pd->workload].request, pd->shared_dev);
         if (!views) continue;
-        us_pod_was x = {(int)i, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
         int share = share_of(l, &x, l->kind[pd->workload]);
         us_res req = st->workloads[pd->workload].request;
         /* in pod order, as the snapshot adds them: a fractional pod with no
@@ -177,7 +199,8 @@ static bool count(us_ledger *l, const us_state *st, const us_pod_was *x, int sig
         l->npipelined += (size_t)(ptrdiff_t)sign;
         if (nodes && x->node >= 0) l->waiting[x->node] += sign;
     }
-    if (x->state == US_POD_RUNNING || x->state == US_POD_PIPELINED) l->holding[x->workload] += sign;
+    us_ledger_counts c = counts_of(l);
+    workload_count(x, &c, sign);
     if (!nodes || !us_ledger_holds_room(x->gone, x->node, x->state)) return true;
     us_res req = st->workloads[x->workload].request;
     if (us_req_is_fractional(req) && (x->shared_dev < 0 || x->shared_dev >= US_MAX_GPUS)) return false;
@@ -190,10 +213,11 @@ static bool count(us_ledger *l, const us_state *st, const us_pod_was *x, int sig
 
 /* What journal entry was's pod is now (gone once it left the array). */
 static us_pod_was now_of(const us_state *st, const us_pod_was *was) {
-    us_pod_was is = {was->pod, was->workload, -1, -1, US_POD_PENDING, true};
+    us_pod_was is = {was->pod, was->workload, -1, -1, US_POD_PENDING, true, false};
     if (was->pod >= 0) {
         const us_pod *pd = &st->pods[was->pod];
-        is = (us_pod_was){was->pod, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone};
+        is = (us_pod_was){was->pod, pd->workload, pd->node, pd->shared_dev, pd->state, pd->gone,
+                          pd->named};
     }
     return is;
 }
@@ -260,7 +284,13 @@ static bool can_follow(us_ledger *l, const us_state *st) {
         size_t cap = st->nworkloads * 2;
         int *h = realloc(l->holding, cap * sizeof *h);
         if (h) l->holding = h;
-        uint8_t *k = h ? realloc(l->kind, cap * sizeof *k) : NULL;
+        int *r = h ? realloc(l->running, cap * sizeof *r) : NULL;
+        if (r) l->running = r;
+        int *pe = r ? realloc(l->pending, cap * sizeof *pe) : NULL;
+        if (pe) l->pending = pe;
+        int *u = pe ? realloc(l->unnamed, cap * sizeof *u) : NULL;
+        if (u) l->unnamed = u;
+        uint8_t *k = u ? realloc(l->kind, cap * sizeof *k) : NULL;
         if (k) l->kind = k;
         int *p = k && l->wpool ? realloc(l->wpool, cap * sizeof *p) : NULL;
         if (p) l->wpool = p;
@@ -270,6 +300,9 @@ static bool can_follow(us_ledger *l, const us_state *st) {
     }
     size_t added = st->nworkloads - l->nworkloads;
     memset(l->holding + l->nworkloads, 0, added * sizeof *l->holding);
+    memset(l->running + l->nworkloads, 0, added * sizeof *l->running);
+    memset(l->pending + l->nworkloads, 0, added * sizeof *l->pending);
+    memset(l->unnamed + l->nworkloads, 0, added * sizeof *l->unnamed);
     memset(l->kind + l->nworkloads, US_VIEW_NONE, added * sizeof *l->kind);
     for (size_t w = l->nworkloads; l->wpool && w < st->nworkloads; w++)
         l->wpool[w] = us_ledger_pool_number(l, st->workloads[w].pool);
@@ -295,9 +328,13 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
         }
     }
     for (size_t w = 0; w < st->nworkloads && rc == 0; w++)
-        if (l->holding[w] != fresh.holding[w]) {
-            snprintf(broken, len, "invariant \"ledger\" broken: workload \"%s\": %d pod(s) holding "
-                     "kept, %d counted", st->workloads[w].name, l->holding[w], fresh.holding[w]);
+        if (l->holding[w] != fresh.holding[w] || l->running[w] != fresh.running[w] ||
+            l->pending[w] != fresh.pending[w] || l->unnamed[w] != fresh.unnamed[w]) {
+            snprintf(broken, len, "invariant \"ledger\" broken: workload \"%s\": pods holding, "
+                     "running, pending and pending not named %d, %d, %d, %d kept, %d, %d, %d, %d "
+                     "counted (a write to a pod that skipped us_pod_touch?)", st->workloads[w].name,
+                     l->holding[w], l->running[w], l->pending[w], l->unnamed[w], fresh.holding[w],
+                     fresh.running[w], fresh.pending[w], fresh.unnamed[w]);
             rc = -2;
         }
     for (size_t n = 0; n < st->nnodes && rc == 0 && !l->counts_only; n++) {
@@ -352,7 +389,8 @@ int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, si
     bool followed = can_follow(l, st) && kinds_follow(l, st) && apply(l, st, true);
     us_state_journal_clear(st);
     for (size_t w = 0; w < st->nworkloads && followed; w++)
-        followed = wmap[w] >= 0 || l->holding[w] == 0;  /* a workload going holds no pod */
+        /* a workload going has no pod */
+        followed = wmap[w] >= 0 || (l->holding[w] == 0 && l->pending[w] == 0);
     if (!followed) {
         us_ledger_free(l);
         return 1;
@@ -362,6 +400,9 @@ int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, si
         int to = wmap[w];
         if (to < 0) continue;
         l->holding[to] = l->holding[w];
+        l->running[to] = l->running[w];
+        l->pending[to] = l->pending[w];
+        l->unnamed[to] = l->unnamed[w];
         l->kind[to] = l->kind[w];
         if (l->wpool) l->wpool[to] = l->wpool[w];
     }
@@ -417,6 +458,27 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
             memset(ai, 0, n * sizeof *ai);
             memset(bg, 0, n * sizeof *bg);
             return 1;
+        }
+    }
+    return 0;
+}
+
+int us_ledger_workload_counts(const us_ledger *l, const us_state *st, const us_ledger_counts *out) {
+    if (!l || !l->valid || !l->running || st->journal_lost || l->pods_version != st->pods_version ||
+        l->nworkloads != st->nworkloads)
+        return 1;
+    size_t nw = st->nworkloads;
+    memcpy(out->holding, l->holding, nw * sizeof *out->holding);
+    memcpy(out->running, l->running, nw * sizeof *out->running);
+    memcpy(out->pending, l->pending, nw * sizeof *out->pending);
+    memcpy(out->unnamed, l->unnamed, nw * sizeof *out->unnamed);
+    /* what changed since: each entry out as it was, in as it is, as count() does */
+    for (size_t k = 0; k < st->njournal; k++) {
+        const us_pod_was *was = &st->journal[k];
+        us_pod_was is = now_of(st, was);
+        for (int sign = -1; sign <= 1; sign += 2) {
+            const us_pod_was *x = sign < 0 ? was : &is;
+            if (!x->gone) workload_count(x, out, sign);
         }
     }
     return 0;

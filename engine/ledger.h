@@ -8,6 +8,9 @@
  *   use[node]      room of its running and terminating pods (not gone);
  *   waiting[node]  its pipelined pods;
  *   holding[w]     pods of workload w running or pipelined;
+ *   running[w]     of them, running;
+ *   pending[w]     pods of workload w pending, and unnamed[w] of them not
+ *                  named (us_pod.named: not reported by the caller yet);
  *   npipelined     pipelined pods in all;
  * and by its workload's view kind (us_view_kind) too, for the cycle's
  * snapshot (plan.c), which copies them for its pool instead of adding up
@@ -89,6 +92,7 @@ typedef struct us_ledger {
     us_use *use;       /* [nnodes] */
     int *waiting;      /* [nnodes] */
     int *holding;      /* [nworkloads] */
+    int *running, *pending, *unnamed;  /* [nworkloads] */
     size_t npipelined;
     us_use *ai;        /* [nnodes] never lent: the snapshot copies */
     us_bg_total *bg;   /* [nnodes] */
@@ -137,6 +141,16 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting);
  * caller says the pods were renumbered (us_state_pods_renumbered), as
  * before. */
 int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, size_t nnew);
+
+/* The per-workload counts as counting every pod of st would make them now,
+ * into the arrays given ([st->nworkloads] each): l's, brought up to date
+ * with the journal's entries (the changes a cycle makes until it
+ * settles).  0; 1 when l cannot tell (not counted, pods or workloads
+ * renumbered since, the journal lost): the caller counts them itself. */
+typedef struct us_ledger_counts {
+    int *holding, *running, *pending, *unnamed;
+} us_ledger_counts;
+int us_ledger_workload_counts(const us_ledger *l, const us_state *st, const us_ledger_counts *out);
 
 /* Frees what l holds: l is then empty (counts_only stays). */
 void us_ledger_free(us_ledger *l);

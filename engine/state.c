@@ -347,7 +347,8 @@ static void journal_add(us_state *st, us_pod *p, us_pod_was was) {
 
 void us_pod_touch(us_state *st, us_pod *p) {
     if (p->journal) return;
-    journal_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state, p->gone});
+    journal_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state,
+                                    p->gone, p->named});
 }
 
 void us_state_fold_releases(us_state *st) {
@@ -390,7 +391,7 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     st->workloads[w].npods++;
     /* appended: it was nothing before */
     int i = (int)st->npods++;
-    us_pod_was nothing = {i, w, -1, -1, US_POD_PENDING, true};
+    us_pod_was nothing = {i, w, -1, -1, US_POD_PENDING, true, false};
     journal_add(st, p, nothing);
     return i;
 }

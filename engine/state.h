@@ -254,6 +254,7 @@ typedef struct us_pod_was {
     int workload, node, shared_dev;
     us_pod_state state;
     bool gone;
+    bool named;            /* us_pod.named */
 } us_pod_was;
 
 typedef struct us_state {
@@ -285,7 +286,7 @@ typedef struct us_state {
     /* The journal of changed pods: an entry per pod changed or appended
      * since a ledger last read it (us_ledger_sync), so that what a ledger
      * keeps follows the changes, not the pods.  Every write to a pod's
-     * node, state, device or gone flag calls us_pod_touch first. */
+     * node, state, device, gone or named flag calls us_pod_touch first. */
     us_pod_was *journal;
     size_t njournal, cap_journal;
     bool journal_lost;      /* an entry could not be kept: ledgers count again */
@@ -369,8 +370,8 @@ static inline void us_state_pod_leaves(us_state *st, size_t i) {
  * follow.  Every compaction's drop, so that none forgets one. */
 void us_state_pod_dropped(us_state *st, size_t i);
 
-/* Pod p (of st->pods) is about to change its node, state, device or gone
- * flag: its fields before the change go into the journal (once per pod
+/* Pod p (of st->pods) is about to change its node, state, device, gone or
+ * named flag: its fields before the change go into the journal (once per pod
  * between two reads).  Never fails: when memory runs out the journal is marked lost
  * and the next ledger sync counts every pod. */
 void us_pod_touch(us_state *st, us_pod *p);
