@@ -1708,6 +1708,17 @@ static void bg_push_res(const bg_builder *b, us_res r) {
     bg_set_int(b, K_MEMORY, r.v[US_MEM]);
 }
 
+/* r as bg_push_res does, or, when it equals same, the table already at
+ * field key of the table on top (shared: views are read-only) */
+static void bg_push_same_or_res(const bg_builder *b, int key, us_res same, us_res r) {
+    if (memcmp(&same, &r, sizeof r) != 0) {
+        bg_push_res(b, r);
+        return;
+    }
+    lua_pushvalue(b->L, b->keys + key);
+    lua_rawget(b->L, -2);
+}
+
 /* A background pod in a re-offer view.  Pods of one workload share one
  * `requests` and one `labels` table and the workload's name string (cached
  * by workload): a view of tens of thousands of pods is built several times
@@ -1805,13 +1816,16 @@ static void push_bg_view(lua_State *L, bg_task *bt) {
             lua_rawgetp(L, b.cache, last_cap);
         }
         bg_set(&b, K_CAPACITY);
+        /* a node no offered pod runs on, with nothing terminating or
+         * pipelined there (most candidates of a pending pod), has one
+         * room for all three: they share its `free` table */
         bg_push_res(&b, bn->free);
         bg_set(&b, K_FREE);
         bg_set_int(&b, K_FREE_GPUS, bn->free_gpus);
-        bg_push_res(&b, bn->free_at_end);
+        bg_push_same_or_res(&b, K_FREE, bn->free, bn->free_at_end);
         bg_set(&b, K_FREE_AT_END);
         bg_set_int(&b, K_FREE_GPUS_AT_END, bn->free_gpus_at_end);
-        bg_push_res(&b, bn->idle);
+        bg_push_same_or_res(&b, K_FREE, bn->free, bn->idle);
         bg_set(&b, K_IDLE);
         bg_set_int(&b, K_IDLE_GPUS, bn->idle_gpus);
         /* nodes_by_name[name] = node, and the private index of name */
