@@ -259,7 +259,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * write per pod that touched every page of three arrays */
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
-    p->ai = calloc(nn, sizeof *p->ai);
+    p->ai = malloc(nn * sizeof *p->ai);  /* set below: copied or zeroed */
     p->flags = calloc(np, sizeof *p->flags);
     p->pnode = malloc(np * sizeof *p->pnode);
     p->pslot = malloc(np * sizeof *p->pslot);
@@ -275,7 +275,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->wl_pending = malloc(np * sizeof *p->wl_pending);
     p->bg_pending = malloc(np * sizeof *p->bg_pending);
     p->bg_running = malloc(np * sizeof *p->bg_running);
-    p->bg_total = calloc(nn, sizeof *p->bg_total);
+    p->bg_total = malloc(nn * sizeof *p->bg_total);
     p->node_kind = calloc(nn, sizeof *p->node_kind);
     p->wl_bg = calloc(nw, sizeof *p->wl_bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
@@ -337,6 +337,12 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     /* the AI view and background totals: the ledger's, kept across cycles
      * (ledger.h), when it can tell them; else added up in the pass */
     bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
+    /* copied for the pool's nodes, or to be added up from zero; zeroed
+     * past them all the same (a large array zeroed and then copied over
+     * was a cycle's largest memset) */
+    size_t from = kept ? p->nnodes : 0;
+    memset(p->ai + from, 0, (nn - from) * sizeof *p->ai);
+    memset(p->bg_total + from, 0, (nn - from) * sizeof *p->bg_total);
     if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
     us_usesum ai;
     if (!wanted || !at || !pending || (!kept && us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0)) {
