@@ -147,15 +147,15 @@ static int collect_pools(const us_state *st, us_cycle_cache *cache, const char *
     return 0;
 }
 
-static int run_pool(us_state *st, const char *pool, us_policy *pol, double now,
-                    const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
+static int run_pool(us_state *st, const char *pool, const us_pod_set *set, us_policy *pol,
+                    double now, const us_cycle_opts *o, us_cycle_log *log, us_queue_figures *figs,
                     us_cycle_counts *counts, us_inv *inv, us_cycle_budget *budget, us_phys *ph,
                     us_err *err) {
     us_plan p;
     us_reoffer bg = {0};
     int rc = -1;
     double t0 = o->profile ? us_cycle_cpu_clock() : 0;
-    int snap = us_plan_snapshot(&p, st, pool, now, pol, o, log);
+    int snap = us_plan_snapshot(&p, st, pool, now, pol, o, log, set);
     if (snap == -2) return us_err_set(err, US_EINVARIANT, "%s", p.broken);
     if (snap < 0) return us_err_nomem(err);
     p.budget = budget;
@@ -452,6 +452,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     us_queue_figures *own = NULL;
     us_inv inv = {0};
     us_phys ph = {0};  /* what holds each node, from the cycle's start on */
+    us_pool_pods pool_pods = {0};
     if (!figs && o->check_invariants && !(figs = own = calloc(st->nqueues ? st->nqueues : 1, sizeof *own)))
         return us_err_nomem(err);
     if (figs) memset(figs, 0, st->nqueues * sizeof *figs);
@@ -481,12 +482,21 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_err_nomem(err);
         goto out;
     }
+    /* with several pools, each snapshot reads the pods of its pool only,
+     * found for all in one pass (without memory for the lists, each reads
+     * every pod) */
+    double t_lists = o->profile ? us_cycle_cpu_clock() : 0;
+    (void)us_pool_pods_make(&pool_pods, st, o->cache ? &o->cache->ledger : NULL, pools, npools);
+    if (o->profile) o->profile->snapshot += us_cycle_cpu_clock() - t_lists;  /* the snapshots' part */
     rc = 0;
     /* one budget for the whole cycle, every pool and policy file */
     us_cycle_budget budget = {o->cycle_budget, us_cycle_clock() + o->cycle_budget, false};
-    for (size_t i = 0; i < npools && rc == 0; i++)
-        rc = run_pool(st, pools[i], pol, now, o, log, figs, counts, o->check_invariants ? &inv : NULL,
-                      &budget, &ph, err);
+    for (size_t i = 0; i < npools && rc == 0; i++) {
+        us_pod_set set;
+        bool only = us_pool_pods_set(&pool_pods, st, i, &set);
+        rc = run_pool(st, pools[i], only ? &set : NULL, pol, now, o, log, figs, counts,
+                      o->check_invariants ? &inv : NULL, &budget, &ph, err);
+    }
     if (rc < 0) goto out;
     {
         /* gang start times do not change what pending_reports reads */
@@ -510,6 +520,7 @@ out:
     /* the cycle's deadline binds no call made outside it */
     for (us_policy *v = pol; v; v = us_policy_previous(v)) us_policy_set_cycle_deadline(v, 0, 0);
     free(pools);
+    us_pool_pods_free(&pool_pods);
     free(own);
     us_inv_free(&inv);
     us_phys_free(&ph);

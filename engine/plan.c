@@ -237,8 +237,35 @@ static int same_as_counted(const us_plan *p) {
 }
 #endif
 
+/* The x-th pod a snapshot reads: of set (its list, then the pods appended
+ * since), or of every pod when set is NULL. */
+static size_t pod_read(const us_pod_set *set, size_t x) {
+    if (!set) return x;
+    return x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n);
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* Checking builds: does set leave out a pod the pool's snapshot must
+ * read (one of its workloads', by name, or one on its nodes)?  1 when
+ * it does, 0 when not, -1 (memory). */
+static int left_out(const us_plan *p, const us_pod_set *set, size_t nread) {
+    const us_state *st = p->st;
+    bool *read = calloc(st->npods ? st->npods : 1, sizeof *read);
+    if (!read) return -1;
+    for (size_t x = 0; x < nread; x++) read[pod_read(set, x)] = true;
+    int left = 0;
+    for (size_t i = 0; i < st->npods && !left; i++) {
+        const us_pod *pd = &st->pods[i];
+        left = !read[i] && (strcmp(st->workloads[pd->workload].pool, p->pool) == 0 ||
+                            (pd->node >= 0 && p->pos[pd->node] >= 0));
+    }
+    free(read);
+    return left;
+}
+#endif
+
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
-                     const us_cycle_opts *o, us_cycle_log *log) {
+                     const us_cycle_opts *o, us_cycle_log *log, const us_pod_set *set) {
     memset(p, 0, sizeof *p);
     p->st = st;
     p->pool = pool;
@@ -352,7 +379,10 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         goto fail;
     }
     bool short_of_memory = false;
-    for (size_t i = 0; i < st->npods; i++) {
+    /* the pods read: the pool's (set, poolpods.h), else every pod */
+    size_t nread = set ? set->n + (st->npods - set->from) : st->npods;
+    for (size_t x = 0; x < nread; x++) {
+        size_t i = pod_read(set, x);
         const us_pod *pod = &st->pods[i];
         bool in_view = evict_background(p, i, wanted, kept ? NULL : &ai);
         int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
@@ -390,6 +420,19 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         us_usesum_free(&ai);
     }
 #ifdef US_CHECK_INVARIANTS
+    if (set && !short_of_memory) {
+        int left = left_out(p, set, nread);
+        if (left < 0) short_of_memory = true;
+        if (left > 0) {
+            free(wanted);
+            free(at);
+            free(pending);
+            us_plan_free(p);
+            p->broken = "invariant \"pool-pods\" broken: a pod of the pool's workloads or on its "
+                        "nodes is not among the pods its snapshot read";
+            return -2;
+        }
+    }
     if (!short_of_memory) {
         int same = same_as_counted(p);
         if (same < 0) short_of_memory = true;
@@ -430,7 +473,8 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
             int w = st->pods[pending[k]].workload;
             p->wl_pending[p->wl_first[w] + wfill[w]++] = pending[k];
         }
-        for (size_t i = 0; i < st->npods; i++) {
+        for (size_t x = 0; x < nread; x++) {
+            size_t i = pod_read(set, x);
             int n = at[i];
             if (n >= 0) p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
         }

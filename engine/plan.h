@@ -15,6 +15,7 @@
 #include "events.h"
 #include "hashidx.h"
 #include "policy.h"
+#include "poolpods.h"
 #include "state.h"
 #include "use.h"
 
@@ -157,11 +158,14 @@ typedef struct us_plan {
 
 /* Snapshot pool at time now: its nodes in name order and the pods on
  * each, and virtual eviction in the same pass over the pods: the AI view
- * and queue figures built from AI pods only.  0; -1 (out of memory, p
- * freed); -2 in checking builds when the node list kept from the last
- * cycle is not the list (p freed, p->broken says which invariant). */
+ * and queue figures built from AI pods only.  The pass reads the pods of
+ * set (poolpods.h: the pool's workloads' and those on its nodes), or every
+ * pod when set is NULL; any other pod says nothing about the pool.  0; -1
+ * (out of memory, p freed); -2 in checking builds when the node list kept
+ * from the last cycle is not the list, or set leaves out a pod of the pool
+ * (p freed, p->broken says which invariant). */
 int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_policy *pol,
-                     const us_cycle_opts *o, us_cycle_log *log);
+                     const us_cycle_opts *o, us_cycle_log *log, const us_pod_set *set);
 void us_plan_free(us_plan *p);
 
 /* Is the pod an AI pod of an active, schedulable workload in this pool? */

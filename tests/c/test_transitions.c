@@ -140,7 +140,7 @@ static void check_reoffer_applied(const us_state *st, double now, int *checked) 
     }
     CHECK(us_life_expire(&c, now) == 0);
     CHECK(us_commit_cycle_start(&c, now, NULL, &log, &ph, &err) == 0);
-    CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log) == 0);
+    CHECK(us_plan_snapshot(&p, &c, "default", now, NULL, &o, &log, NULL) == 0);
     CHECK(us_fairshare_compute(&p, &err) == 0);
     CHECK(us_allocate(&p, &err) == 0);
     CHECK(us_reclaim(&p, &err) == 0);
