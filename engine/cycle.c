@@ -294,11 +294,7 @@ static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts 
         return us_err_nomem(err);
     us_ledger_counts kept = {c->holding, c->running, c->pending, c->unreported};
     if (!o->cache || us_ledger_workload_counts(&o->cache->ledger, st, &kept) != 0) {
-        memset(c->holding, 0, nw * sizeof *c->holding);
-        memset(c->running, 0, nw * sizeof *c->running);
-        memset(c->pending, 0, nw * sizeof *c->pending);
-        memset(c->unreported, 0, nw * sizeof *c->unreported);
-        wl_counts_count(st, o, c, true);
+        wl_counts_count(st, o, c, true);  /* the counts are still zero */
         return 0;
     }
     /* kept: unreported holds the pending pods not named, which are the

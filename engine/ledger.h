@@ -146,7 +146,8 @@ int us_ledger_renumber_workloads(us_ledger *l, us_state *st, const int *wmap, si
  * into the arrays given ([st->nworkloads] each): l's, brought up to date
  * with the journal's entries (the changes a cycle makes until it
  * settles).  0; 1 when l cannot tell (not counted, pods or workloads
- * renumbered since, the journal lost): the caller counts them itself. */
+ * renumbered since, the journal lost): the arrays are untouched, and the
+ * caller counts them itself. */
 typedef struct us_ledger_counts {
     int *holding, *running, *pending, *unnamed;
 } us_ledger_counts;
