@@ -283,15 +283,20 @@ static void wl_counts_count(const us_state *st, const us_cycle_opts *o, wl_count
     }
 }
 
-static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c, us_err *err) {
-    size_t nw = st->nworkloads ? st->nworkloads : 1;
+/* Every count zero, for nw workloads: 0, or -1 (memory; c is then
+ * wl_counts_free's to free). */
+static int wl_counts_zero(wl_counts *c, size_t nw) {
     c->running = calloc(nw, sizeof *c->running);
     c->holding = calloc(nw, sizeof *c->holding);
     c->pending = calloc(nw, sizeof *c->pending);
     c->pinned = calloc(nw, sizeof *c->pinned);
     c->unreported = calloc(nw, sizeof *c->unreported);
-    if (!c->running || !c->holding || !c->pending || !c->pinned || !c->unreported)
-        return us_err_nomem(err);
+    return c->running && c->holding && c->pending && c->pinned && c->unreported ? 0 : -1;
+}
+
+static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c, us_err *err) {
+    size_t nw = st->nworkloads ? st->nworkloads : 1;
+    if (wl_counts_zero(c, nw) < 0) return us_err_nomem(err);
     us_ledger_counts kept = {c->holding, c->running, c->pending, c->unreported};
     if (!o->cache || us_ledger_workload_counts(&o->cache->ledger, st, &kept) != 0) {
         wl_counts_count(st, o, c, true);  /* the counts are still zero */
@@ -306,10 +311,9 @@ static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts 
         if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING) pin_step(st, c->pinned, &st->pods[i]);
 #ifdef US_CHECK_INVARIANTS
     {
-        wl_counts fresh = {calloc(nw, sizeof(int)), calloc(nw, sizeof(int)), calloc(nw, sizeof(int)),
-                           calloc(nw, sizeof(int)), calloc(nw, sizeof(int))};
+        wl_counts fresh = {0};
         int rc = 0;
-        if (!fresh.running || !fresh.holding || !fresh.pending || !fresh.pinned || !fresh.unreported) {
+        if (wl_counts_zero(&fresh, nw) < 0) {
             rc = us_err_nomem(err);
         } else {
             wl_counts_count(st, o, &fresh, pins);
