@@ -77,6 +77,17 @@ typedef struct pod_index {
     size_t nn;                    /* nodes the per-node arrays have room for */
 } pod_index;
 
+/* An array read by index (us_engine_pod, us_engine_workload) whose
+ * entries the caller does not see (hidden) stay in it a while: the hidden
+ * positions, ascending, found by one pass at the first read after a change,
+ * so that the i-th entry listed is found by a binary search.  Not built
+ * while none is hidden. */
+typedef struct listing {
+    bool valid;
+    int *hidden;
+    size_t n, cap;
+} listing;
+
 struct us_engine {
     us_state st;
     us_policy *pol;               /* NULL: the built-in C policies */
@@ -111,6 +122,10 @@ struct us_engine {
     /* what the pods on each node hold (us_engine_node), built on the first
      * read after a change; NULL until then */
     us_res *node_used;            /* [st.nnodes] */
+    /* pods gone and finished workloads whose pods are all gone stay in
+     * the state's arrays until a compaction is due (us_state.gone_share):
+     * the listings by index pass over them (see listing) */
+    listing pod_listing, wl_listing;
     /* where pod reports look, built by the first report after another
      * change and kept while reports follow one another (see pods_index) */
     pod_index pods;
@@ -279,6 +294,8 @@ US_API void us_engine_destroy(us_engine *e) {
     free_cycle(e);
     us_cycle_log_free(&e->pending);
     free(e->names);
+    free(e->pod_listing.hidden);
+    free(e->wl_listing.hidden);
     free(e->wnames.slot);
     free(e->nnames.slot);
     forget_reads(e);
@@ -966,8 +983,7 @@ static int forget_terminating_elsewhere(us_engine *e, const char *name, int on) 
         if (i < 0) continue;
         us_pod *p = &st->pods[i];
         if (!p->gone && p->state == US_POD_RELEASING && p->node != on && strcmp(p->name, name) == 0) {
-            us_pod_touch(st, p);
-            p->gone = true;
+            us_pod_go(st, p);
             e->untidy = true;
         }
     }
@@ -986,10 +1002,15 @@ static int pod_name_held(void *ctx, const char *name) {
 }
 
 /* A workload tidying keeps: live (active, or waiting for its pods), or
- * finished with pods still its own (listed while they leave). */
+ * finished with pods still its own, gone ones too until a compaction
+ * drops them. */
 static bool workload_stays(const us_workload *w) {
     return w->npods > 0 || w->state == US_WL_ACTIVE || w->state == US_WL_WAITING;
 }
+
+/* A workload the caller does not see (us_engine_workload): dropped by
+ * tidying, kept in the array only for its pods gone (us_workload.dropped). */
+static bool workload_unlisted(const us_workload *w) { return w->dropped; }
 
 #ifdef US_CHECK_INVARIANTS
 /* Checking builds: every workload's count of its pods is its pods. */
@@ -1007,28 +1028,38 @@ static bool pod_counts_hold(const us_state *st) {
 /* ---- tidying ---------------------------------------------------------------------------
  * The engine's state never removes objects from its arrays (indices stay
  * valid for a whole simulated run).  A control plane runs for months, so
- * between calls the handle drops what can no longer matter: pods that left,
- * finished workloads whose pods are all gone, removed nodes no pod refers
- * to.  Cross references (pod -> workload, node, pin) are renumbered.  When
- * memory for the maps is short it simply tidies later. */
-static void tidy(us_engine *e) {
+ * between calls the handle drops what can no longer matter: pods that left
+ * (once they are a share of the pods, us_state.gone_share, or all of them
+ * when asked), finished workloads whose pods are all dropped, removed
+ * nodes no pod refers to.  Cross references (pod -> workload, node, pin)
+ * are renumbered.  When memory for the maps is short it simply tidies
+ * later. */
+static void tidy_pods(us_engine *e, bool all) {
     us_state *st = &e->st;
     int *wmap = NULL, *nmap = NULL;
     size_t k;
     forget_reads(e); /* indices change */
-    /* no pass over the pods where nothing is to be done: none gone, no
-     * finished workload without pods, no removed node */
-    if (us_state_may_have_gone(st)) us_state_compact_pods(st);
+    /* no pass over the pods where nothing is to be done: no gone pods due
+     * to be dropped (all: any), no finished workload without pods, no
+     * removed node */
+    if (us_state_compact_due(st) || (all && st->ngone)) us_state_compact_pods(st);
     bool removed_node = false;
     for (size_t n = 0; n < st->nnodes && !removed_node; n++) removed_node = st->nodes[n].removed;
+    /* a finished workload whose pods are all gone is dropped now for the
+     * caller (us_workload.dropped), and from the array with its pods */
     bool workload_goes = false;
-    for (size_t w = 0; w < st->nworkloads && !workload_goes; w++)
-        workload_goes = !workload_stays(&st->workloads[w]);
+    for (size_t w = 0; w < st->nworkloads; w++) {
+        us_workload *wl = &st->workloads[w];
+        if (!workload_stays(wl)) workload_goes = true;
+        else if (wl->npods == wl->ngone && wl->state != US_WL_ACTIVE && wl->state != US_WL_WAITING)
+            wl->dropped = true;
+    }
 #ifdef US_CHECK_INVARIANTS
-    for (size_t i = 0; i < st->npods && !e->broken; i++)
-        if (st->pods[i].gone)
-            e->broken = "invariant \"release-times\" broken: a pod is gone that the state did "
-                        "not know of (a write to a pod that skipped us_pod_touch?)";
+    size_t ngone = 0;
+    for (size_t i = 0; i < st->npods; i++) ngone += st->pods[i].gone;
+    if (ngone != st->ngone)
+        e->broken = "invariant \"release-times\" broken: the pods marked gone are not the "
+                    "ones the state counted (a pod marked gone without us_pod_go?)";
     if (!pod_counts_hold(st))
         e->broken = "invariant \"workload-pods\" broken: a workload's count of its pods is not "
                     "the pods that are its own (a pod added or dropped without its count)";
@@ -1041,6 +1072,7 @@ static void tidy(us_engine *e) {
      * node is removed (a present node stays anyway) */
     for (size_t i = 0; removed_node && i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
+        if (p->gone) continue;  /* refers to nothing: its node and pin go to -1 */
         if (p->node >= 0) nmap[p->node] = 1;
         if (p->pin >= 0) nmap[p->pin] = 1;
     }
@@ -1184,7 +1216,7 @@ static void settle_pods(us_engine *e) {
 }
 
 static void tidy_now(us_engine *e) {
-    tidy(e);
+    tidy_pods(e, false);
     e->untidy = false;
     e->untidy_calls = 0;
 }
@@ -1714,10 +1746,28 @@ US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) 
 /* ---- queues ------------------------------------------------------------------------ */
 
 /* A workload entry (any state) in queue q, or -1. */
-static int queue_user(const us_state *st, int q) {
-    for (size_t i = 0; i < st->nworkloads; i++)
-        if (st->workloads[i].queue == q) return (int)i;
+/* A workload of queue q that holds it (not one kept only for its pods
+ * gone, see workload_unlisted), or -1; *kept tells whether such a kept
+ * one is of q. */
+static int queue_user_of(const us_state *st, int q, bool *kept) {
+    *kept = false;
+    for (size_t i = 0; i < st->nworkloads; i++) {
+        if (st->workloads[i].queue != q) continue;
+        if (!workload_unlisted(&st->workloads[i])) return (int)i;
+        *kept = true;
+    }
     return -1;
+}
+
+/* The workload that holds queue q, or -1 (none), -2 (out of memory).  A
+ * finished workload kept only for its pods gone holds nothing, but would
+ * still refer to q: such ones go first, with their pods (tidy_pods). */
+static int queue_user(us_engine *e, int q) {
+    bool kept;
+    int user = queue_user_of(&e->st, q, &kept);
+    if (user >= 0 || !kept) return user;
+    tidy_pods(e, true);
+    return queue_user_of(&e->st, q, &kept) >= 0 || kept ? -2 : -1;
 }
 
 static bool qres_same(const us_qres *a, const us_qres *b) {
@@ -1765,7 +1815,11 @@ static int upsert_queue(us_engine *e, const cJSON *o, us_error *err) {
                 goto out;
             }
         }
-        if ((user = queue_user(st, q.parent)) >= 0) {
+        if ((user = queue_user(e, q.parent)) == -2) {
+            rc = nomem(err);
+            goto out;
+        }
+        if (user >= 0) {
             rc = fail(err, US_EINVAL,
                       "queue.parent: \"%s\" holds workload \"%s\"; workloads go to leaf queues "
                       "only, so it cannot have children", pname, st->workloads[user].name);
@@ -1838,7 +1892,8 @@ US_API int us_engine_remove_queue(us_engine *e, const char *name, us_error *err)
         if (st->queues[i].parent == q)
             return fail(err, US_EBUSY, "queue \"%s\" has a child queue \"%s\"", name,
                         st->queues[i].name);
-    if ((user = queue_user(st, q)) >= 0)
+    if ((user = queue_user(e, q)) == -2) return nomem(err);
+    if (user >= 0)
         return fail(err, US_EBUSY, "queue \"%s\" holds workload \"%s\"%s", name,
                     st->workloads[user].name,
                     st->workloads[user].state == US_WL_ACTIVE ? "" : " (still terminating)");
@@ -2025,8 +2080,7 @@ static int end_workload(us_engine *e, const char *name, double now, bool done, u
     else us_life_delete_listed(&e->st, w, pods, n, now);
     for (size_t k = 0; done && k < n; k++)
         if (e->st.pods[pods[k]].state == US_POD_COMPLETED) {
-            us_pod_touch(&e->st, &e->st.pods[pods[k]]);
-            e->st.pods[pods[k]].gone = true;
+            us_pod_go(&e->st, &e->st.pods[pods[k]]);
         }
     free(pods);
     e->untidy = true;
@@ -2428,8 +2482,7 @@ US_API int us_engine_remove_pod(us_engine *e, const char *name, us_error *err) {
     if (!name) return fail(err, US_EINVAL, "pod: NULL name");
     if (find_pod(e, name, &live, &rel) < 0) return nomem(err);
     if (rel >= 0) {
-        us_pod_touch(&e->st, &e->st.pods[rel]);
-        e->st.pods[rel].gone = true;   /* terminated early: its room is free now */
+        us_pod_go(&e->st, &e->st.pods[rel]);   /* terminated early: its room is free now */
         e->untidy = true;
         return ok(err);
     }
@@ -2589,15 +2642,63 @@ static us_resources out_res(us_res r) {
     return (us_resources){(double)r.v[US_GPU] / US_GPU_UNIT, r.v[US_CPU], r.v[US_MEM]};
 }
 
+/* l made for the n entries of an array where hidden(k) tells entry k is
+ * hidden, when some is (any > 0): 0, or -1 when memory runs out. */
+static int listing_make(listing *l, size_t n, size_t any, bool (*hidden)(const us_state *, size_t),
+                        const us_state *st) {
+    if (l->valid) return 0;
+    l->n = 0;
+    for (size_t k = 0; any && k < n; k++) {
+        if (!hidden(st, k)) continue;
+        if (us_grow((void **)&l->hidden, &l->cap, l->n, sizeof *l->hidden) < 0) return -1;
+        l->hidden[l->n++] = (int)k;
+    }
+    l->valid = true;
+    return 0;
+}
+
+/* The position of the i-th entry listed: i plus the hidden entries before
+ * it.  hidden[j] - j entries are listed before hidden[j] (ascending in j),
+ * so those with hidden[j] - j <= i come before it. */
+static size_t listing_at(const listing *l, size_t i) {
+    size_t lo = 0, hi = l->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((size_t)l->hidden[mid] - mid <= i) lo = mid + 1;
+        else hi = mid;
+    }
+    return i + lo;
+}
+
+static bool pod_hidden(const us_state *st, size_t k) { return st->pods[k].gone; }
+
+static bool workload_hidden(const us_state *st, size_t k) { return workload_unlisted(&st->workloads[k]); }
+
+/* The pods listed (not gone), for a read: NULL when memory runs out. */
+static const listing *pods_listed(const us_engine *ce) {
+    us_engine *e = (us_engine *)ce; /* a cache: see settle */
+    return listing_make(&e->pod_listing, e->st.npods, e->st.ngone, pod_hidden, &e->st) < 0
+               ? NULL : &e->pod_listing;
+}
+
+/* The workloads listed (not workload_unlisted), for a read: NULL when memory runs out. */
+static const listing *workloads_listed(const us_engine *ce) {
+    us_engine *e = (us_engine *)ce; /* a cache: see settle */
+    return listing_make(&e->wl_listing, e->st.nworkloads, e->st.ngone, workload_hidden, &e->st) < 0
+               ? NULL : &e->wl_listing;
+}
+
 US_API size_t us_engine_pod_count(const us_engine *e) {
     settle(e);
-    return e ? e->st.npods : 0;
+    return e ? e->st.npods - e->st.ngone : 0;
 }
 
 US_API int us_engine_pod(const us_engine *e, size_t i, us_pod_info *out) {
     settle(e);
-    if (!e || !out || i >= e->st.npods) return US_ENOENT;
-    const us_pod *p = &e->st.pods[i];
+    if (!e || !out || i >= e->st.npods - e->st.ngone) return US_ENOENT;
+    const listing *l = pods_listed(e);
+    if (!l) return US_ENOMEM;
+    const us_pod *p = &e->st.pods[listing_at(l, i)];
     const us_workload *w = &e->st.workloads[p->workload];
     out->name = p->name;
     out->workload = w->name;
@@ -2624,9 +2725,11 @@ static int holding_node(const us_pod *p) {
     return !p->gone && (p->state == US_POD_RUNNING || p->state == US_POD_RELEASING) ? p->node : -1;
 }
 
+/* The read caches every change voids: what nodes hold, the listings. */
 static void forget_used(us_engine *e) {
     free(e->node_used);
     e->node_used = NULL;
+    e->pod_listing.valid = e->wl_listing.valid = false;
 }
 
 /* The caches no longer hold: the state is about to change. */
@@ -2710,15 +2813,27 @@ US_API int us_engine_queue(const us_engine *e, size_t i, us_queue_info *out) {
     return US_OK;
 }
 
+/* Workload i of the listing, or -1 (none; -2: out of memory). */
+static long listed_workload(const us_engine *e, size_t i) {
+    const listing *l = workloads_listed(e);
+    if (!l) return -2;
+    return i < e->st.nworkloads - l->n ? (long)listing_at(l, i) : -1;
+}
+
 US_API size_t us_engine_workload_count(const us_engine *e) {
     settle(e);
-    return e ? e->st.nworkloads : 0;
+    if (!e) return 0;
+    const listing *l = workloads_listed(e);
+    /* out of memory: the ones listed are not known; none is hidden for long */
+    return e->st.nworkloads - (l ? l->n : 0);
 }
 
 US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *out) {
     settle(e);
-    if (!e || !out || i >= e->st.nworkloads) return US_ENOENT;
-    const us_workload *w = &e->st.workloads[i];
+    if (!e || !out) return US_ENOENT;
+    long k = listed_workload(e, i);
+    if (k < 0) return k == -2 ? US_ENOMEM : US_ENOENT;
+    const us_workload *w = &e->st.workloads[k];
     out->name = w->name;
     out->queue = w->queue >= 0 ? e->st.queues[w->queue].name : NULL;
     out->phase = w->state == US_WL_COMPLETED ? US_WORKLOAD_COMPLETED
@@ -2733,8 +2848,9 @@ US_API int us_engine_workload(const us_engine *e, size_t i, us_workload_info *ou
 
 US_API const char *us_engine_workload_pending_reason(const us_engine *e, size_t i) {
     settle(e);
-    if (!e || i >= e->st.nworkloads) return NULL;
-    return e->st.workloads[i].pending_reason;
+    if (!e) return NULL;
+    long k = listed_workload(e, i);
+    return k < 0 ? NULL : e->st.workloads[k].pending_reason;
 }
 
 /* ---- what a cycle cost, what the GPUs do ------------------------------------------------ */
@@ -2762,6 +2878,10 @@ US_API int us_engine_cycle_reuse(const us_engine *e, us_cycle_reuse *out) {
 }
 
 const us_cycle_profile *us_engine_profile(const us_engine *e) { return e ? &e->prof : NULL; }
+
+void us_engine_set_gone_share(us_engine *e, unsigned share) {
+    if (e) e->st.gone_share = share;
+}
 
 US_API int us_engine_gpu_use(const us_engine *e, us_gpu_use *out) {
     settle(e);

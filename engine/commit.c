@@ -182,8 +182,6 @@ static int broken_gangs(us_state *st, const int *holding, double now, const us_c
                               wl->min_member);
         }
     }
-    /* nothing broke: nothing left (us_life_expire compacted before) */
-    if (rc == 0 && *broke) us_state_compact_pods(st);
     return rc;
 }
 

@@ -42,7 +42,7 @@ int us_inv_record(us_inv *inv, const us_plan *p, const us_reoffer *bg) {
     for (size_t i = 0; i < p->npods && rc == 0; i++) {
         const us_pod *pd = &st->pods[i];
         const us_workload *w = &st->workloads[pd->workload];
-        if (!offered[i] && w->background && !w->blocked && w->state == US_WL_ACTIVE &&
+        if (!offered[i] && !pd->gone && w->background && !w->blocked && w->state == US_WL_ACTIVE &&
             strcmp(w->pool, p->pool) == 0 && pd->state == US_POD_RUNNING && pd->node >= 0 &&
             p->pos[pd->node] >= 0)
             rc = push(inv, (int)i, pd->node, US_INV_KEPT);

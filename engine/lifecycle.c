@@ -207,7 +207,7 @@ static void terminate(us_state *st, us_pod *p, double now) {
         p->state = US_POD_RELEASING;
         p->release_at = now + grace;
     } else if (p->state != US_POD_RELEASING) {
-        p->gone = true;   /* pending or pipelined pods hold nothing */
+        us_pod_go(st, p);   /* pending or pipelined pods hold nothing */
     }
 }
 
@@ -225,7 +225,7 @@ int us_life_delete(us_state *st, int w, double now) {
 static void complete_pod(us_state *st, us_pod *p) {
     us_pod_touch(st, p);
     if (p->state == US_POD_RUNNING) p->state = US_POD_COMPLETED;  /* keeps its node for the record */
-    else p->gone = true;                                          /* never ran: nothing to report */
+    else us_pod_go(st, p);                                          /* never ran: nothing to report */
 }
 
 int us_life_delete_listed(us_state *st, int w, const int *pods, size_t n, double now) {
@@ -311,12 +311,12 @@ static void lose_node(us_state *st, us_pod *p, int n) {
     /* a daemonset pod goes with its node; another pinned pod is lost
      * with it below, and waits for its node to come back */
     if (p->pin == n && st->workloads[p->workload].controller == US_CTRL_DAEMONSET) {
-        p->gone = true;
+        us_pod_go(st, p);
         return;
     }
     if (p->node != n) return;
     if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED) {
-        p->gone = p->state == US_POD_RELEASING;
+        if (p->state == US_POD_RELEASING) us_pod_go(st, p);
         return;
     }
     /* lost with the node; the controller recreates it pending */
@@ -363,7 +363,7 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
     }
     /* nothing to release: the same pod object becomes the new incarnation */
     if (st->workloads[w].state != US_WL_ACTIVE) {
-        p->gone = true;
+        us_pod_go(st, p);
         return -2;
     }
     p->state = US_POD_PENDING;
@@ -377,50 +377,38 @@ int us_life_evict(us_state *st, int pod, double now, bool reported) {
 }
 
 bool us_life_expiry_due(us_state *st, double now) {
-    /* next_release is known whenever gone_left is */
-    return us_state_may_have_gone(st) || st->next_release <= now;
+    return us_state_compact_due(st) || us_state_next_release(st) <= now;
 }
 
-/* Marking and compacting in one pass: it runs before every cycle, and a
- * pass over the pods of a large cluster is much of a quiet cycle's cost.
- * The same as marking every pod first and then us_state_compact_pods.  No
- * pass at all while no pod ends or has left (us_life_expiry_due). */
+/* Marking in one pass, then dropping the pods gone when they are due
+ * (us_state_compact_due: most cycles move no pod, so indices hold).  It
+ * runs before every cycle, and a pass over the pods of a large cluster is
+ * much of a quiet cycle's cost: no pass at all while no pod ends and no
+ * compaction is due (us_life_expiry_due). */
 int us_life_expire(us_state *st, double now) {
     if (!us_life_expiry_due(st, now)) {
 #ifdef US_CHECK_INVARIANTS
-        /* checking builds: no pod ends or has left where none is due */
+        /* checking builds: no pod ends where none is due, and the pods
+         * marked gone are the ones counted */
+        size_t ngone = 0;
         for (size_t i = 0; i < st->npods; i++) {
             const us_pod *p = &st->pods[i];
-            if (p->gone || (p->state == US_POD_RELEASING && p->release_at <= now)) return -2;
+            ngone += p->gone;
+            if (!p->gone && p->state == US_POD_RELEASING && p->release_at <= now) return -2;
         }
+        if (ngone != st->ngone) return -2;
 #endif
         return 0;
     }
-    size_t j = 0;
     double next = INFINITY;
-    us_droplog_begin(&st->drops);
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
-        if (p->state == US_POD_RELEASING && p->release_at <= now && !p->gone) {
-            us_pod_touch(st, p);
-            p->gone = true;
-        }
-        if (p->gone) {
-            us_state_pod_dropped(st, i);
-            continue;
-        }
-        if (p->state == US_POD_RELEASING && p->release_at < next) next = p->release_at;
-        if (j != i) {
-            us_journal_moved(st, p, (long)j);
-            st->pods[j] = *p;
-        }
-        j++;
+        if (p->gone || p->state != US_POD_RELEASING) continue;
+        if (p->release_at <= now) us_pod_go(st, p);
+        else if (p->release_at < next) next = p->release_at;
     }
-    if (j != st->npods) st->generation++;
-    us_droplog_end(&st->drops, j != st->npods, st->generation);
-    st->npods = j;
+    if (us_state_compact_due(st)) us_state_compact_pods(st);
     st->next_release = next;
-    st->gone_left = false;
     st->release_version = st->pods_version;
     return 0;
 }
@@ -533,7 +521,7 @@ int us_life_pod_lost(us_state *st, int pod, bool recreated, double now) {
     us_pod_touch(st, p);
     if (p->state == US_POD_RELEASING || p->state == US_POD_COMPLETED ||
         st->workloads[w].state != US_WL_ACTIVE) {
-        p->gone = true;
+        us_pod_go(st, p);
     } else {
         p->state = US_POD_PENDING;
         p->node = -1;

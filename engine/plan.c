@@ -88,8 +88,7 @@ static bool evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
     bool held = (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
                 pod->node >= 0 && p->pos[pod->node] >= 0;
     if (held) {
-        /* a pod gone holds nothing (us_view_share), as the ledger counts */
-        if (ai && !pod->gone)
+        if (ai)
             us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
                           pod->shared_dev);
         p->flags[i] |= US_PF_HELD;
@@ -384,12 +383,16 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     for (size_t x = 0; x < nread; x++) {
         size_t i = pod_read(set, x);
         const us_pod *pod = &st->pods[i];
+        if (pod->gone) {  /* left: holds nothing, wants nothing */
+            at[i] = -1;
+            continue;
+        }
         bool in_view = evict_background(p, i, wanted, kept ? NULL : &ai);
         int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
         bool here = pos >= 0;
-        if (!pod->gone && pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
+        if (pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
         bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);
-        if (!pod->gone && placeable) {
+        if (placeable) {
             p->wl_first[pod->workload + 1]++;
             pending[npending++] = (int)i;
         }
@@ -398,7 +401,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
             p->node_first[pos + 1]++;
             p->node_kind[pos] |= node_kind_of(p, i, in_view);
         }
-        /* for the re-offer (gone or not, as it has always read them) */
+        /* for the re-offer */
         if (here && pod->state == US_POD_RELEASING) {
             if (us_grow((void **)&p->terminating, &p->cap_terminating, p->nterminating,
                         sizeof *p->terminating) < 0)
@@ -407,7 +410,7 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
                 p->terminating[p->nterminating++] = (int)i;
         }
         if (p->wl_bg[pod->workload]) {
-            if (pod->state == US_POD_RUNNING && here && !pod->gone) {
+            if (pod->state == US_POD_RUNNING && here) {
                 if (!kept)  /* saturated: kept so, as every sum here */
                     (void)us_bg_total_add(&p->bg_total[pos], st->workloads[pod->workload].request, 1);
                 p->bg_running[p->nbg_running++] = (int)i;

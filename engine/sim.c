@@ -365,7 +365,8 @@ static bool future_work(const sim *s) {
         if (wl->state == US_WL_ACTIVE && wl->duration >= 0 && wl->started_at >= 0) return true;
     }
     for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].state == US_POD_RELEASING || st->pods[i].state == US_POD_PIPELINED)
+        if (!st->pods[i].gone &&
+            (st->pods[i].state == US_POD_RELEASING || st->pods[i].state == US_POD_PIPELINED))
             return true;
     return false;
 }
@@ -448,7 +449,7 @@ int us_sim_run(us_scenario *sc, us_policy *pol, const us_sim_opts *o, us_sim_res
     }
     for (size_t i = 0; i < st->npods; i++) {
         const us_workload *w = &st->workloads[st->pods[i].workload];
-        if (st->pods[i].state == US_POD_PENDING && !w->background && !w->external &&
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING && !w->background && !w->external &&
             w->state == US_WL_ACTIVE)
             res->ai_pods_pending++;
     }

@@ -81,7 +81,10 @@ void us_labels_free(us_labels *l) {
     l->n = 0;
 }
 
-void us_state_init(us_state *st) { memset(st, 0, sizeof *st); }
+void us_state_init(us_state *st) {
+    memset(st, 0, sizeof *st);
+    st->gone_share = US_GONE_SHARE;
+}
 
 void us_node_free(us_node *n) {
     free(n->name);
@@ -143,6 +146,8 @@ int us_state_clone(us_state *dst, const us_state *src) {
     bool ok = true;
     us_state_init(dst);
     dst->next_seq = src->next_seq;
+    dst->ngone = src->ngone;
+    dst->gone_share = src->gone_share;
     dst->nodes_version = src->nodes_version;  /* the same nodes */
     dst->node_specs_version = src->node_specs_version;
     dst->nodes = dup_array(src->nodes, src->nnodes, sizeof *dst->nodes);
@@ -351,13 +356,20 @@ void us_pod_touch(us_state *st, us_pod *p) {
                                     p->gone, p->named});
 }
 
+void us_pod_go(us_state *st, us_pod *p) {
+    if (p->gone) return;
+    us_pod_touch(st, p);
+    p->gone = true;
+    st->ngone++;
+    st->workloads[p->workload].ngone++;
+}
+
 void us_state_fold_releases(us_state *st) {
     for (size_t k = 0; k < st->njournal; k++) {
         int i = st->journal[k].pod;
         if (i < 0 || (size_t)i >= st->npods) continue;
         const us_pod *p = &st->pods[i];
-        if (p->gone) st->gone_left = true;
-        else if (p->state == US_POD_RELEASING && p->release_at < st->next_release)
+        if (!p->gone && p->state == US_POD_RELEASING && p->release_at < st->next_release)
             st->next_release = p->release_at;
     }
 }
@@ -485,7 +497,6 @@ void us_state_compact_pods(us_state *st) {
     if (j != st->npods) st->generation++;
     us_droplog_end(&st->drops, j != st->npods, st->generation);
     st->npods = j;
-    st->gone_left = false;  /* none is left gone */
 }
 
 void us_state_pod_dropped(us_state *st, size_t i) {
@@ -495,8 +506,8 @@ void us_state_pod_dropped(us_state *st, size_t i) {
     free(st->pods[i].name);
 }
 
-bool us_state_may_have_gone(us_state *st) {
-    if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost) return true;
+double us_state_next_release(us_state *st) {
+    if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost) return -INFINITY;
     us_state_fold_releases(st);
-    return st->gone_left;
+    return st->next_release;
 }

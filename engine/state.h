@@ -32,6 +32,10 @@ extern const char *const us_res_names[US_NRES]; /* "gpu", "cpu", "memory" */
 
 #define US_GPU_UNIT 1000  /* milli-devices in one GPU */
 #define US_MAX_GPUS 64    /* devices a node may have */
+/* Gone pods are dropped once they are one in this many of the pods
+ * (us_state.gone_share): a compaction moves every pod after the first
+ * gone one, so each pod that leaves pays for moving about this many. */
+#define US_GONE_SHARE 8
 #define US_UNLIMITED (-1) /* quota -1: unlimited; limit -1: no limit */
 
 /* Sums saturate at INT64_MAX / INT64_MIN instead of overflowing.  Each
@@ -205,6 +209,11 @@ typedef struct us_workload {
                                   gone ones too until a compaction drops them
                                   (us_state_add_pod, the compactions): a
                                   finished workload with none can go */
+    size_t ngone;              /* of those, the ones marked gone (us_pod_go) */
+    bool dropped;              /* finished with every pod gone, and dropped by
+                                  a control plane's tidying (api.c): kept in
+                                  the array only until a compaction takes its
+                                  pods, read by nothing but its pods' counts */
     double started_at;         /* when the gang last started running; < 0 never */
     bool warned;               /* its rule warnings (blocked, long grace) were emitted */
     char *last_status;         /* last pending status event sent (latch), or NULL */
@@ -240,7 +249,8 @@ typedef struct us_pod {
     int8_t shared_dev;     /* fractional-GPU pods: device slot on node
                               (0..US_MAX_GPUS-1); else -1 */
     uint8_t state;         /* a us_pod_state */
-    bool gone;             /* left the cluster; dropped by us_state_compact_pods */
+    bool gone;             /* left the cluster (us_pod_go): every reader passes
+                              over it; a compaction drops it later */
     bool named;            /* its name is a real pod's, given by the caller
                               (us_engine_upsert_pod): no other pod adopts it */
 } us_pod;
@@ -283,6 +293,7 @@ typedef struct us_state {
                               index keeps are then void, unless it follows
                               them through the drop log */
     us_droplog drops;      /* what the last compactions dropped (droplog.h) */
+    size_t ngone;          /* pods marked gone still in the array (us_pod_go) */
     /* The journal of changed pods: an entry per pod changed or appended
      * since a ledger last read it (us_ledger_sync), so that what a ledger
      * keeps follows the changes, not the pods.  Every write to a pod's
@@ -296,14 +307,19 @@ typedef struct us_state {
                               follow (us_state_pods_renumbered); 0: not known
                               (a state just loaded or copied) */
     /* What us_life_expire knows without a pass over the pods: no releasing
-     * pod ends before next_release, and no pod is gone unless gone_left.
-     * Its last pass set them; every read of the journal folds in the pods
-     * it names (us_state_journal_clear), so a pod changed since is counted.
-     * Known while release_version is the pods version (nonzero) and the
-     * journal is not lost: a journal given up voids it */
+     * pod ends before next_release.  Its last pass set it; every read of
+     * the journal folds in the pods it names (us_state_journal_clear), so
+     * a pod changed since is counted.  Known while release_version is the
+     * pods version (nonzero) and the journal is not lost: a journal given
+     * up voids it */
     double next_release;
-    bool gone_left;
     uint64_t release_version;
+    /* Pods marked gone stay in the array until they are one in gone_share
+     * of it (0: dropped at the next compaction point, whatever their
+     * number), so that a cluster where a few pods leave each cycle does not
+     * move every pod each cycle: pods keep their index, and what is kept
+     * by index lives across cycles.  us_state_init sets US_GONE_SHARE. */
+    unsigned gone_share;
     /* queue name -> index, open addressing, over the first qnamed queues
      * (us_state_queue_index; a cache: a queue appended is added, one
      * removed voids it, us_state_queues_renumbered) */
@@ -355,15 +371,25 @@ int us_state_add_workload(us_state *st, us_workload *w);
  * node a daemonset pod belongs to, or -1.  Returns the pod index or -1. */
 int us_state_add_pod(us_state *st, int w, const char *name, int pin);
 
-/* Drop pods marked gone, keeping the order of the rest. */
+/* Drop pods marked gone, keeping the order of the rest (whatever their
+ * number: us_state_compact_due tells when it is due). */
 void us_state_compact_pods(us_state *st);
-/* Might some pod be marked gone?  False only when none is, known without
- * a pass over the pods (us_state.gone_left); true when not known. */
-bool us_state_may_have_gone(us_state *st);
+/* Are the pods marked gone due to be dropped (us_state.gone_share)? */
+static inline bool us_state_compact_due(const us_state *st) {
+    return st->ngone > 0 && (st->gone_share == 0 || st->ngone * st->gone_share >= st->npods);
+}
+/* The earliest time a releasing pod ends, known without a pass over the
+ * pods (us_state.next_release); -INFINITY when not known. */
+double us_state_next_release(us_state *st);
 /* Pod i leaves the array (a compaction, an undone append): its workload
  * counts one pod less. */
 static inline void us_state_pod_leaves(us_state *st, size_t i) {
-    st->workloads[st->pods[i].workload].npods--;
+    us_workload *w = &st->workloads[st->pods[i].workload];
+    w->npods--;
+    if (st->pods[i].gone) {
+        w->ngone--;
+        st->ngone--;
+    }
 }
 /* A compaction drops pod i (gone): its journal entry, the drop log
  * (between us_droplog_begin and _end), its workload's count and its name
@@ -375,6 +401,11 @@ void us_state_pod_dropped(us_state *st, size_t i);
  * between two reads).  Never fails: when memory runs out the journal is marked lost
  * and the next ledger sync counts every pod. */
 void us_pod_touch(us_state *st, us_pod *p);
+/* Pod p leaves the cluster: journaled, marked gone and counted (its
+ * workload's ngone, the state's).  It stays in the array, passed over by
+ * every reader, until a compaction drops it.  Every mark goes through
+ * here, so the counts are exact.  Nothing when it is gone already. */
+void us_pod_go(us_state *st, us_pod *p);
 /* Compaction moves pod p to index `to` (to < 0: it leaves): its journal
  * entry follows it. */
 static inline void us_journal_moved(us_state *st, const struct us_pod *p, long to) {
@@ -383,8 +414,8 @@ static inline void us_journal_moved(us_state *st, const struct us_pod *p, long t
 /* The journal was read: every entry is dropped, and what its pods are now
  * folded into what us_life_expire knows (us_state.next_release). */
 void us_state_journal_clear(us_state *st);
-/* Fold the journal's pods, as they are now, into next_release and
- * gone_left without dropping an entry. */
+/* Fold the journal's pods, as they are now, into next_release without
+ * dropping an entry. */
 void us_state_fold_releases(us_state *st);
 /* Pods or workloads were renumbered beyond what the journal follows (an
  * undone append, workloads dropped): ledgers count again. */

@@ -144,7 +144,8 @@ static int holder(const us_state *st, int wi, double now) {
     if (live(w, now)) return wi;
     for (size_t i = 0; i < st->nworkloads; i++) {
         const us_workload *v = &st->workloads[i];
-        if (strcmp(v->name, w->name) != 0 || !same_room(v, w) || (v->state == US_WL_WAITING && !live(v, now)))
+        if (v->dropped || strcmp(v->name, w->name) != 0 || !same_room(v, w) ||
+            (v->state == US_WL_WAITING && !live(v, now)))
             continue;
         if (live(v, now)) return (int)i;
         if ((int)i < first) first = (int)i;
@@ -201,9 +202,13 @@ static const char *entry_name(const us_state *st, const index *x, int h, double 
     if (live(w, now)) return w->name;
     for (size_t i = 0; i < st->nworkloads; i++) {
         const us_workload *v = &st->workloads[i];
-        if ((int)i == h || strcmp(v->name, w->name) != 0) continue;
+        if ((int)i == h || v->dropped || strcmp(v->name, w->name) != 0) continue;
         if (live(v, now) || ((int)i < h && x->hold[i] == (int)i && written_former(st, x, (int)i))) {
-            snprintf(buf, len, "%.200s~%d", w->name, h);
+            /* numbered as if the workloads a control plane dropped were
+             * gone from the array (us_workload.dropped) */
+            int k = h;
+            for (int j = 0; j < h; j++) k -= st->workloads[j].dropped;
+            snprintf(buf, len, "%.200s~%d", w->name, k);
             return buf;
         }
     }
