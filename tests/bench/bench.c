@@ -306,7 +306,8 @@ static bool has_prefix(const char *s, const char *p) { return strncmp(s, p, strl
  * made due now; their creation time stays the one they were loaded with,
  * as when each was submitted by us_life_submit). */
 static size_t change_one_percent(us_state *st, double t) {
-    size_t target = st->npods / 200, done = 0, added = 0, n = 0;
+    /* of the pods in the cluster: those gone wait in the array for a compaction */
+    size_t target = (st->npods - st->ngone) / 200, done = 0, added = 0, n = 0;
     int *ws = malloc((st->nworkloads + 1) * sizeof *ws);
     if (!ws) return 0;
     for (size_t w = 0; w < st->nworkloads && done < target; w++)
@@ -381,9 +382,10 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     bool any = false;
     if (us_life_submit_due(st, 0, &any) < 0) abort();
     r->submit = now() - t0;
-    r->pods = st->npods;
+    r->pods = st->npods - st->ngone;
     for (size_t i = 0; i < st->npods; i++)
-        if (st->pods[i].state == US_POD_PENDING && !st->workloads[st->pods[i].workload].background)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING &&
+            !st->workloads[st->pods[i].workload].background)
             r->pending_ai++;
 
     us_cycle_opts o;
@@ -782,7 +784,7 @@ static void measure_io(const char *path, const char *policies, io_result *r) {
         return;
     }
     r->sim = now() - t0;
-    r->pods = sc.state.npods;
+    r->pods = sc.state.npods - sc.state.ngone;
     FILE *f = fopen("/dev/null", "w");
     if (f) {
         t0 = now();
