@@ -43,14 +43,36 @@ void us_phys_free(us_phys *ph) {
     memset(ph, 0, sizeof *ph);
 }
 
-/* The pipelined pods, in pod order: a pass over the pods only when some
- * are pipelined, and only as far as the last of them.  0, or -1 when
+static int by_index(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The pipelined pods, in pod order: from the pods passing through
+ * (us_state.passing) when they are known, else a pass over the pods when
+ * some are pipelined, only as far as the last of them.  0, or -1 when
  * memory runs out. */
-static int list_pipelined(const us_state *st, size_t npipelined, int **out, size_t *n) {
+static int list_pipelined(us_state *st, size_t npipelined, int **out, size_t *n) {
+    size_t npassing;
+    const int *passing = npipelined ? us_state_passing(st, &npassing) : NULL;
     *n = 0;
     if (!(*out = malloc((npipelined ? npipelined : 1) * sizeof **out))) return -1;
-    for (size_t i = 0; i < st->npods && *n < npipelined; i++)
-        if (!st->pods[i].gone && st->pods[i].state == US_POD_PIPELINED) (*out)[(*n)++] = (int)i;
+    if (passing) {
+        for (size_t k = 0; k < npassing && *n < npipelined; k++)
+            if (st->pods[passing[k]].state == US_POD_PIPELINED) (*out)[(*n)++] = passing[k];
+        qsort(*out, *n, sizeof **out, by_index);
+    } else {
+        for (size_t i = 0; i < st->npods && *n < npipelined; i++)
+            if (!st->pods[i].gone && st->pods[i].state == US_POD_PIPELINED) (*out)[(*n)++] = (int)i;
+    }
+#ifdef US_CHECK_INVARIANTS
+    /* checking builds: the ones a pass finds (the ledger's count says how many) */
+    size_t k = 0;
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_PIPELINED && (k >= *n || (*out)[k++] != (int)i))
+            return -2;
+    if (k != *n) return -2;
+#endif
     return 0;
 }
 
@@ -206,7 +228,11 @@ int us_commit_cycle_start(us_state *st, double now, const us_cycle_opts *o, us_c
     int rc = sync_ledger(l, st, o, err);
     if (rc == 0) rc = broken_gangs(st, l->holding, now, o, log, &broke) < 0 ? us_err_nomem(err) : 0;
     if (rc == 0 && broke) rc = sync_ledger(l, st, o, err);  /* rare: the gangs' pods changed */
-    if (rc == 0 && list_pipelined(st, l->npipelined, &pipelined, &npipelined) < 0) rc = us_err_nomem(err);
+    if (rc == 0 && (rc = list_pipelined(st, l->npipelined, &pipelined, &npipelined)) < 0)
+        rc = rc == -2 ? us_err_set(err, US_EINVARIANT, "invariant \"release-times\" broken: the "
+                                   "pipelined pods listed are not the ones a pass over the pods "
+                                   "finds (a write to a pod that skipped us_pod_touch?)")
+                      : us_err_nomem(err);
     if (rc == 0) {
         /* the cycle keeps the ledger's node counts up to date (us_ledger_settle) */
         us_ledger_lend(l, &ph->use, &ph->waiting);

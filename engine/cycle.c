@@ -462,8 +462,9 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
     int rc = -1;
     if (us_life_expire(st, now) < 0) {
         us_err_set(err, US_EINVARIANT, "invariant \"release-times\" broken before the cycle at "
-                   "t=%g: a pod ends or has left that the state did not know of (a write to a "
-                   "pod that skipped us_pod_touch?)", now);
+                   "t=%g: a pod ends or has left that the state did not know of, or a pod "
+                   "releasing or pipelined is not listed (a write to a pod that skipped "
+                   "us_pod_touch?)", now);
         goto out;
     }
     if (rule_warnings(st, o, log) < 0) {

@@ -380,36 +380,86 @@ bool us_life_expiry_due(us_state *st, double now) {
     return us_state_compact_due(st) || us_state_next_release(st) <= now;
 }
 
-/* Marking in one pass, then dropping the pods gone when they are due
- * (us_state_compact_due: most cycles move no pod, so indices hold).  It
- * runs before every cycle, and a pass over the pods of a large cluster is
- * much of a quiet cycle's cost: no pass at all while no pod ends and no
- * compaction is due (us_life_expiry_due). */
-int us_life_expire(us_state *st, double now) {
-    if (!us_life_expiry_due(st, now)) {
-#ifdef US_CHECK_INVARIANTS
-        /* checking builds: no pod ends where none is due, and the pods
-         * marked gone are the ones counted */
-        size_t ngone = 0;
-        for (size_t i = 0; i < st->npods; i++) {
-            const us_pod *p = &st->pods[i];
-            ngone += p->gone;
-            if (!p->gone && p->state == US_POD_RELEASING && p->release_at <= now) return -2;
-        }
-        if (ngone != st->ngone) return -2;
-#endif
-        return 0;
+static int by_index(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The releasing pods whose grace has ended by now marked gone, in pod
+ * order, from the pods passing through (us_state.passing): no pass over
+ * the pods.  Their earliest end after now in *next.  0, or -1 when memory
+ * runs out (nothing marked). */
+static int expire_listed(us_state *st, const int *list, size_t n, double now, double *next) {
+    int *due = malloc((n ? n : 1) * sizeof *due);
+    size_t ndue = 0;
+    if (!due) return -1;
+    *next = INFINITY;
+    for (size_t k = 0; k < n; k++) {
+        const us_pod *p = &st->pods[list[k]];
+        if (p->state != US_POD_RELEASING) continue;
+        if (p->release_at <= now) due[ndue++] = list[k];
+        else if (p->release_at < *next) *next = p->release_at;
     }
-    double next = INFINITY;
+    qsort(due, ndue, sizeof *due, by_index);  /* marked in pod order, as a pass would */
+    for (size_t k = 0; k < ndue; k++) us_pod_go(st, &st->pods[due[k]]);
+    free(due);
+    return 0;
+}
+
+/* The same by a pass over every pod, which lists the pods passing through
+ * again. */
+static void expire_all(us_state *st, double now, double *next) {
+    *next = INFINITY;
+    us_state_passing_restart(st);
     for (size_t i = 0; i < st->npods; i++) {
         us_pod *p = &st->pods[i];
-        if (p->gone || p->state != US_POD_RELEASING) continue;
-        if (p->release_at <= now) us_pod_go(st, p);
-        else if (p->release_at < next) next = p->release_at;
+        if (!p->gone && p->state == US_POD_RELEASING) {
+            if (p->release_at <= now) us_pod_go(st, p);
+            else if (p->release_at < *next) *next = p->release_at;
+        }
+        us_state_passing_relist(st, i);
     }
-    if (us_state_compact_due(st)) us_state_compact_pods(st);
-    st->next_release = next;
-    st->release_version = st->pods_version;
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* Checking builds: no releasing pod has ended by now, every pod passing
+ * through is listed (when the list is known), and the pods marked gone
+ * are the ones counted. */
+static bool expiry_holds(us_state *st, double now) {
+    size_t ngone = 0, n;
+    const int *list = us_state_passing(st, &n);
+    size_t listed = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *p = &st->pods[i];
+        bool passes = !p->gone && (p->state == US_POD_RELEASING || p->state == US_POD_PIPELINED);
+        ngone += p->gone;
+        if (!p->gone && p->state == US_POD_RELEASING && p->release_at <= now) return false;
+        if (list && passes && !p->passing) return false;
+        listed += list && passes;
+    }
+    return ngone == st->ngone && (!list || listed == n);
+}
+#endif
+
+/* The releasing pods whose grace has ended marked gone, then the pods gone
+ * dropped when they are due (us_state_compact_due: most cycles move no
+ * pod, so indices hold).  It runs before every cycle: no pass over the
+ * pods while no pod ends and no compaction is due (us_life_expiry_due),
+ * and none either when the pods passing through are known (the list is
+ * read instead). */
+int us_life_expire(us_state *st, double now) {
+    if (us_life_expiry_due(st, now)) {
+        size_t n;
+        const int *list = us_state_passing(st, &n);
+        double next;
+        if (!list || expire_listed(st, list, n, now, &next) < 0) expire_all(st, now, &next);
+        if (us_state_compact_due(st)) us_state_compact_pods(st);
+        st->next_release = next;
+        st->release_version = st->pods_version;
+    }
+#ifdef US_CHECK_INVARIANTS
+    if (!expiry_holds(st, now)) return -2;
+#endif
     return 0;
 }
 

@@ -328,9 +328,15 @@ static int expire(us_state *st, double t, us_sim_cycle *c) {
     leaver *leaving = malloc((st->npods + 1) * sizeof *leaving);
     int rc = 0;
     if (!leaving) return -1;
-    for (size_t i = 0; i < st->npods; i++)
+    /* from the pods passing through when they are known (state.h), else
+     * by a pass over the pods */
+    size_t npassing;
+    const int *passing = us_state_passing(st, &npassing);
+    for (size_t k = 0; k < (passing ? npassing : st->npods); k++) {
+        size_t i = passing ? (size_t)passing[k] : k;
         if (!st->pods[i].gone && st->pods[i].state == US_POD_RELEASING && st->pods[i].release_at <= t)
             leaving[n++] = (leaver){st->pods[i].workload, (int)i};
+    }
     qsort(leaving, n, sizeof *leaving, by_workload_then_pod);
     for (size_t k = 0; k < n && rc == 0;) {
         int w = leaving[k].workload;

@@ -119,6 +119,7 @@ void us_state_free(us_state *st) {
     free(st->pods);
     free(st->qslot);
     free(st->journal);
+    free(st->passing);
     us_droplog_free(&st->drops);
     memset(st, 0, sizeof *st);
 }
@@ -364,6 +365,30 @@ void us_pod_go(us_state *st, us_pod *p) {
     st->workloads[p->workload].ngone++;
 }
 
+static bool passes(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_RELEASING || p->state == US_POD_PIPELINED);
+}
+
+/* Pod i listed among the pods passing through, unless it is (its flag) or
+ * does not pass. */
+static void passing_note(us_state *st, size_t i) {
+    us_pod *p = &st->pods[i];
+    if (p->passing || !passes(p)) return;
+    if (us_grow((void **)&st->passing, &st->cap_passing, st->npassing, sizeof *st->passing) < 0) {
+        st->release_version = 0;  /* not listed: not known until the next pass */
+        return;
+    }
+    st->passing[st->npassing++] = (int)i;
+    p->passing = true;
+}
+
+void us_state_passing_restart(us_state *st) { st->npassing = 0; }
+
+void us_state_passing_relist(us_state *st, size_t i) {
+    st->pods[i].passing = false;
+    passing_note(st, i);
+}
+
 void us_state_fold_releases(us_state *st) {
     for (size_t k = 0; k < st->njournal; k++) {
         int i = st->journal[k].pod;
@@ -371,7 +396,21 @@ void us_state_fold_releases(us_state *st) {
         const us_pod *p = &st->pods[i];
         if (!p->gone && p->state == US_POD_RELEASING && p->release_at < st->next_release)
             st->next_release = p->release_at;
+        passing_note(st, (size_t)i);
     }
+}
+
+const int *us_state_passing(us_state *st, size_t *n) {
+    *n = 0;
+    if (us_state_next_release(st) == -INFINITY) return NULL;  /* folds the journal */
+    size_t k = 0;
+    for (size_t j = 0; j < st->npassing; j++) {
+        us_pod *p = &st->pods[st->passing[j]];
+        if (passes(p)) st->passing[k++] = st->passing[j];
+        else p->passing = false;
+    }
+    st->npassing = *n = k;
+    return st->passing;
 }
 
 void us_state_journal_clear(us_state *st) {
@@ -483,6 +522,7 @@ void us_state_check_rules_from(us_state *st, size_t first) {
 void us_state_compact_pods(us_state *st) {
     size_t j = 0;
     us_droplog_begin(&st->drops);
+    us_state_passing_restart(st);  /* their places change: listed again */
     for (size_t i = 0; i < st->npods; i++) {
         if (st->pods[i].gone) {
             us_state_pod_dropped(st, i);
@@ -492,6 +532,7 @@ void us_state_compact_pods(us_state *st) {
             us_journal_moved(st, &st->pods[i], (long)j);
             st->pods[j] = st->pods[i];
         }
+        us_state_passing_relist(st, j);
         j++;
     }
     if (j != st->npods) st->generation++;

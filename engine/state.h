@@ -253,7 +253,9 @@ typedef struct us_pod {
                               over it; a compaction drops it later */
     bool named;            /* its name is a real pod's, given by the caller
                               (us_engine_upsert_pod): no other pod adopts it */
+    bool passing;          /* listed in us_state.passing */
 } us_pod;
+_Static_assert(sizeof(us_pod) <= 48, "a pod stays 48 bytes: passes over every pod read them all");
 _Static_assert(US_MAX_GPUS <= INT8_MAX, "a device slot fits in us_pod.shared_dev");
 
 /* What a pod was before its first change since the journal was last read
@@ -314,6 +316,15 @@ typedef struct us_state {
      * up voids it */
     double next_release;
     uint64_t release_version;
+    /* The pods passing through a state a cycle looks for (releasing,
+     * pipelined), not gone, in no order, each once (us_pod.passing), with
+     * some that have left those states since (us_state_passing drops
+     * them): so that neither the expiry nor the pipelined pods' promotion
+     * passes over every pod.  Complete while next_release is known: every
+     * fold of the journal lists the pods it names, and every pass over the
+     * pods (a compaction, an expiry that did not know) lists them again. */
+    int *passing;
+    size_t npassing, cap_passing;
     /* Pods marked gone stay in the array until they are one in gone_share
      * of it (0: dropped at the next compaction point, whatever their
      * number), so that a cluster where a few pods leave each cycle does not
@@ -381,6 +392,15 @@ static inline bool us_state_compact_due(const us_state *st) {
 /* The earliest time a releasing pod ends, known without a pass over the
  * pods (us_state.next_release); -INFINITY when not known. */
 double us_state_next_release(us_state *st);
+/* The pods passing through (us_state.passing), the ones that left those
+ * states dropped from the list first, or NULL when not known (then a pass
+ * over the pods finds them, and us_state_passing_list lists them again). */
+const int *us_state_passing(us_state *st, size_t *n);
+/* A pass over every pod lists the pods passing through again: restart,
+ * then relist each pod (its index now) in pod order.  Out of memory the
+ * list is not known until the next pass. */
+void us_state_passing_restart(us_state *st);
+void us_state_passing_relist(us_state *st, size_t i);
 /* Pod i leaves the array (a compaction, an undone append): its workload
  * counts one pod less. */
 static inline void us_state_pod_leaves(us_state *st, size_t i) {

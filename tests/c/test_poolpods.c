@@ -119,8 +119,7 @@ TEST(lists_are_each_pools_pods) {
           st->npods - set.from == 1);
 
     /* a compaction since: the lists say nothing any more */
-    us_pod_touch(st, &st->pods[0]);
-    st->pods[0].gone = true;
+    us_pod_go(st, &st->pods[0]);
     us_state_compact_pods(st);
     CHECK(!us_pool_pods_set(&bynumber, st, 0, &set));
     CHECK(!us_pool_pods_set(&byname, st, 3, &set));

@@ -486,7 +486,7 @@ static void one_cycle(const us_state *st, us_policy *pol, double now, int cycle,
         for (size_t i = 0; i < copy.npods; i++)
             if (copy.workloads[copy.pods[i].workload].state == US_WL_DELETED &&
                 copy.workloads[copy.pods[i].workload].background)
-                copy.pods[i].gone = true;
+                us_pod_go(&copy, &copy.pods[i]);
         us_state_compact_pods(&copy);
     }
     us_queue_figures *figs = calloc(copy.nqueues ? copy.nqueues : 1, sizeof *figs);
