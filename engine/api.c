@@ -2293,8 +2293,9 @@ static int report_terminating(us_engine *e, const pod_report *r, int n, int live
  * accepted: a refused call changes nothing. */
 static void repin(us_engine *e, int p, int pin) {
     us_pod *pd = &e->st.pods[p];
-    if (e->st.workloads[pd->workload].controller == US_CTRL_DAEMONSET) return;
+    if (e->st.workloads[pd->workload].controller == US_CTRL_DAEMONSET || pd->pin == pin) return;
     if (e->pods.valid) list_move(&e->pods.pinned, p, pd->pin, pin);
+    us_pod_touch(&e->st, pd);  /* a pin joins the pods passing through (state.h) */
     pd->pin = pin;
 }
 

@@ -268,6 +268,32 @@ static bool reads_pins(const us_workload *w, int pending) {
            !w->external && pending > 0;
 }
 
+static int by_index(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* pinned[] from the pending pods pinned to a node, in pod order: from the
+ * pods passing through (state.h) when they are known, else a pass over
+ * every pod.  0, or -1 when memory runs out. */
+static int pins_listed(us_state *st, int *pinned) {
+    size_t n, k = 0;
+    const int *passing = us_state_passing(st, &n);
+    if (!passing) {
+        for (size_t i = 0; i < st->npods; i++)
+            if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING) pin_step(st, pinned, &st->pods[i]);
+        return 0;
+    }
+    int *pods = malloc((n ? n : 1) * sizeof *pods);
+    if (!pods) return -1;
+    for (size_t j = 0; j < n; j++)
+        if (st->pods[passing[j]].state == US_POD_PENDING) pods[k++] = passing[j];
+    qsort(pods, k, sizeof *pods, by_index);
+    for (size_t j = 0; j < k; j++) pin_step(st, pinned, &st->pods[pods[j]]);
+    free(pods);
+    return 0;
+}
+
 /* Every count by a pass over the pods (pins = false: all but pinned). */
 static void wl_counts_count(const us_state *st, const us_cycle_opts *o, wl_counts *c, bool pins) {
     for (size_t i = 0; i < st->npods; i++) {
@@ -294,7 +320,7 @@ static int wl_counts_zero(wl_counts *c, size_t nw) {
     return c->running && c->holding && c->pending && c->pinned && c->unreported ? 0 : -1;
 }
 
-static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts *c, us_err *err) {
+static int wl_counts_take(us_state *st, const us_cycle_opts *o, wl_counts *c, us_err *err) {
     size_t nw = st->nworkloads ? st->nworkloads : 1;
     if (wl_counts_zero(c, nw) < 0) return us_err_nomem(err);
     us_ledger_counts kept = {c->holding, c->running, c->pending, c->unreported};
@@ -307,8 +333,7 @@ static int wl_counts_take(const us_state *st, const us_cycle_opts *o, wl_counts 
     if (!o->reported_pods) memset(c->unreported, 0, nw * sizeof *c->unreported);
     bool pins = false;
     for (size_t w = 0; w < st->nworkloads && !pins; w++) pins = reads_pins(&st->workloads[w], c->pending[w]);
-    for (size_t i = 0; pins && i < st->npods; i++)
-        if (!st->pods[i].gone && st->pods[i].state == US_POD_PENDING) pin_step(st, c->pinned, &st->pods[i]);
+    if (pins && pins_listed(st, c->pinned) < 0) return us_err_nomem(err);
 #ifdef US_CHECK_INVARIANTS
     {
         wl_counts fresh = {0};

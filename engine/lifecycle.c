@@ -423,15 +423,15 @@ static void expire_all(us_state *st, double now, double *next) {
 
 #ifdef US_CHECK_INVARIANTS
 /* Checking builds: no releasing pod has ended by now, every pod passing
- * through is listed (when the list is known), and the pods marked gone
- * are the ones counted. */
+ * through is listed once (when the list is known), and the pods marked
+ * gone are the ones counted. */
 static bool expiry_holds(us_state *st, double now) {
     size_t ngone = 0, n;
     const int *list = us_state_passing(st, &n);
     size_t listed = 0;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
-        bool passes = !p->gone && (p->state == US_POD_RELEASING || p->state == US_POD_PIPELINED);
+        bool passes = us_pod_passes(p);
         ngone += p->gone;
         if (!p->gone && p->state == US_POD_RELEASING && p->release_at <= now) return false;
         if (list && passes && !p->passing) return false;

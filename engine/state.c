@@ -365,15 +365,11 @@ void us_pod_go(us_state *st, us_pod *p) {
     st->workloads[p->workload].ngone++;
 }
 
-static bool passes(const us_pod *p) {
-    return !p->gone && (p->state == US_POD_RELEASING || p->state == US_POD_PIPELINED);
-}
-
 /* Pod i listed among the pods passing through, unless it is (its flag) or
  * does not pass. */
 static void passing_note(us_state *st, size_t i) {
     us_pod *p = &st->pods[i];
-    if (p->passing || !passes(p)) return;
+    if (p->passing || !us_pod_passes(p)) return;
     if (us_grow((void **)&st->passing, &st->cap_passing, st->npassing, sizeof *st->passing) < 0) {
         st->release_version = 0;  /* not listed: not known until the next pass */
         return;
@@ -406,7 +402,7 @@ const int *us_state_passing(us_state *st, size_t *n) {
     size_t k = 0;
     for (size_t j = 0; j < st->npassing; j++) {
         us_pod *p = &st->pods[st->passing[j]];
-        if (passes(p)) st->passing[k++] = st->passing[j];
+        if (us_pod_passes(p)) st->passing[k++] = st->passing[j];
         else p->passing = false;
     }
     st->npassing = *n = k;

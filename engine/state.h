@@ -317,10 +317,11 @@ typedef struct us_state {
     double next_release;
     uint64_t release_version;
     /* The pods passing through a state a cycle looks for (releasing,
-     * pipelined), not gone, in no order, each once (us_pod.passing), with
+     * pipelined, pending pinned to a node: a DaemonSet's waiting for room
+     * on theirs), not gone, in no order, each once (us_pod.passing), with
      * some that have left those states since (us_state_passing drops
-     * them): so that neither the expiry nor the pipelined pods' promotion
-     * passes over every pod.  Complete while next_release is known: every
+     * them): so that neither the expiry, the pipelined pods' promotion nor
+     * the end of a cycle's pending reports passes over every pod.  Complete while next_release is known: every
      * fold of the journal lists the pods it names, and every pass over the
      * pods (a compaction, an expiry that did not know) lists them again. */
     int *passing;
@@ -392,6 +393,11 @@ static inline bool us_state_compact_due(const us_state *st) {
 /* The earliest time a releasing pod ends, known without a pass over the
  * pods (us_state.next_release); -INFINITY when not known. */
 double us_state_next_release(us_state *st);
+/* Is p one of the pods passing through (us_state.passing)? */
+static inline bool us_pod_passes(const us_pod *p) {
+    return !p->gone && (p->state == US_POD_RELEASING || p->state == US_POD_PIPELINED ||
+                        (p->state == US_POD_PENDING && p->pin >= 0));
+}
 /* The pods passing through (us_state.passing), the ones that left those
  * states dropped from the list first, or NULL when not known (then a pass
  * over the pods finds them, and us_state_passing_list lists them again). */
