@@ -1038,11 +1038,13 @@ static void tidy_pods(us_engine *e, bool all) {
     us_state *st = &e->st;
     int *wmap = NULL, *nmap = NULL;
     size_t k;
-    forget_reads(e); /* indices change */
+    uint64_t generation = st->generation;
+    forget_used(e);
     /* no pass over the pods where nothing is to be done: no gone pods due
      * to be dropped (all: any), no finished workload without pods, no
      * removed node */
     if (us_state_compact_due(st) || (all && st->ngone)) us_state_compact_pods(st);
+    if (st->generation != generation) forget_reads(e); /* pods moved: the pod index goes */
     bool removed_node = false;
     for (size_t n = 0; n < st->nnodes && !removed_node; n++) removed_node = st->nodes[n].removed;
     /* a finished workload whose pods are all gone is dropped now for the
@@ -1111,6 +1113,7 @@ static void tidy_pods(us_engine *e, bool all) {
         e->nnames.stale = true;
         us_state_nodes_changed(st);
     }
+    if (renumbered || nodes_renumbered) forget_reads(e); /* the pod index's lists go */
     st->nnodes = k;
     /* the pods' references follow (none moved: no pass), written only
      * where they change: pods of the workloads before the first dropped
@@ -1476,6 +1479,136 @@ static void pods_index_add(us_engine *e, int p, bool appended) {
 /* The pods appended from index from on join the index (when there is one). */
 static void pods_index_add_from(us_engine *e, size_t from) {
     for (size_t i = from; i < e->st.npods && e->pods.valid; i++) pods_index_add(e, (int)i, true);
+}
+
+static int by_seq(const void *a, const void *b, void *ctx) {
+    const us_state *st = ctx;
+    uint64_t x = st->pods[*(const int *)a].seq, y = st->pods[*(const int *)b].seq;
+    return (x > y) - (x < y);
+}
+
+#ifdef US_CHECK_INVARIANTS
+/* The pods of list l for key k, in list order, into out (at most cap). */
+static size_t list_read(const pod_list *l, int k, int *out, size_t cap) {
+    size_t n = 0;
+    for (int i = l->head[k]; i >= 0 && n < cap; i = l->next[i]) out[n++] = i;
+    return n;
+}
+
+static int by_int(const void *a, const void *b, void *ctx) {
+    (void)ctx;
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The candidates of workload w in the order adoptable meets them, each
+ * where it is met first (a place adopted again is listed anew, and may
+ * stay where it was too: met there again, it is the same place, met
+ * already). */
+static size_t cands_read(const us_state *st, const pod_index *x, int w, int *out, size_t cap) {
+    size_t n = 0;
+    for (int i = x->fresh_head[w]; i >= 0 && n < cap; i = x->fresh_next[i])
+        if (candidate(&st->pods[i], w)) out[n++] = i;
+    size_t nfresh = n;
+    for (size_t k = x->ccur[w]; k < x->cfirst[w + 1] && n < cap; k++) {
+        bool met = false;
+        for (size_t j = 0; j < nfresh && !met; j++) met = out[j] == x->cand[k];
+        if (!met && candidate(&st->pods[x->cand[k]], w)) out[n++] = x->cand[k];
+    }
+    return n;
+}
+
+/* Checking builds: is the index that followed a cycle the one a build
+ * makes now (lists per node in pod order, each workload's pods, its
+ * candidates in the order a report adopts them)?  1 yes, 0 no, -1 when
+ * memory runs out. */
+static int pods_index_same(us_engine *e) {
+    const us_state *st = &e->st;
+    pod_index kept = e->pods;
+    unsigned row = e->reports_in_row;
+    memset(&e->pods, 0, sizeof e->pods);
+    e->reports_in_row = 2;
+    pod_index *fresh = pods_index(e);
+    e->reports_in_row = row;
+    size_t cap = st->npods + 1;
+    int *a = malloc(cap * sizeof *a), *b = malloc(cap * sizeof *b);
+    int same = fresh && a && b ? 1 : -1;
+    for (size_t n = 0; same == 1 && n < st->nnodes; n++) {
+        size_t na = list_read(&kept.on, (int)n, a, cap), nb = list_read(&fresh->on, (int)n, b, cap);
+        same = na == nb && memcmp(a, b, na * sizeof *a) == 0;
+        na = list_read(&kept.pinned, (int)n, a, cap), nb = list_read(&fresh->pinned, (int)n, b, cap);
+        same = same && na == nb && memcmp(a, b, na * sizeof *a) == 0;
+    }
+    for (size_t w = 0; same == 1 && w < st->nworkloads; w++) {
+        size_t na = list_read(&kept.of, (int)w, a, cap), nb = list_read(&fresh->of, (int)w, b, cap);
+        us_sort(a, na, sizeof *a, by_int, NULL);
+        us_sort(b, nb, sizeof *b, by_int, NULL);
+        same = na == nb && memcmp(a, b, na * sizeof *a) == 0;
+        na = cands_read(st, &kept, (int)w, a, cap), nb = cands_read(st, fresh, (int)w, b, cap);
+        same = same && na == nb && memcmp(a, b, na * sizeof *a) == 0;
+    }
+    free(a);
+    free(b);
+    pods_forget(e);
+    e->pods = kept;
+    return same;
+}
+#endif
+
+/* The index follows the cycle that just ran (the pods it changed, as the
+ * state recorded them: us_state.watch), instead of being built again by
+ * the next report: a control plane reports after every cycle, and a build
+ * passes over every pod several times.  Pods the cycle appended (from
+ * index n0 on) join it; a pod that moved moves in the node lists; a pod
+ * that became a place to adopt again (evicted, its controller's new pod
+ * pending in its place) joins the places, newest last so that the
+ * newest is met first.  Dropped when the record is lost or pods moved
+ * (generation). */
+static void pods_follow(us_engine *e, uint64_t generation, size_t n0) {
+    us_state *st = &e->st;
+    pod_index *x = &e->pods;
+    if (!x->valid) return;
+    if (st->watch_lost || st->generation != generation) {
+        pods_forget(e);
+        return;
+    }
+    int *adds = malloc((st->nwatch ? st->nwatch : 1) * sizeof *adds);
+    size_t nadds = 0;
+    if (!adds) {
+        pods_forget(e);
+        return;
+    }
+    for (size_t k = 0; k < st->nwatch; k++) {
+        const us_pod_was *was = &st->watch[k];
+        const us_pod *p = &st->pods[was->pod];
+        if ((size_t)was->pod >= n0) {
+            adds[nadds++] = was->pod;
+            continue;
+        }
+        list_move(&x->on, was->pod, was->node, p->node);
+        bool was_place = was->state == US_POD_PENDING && !was->named && !was->gone;
+        if (!was_place && candidate(p, p->workload)) adds[nadds++] = was->pod;
+    }
+    us_sort(adds, nadds, sizeof *adds, by_seq, st);
+    for (size_t k = 0; k < nadds && x->valid; k++) pods_index_add(e, adds[k], (size_t)adds[k] >= n0);
+    free(adds);
+#ifdef US_CHECK_INVARIANTS
+    if (x->valid && !e->broken && pods_index_same(e) == 0)
+        e->broken = "invariant \"pod-index\" broken: the pod index that followed the cycle is "
+                    "not the one a build makes (a change to a pod the state did not record?)";
+#endif
+}
+
+/* Before a cycle: everything settled as before a read, but the pod index
+ * kept (it follows the cycle: pods_follow). */
+static void settle_cycle(us_engine *e) {
+    if (e->unsubmitted || e->underived) {
+        size_t from = e->st.npods;
+        settle_pods(e);
+        pods_index_workloads(e);
+        pods_index_add_from(e, from);
+    }
+    if (e->untidy) tidy_now(e);
 }
 
 /* The pod after i (-1: the first) on node n: through the index x, or a
@@ -2556,8 +2689,10 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     us_err ie = {0};
     us_queue_figures *figs;
     int rc;
-    GUARD_ONLY(e, err);
-    settle(e); /* a cycle passes over every pod anyway: it starts tidy */
+    GUARD_HANDLE(e, err);
+    forget_used(e);
+    e->reports_in_row = 0;
+    settle_cycle(e); /* it starts tidy */
     if (e->broken) return fail(err, US_EINVARIANT, "%s", e->broken);
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
     if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
@@ -2568,7 +2703,13 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     if (e->pol) us_policy_seed(e->pol, e->cycles + 1);
     memset(&e->prof, 0, sizeof e->prof);
     e->copts.profile = &e->prof; /* only for this cycle: a reload's dry run is not timed */
+    uint64_t generation = e->st.generation;
+    size_t n0 = e->st.npods;
+    if (e->pods.valid) us_state_watch_start(&e->st);
     rc = us_cycle_run(&e->st, e->pol, now, &e->copts, &e->log, figs, NULL, &ie);
+    us_state_watch_stop(&e->st);
+    if (rc < 0) pods_forget(e);
+    else pods_follow(e, generation, n0);
     e->copts.profile = NULL;
     e->now = now;
     e->cycles++;

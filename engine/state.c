@@ -120,6 +120,7 @@ void us_state_free(us_state *st) {
     free(st->qslot);
     free(st->journal);
     free(st->passing);
+    free(st->watch);
     us_droplog_free(&st->drops);
     memset(st, 0, sizeof *st);
 }
@@ -165,7 +166,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
     if (!src->nworkloads) dst->cap_workloads = 1;
     if (!src->npods) dst->cap_pods = 1;
     /* a copy starts with no journal and no ledger (pods_version 0) */
-    for (size_t i = 0; i < dst->npods; i++) dst->pods[i].journal = 0;
+    for (size_t i = 0; i < dst->npods; i++) dst->pods[i].journal = 0, dst->pods[i].watched = false;
     for (size_t i = 0; i < dst->nnodes; i++) {
         us_node *n = &dst->nodes[i];
         n->name = n->pool = NULL;
@@ -351,7 +352,31 @@ static void journal_add(us_state *st, us_pod *p, us_pod_was was) {
     p->journal = (int)st->njournal;
 }
 
+/* p recorded as it was, while watching (us_state.watch). */
+static void watch_add(us_state *st, us_pod *p, us_pod_was was) {
+    if (!st->watching || p->watched || st->watch_lost) return;
+    if (us_grow((void **)&st->watch, &st->cap_watch, st->nwatch, sizeof *st->watch) < 0) {
+        st->watch_lost = true;
+        return;
+    }
+    st->watch[st->nwatch++] = was;
+    p->watched = true;
+}
+
+void us_state_watch_start(us_state *st) {
+    for (size_t k = 0; k < st->nwatch; k++)
+        if (st->watch[k].pod >= 0 && (size_t)st->watch[k].pod < st->npods) st->pods[st->watch[k].pod].watched = false;
+    st->nwatch = 0;
+    st->watching = true;
+    st->watch_lost = false;
+}
+
+void us_state_watch_stop(us_state *st) { st->watching = false; }
+
 void us_pod_touch(us_state *st, us_pod *p) {
+    if (st->watching && !p->watched)
+        watch_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state,
+                                      p->gone, p->named});
     if (p->journal) return;
     journal_add(st, p, (us_pod_was){(int)(p - st->pods), p->workload, p->node, p->shared_dev, p->state,
                                     p->gone, p->named});
@@ -440,6 +465,7 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin) {
     int i = (int)st->npods++;
     us_pod_was nothing = {i, w, -1, -1, US_POD_PENDING, true, false};
     journal_add(st, p, nothing);
+    watch_add(st, p, nothing);
     return i;
 }
 
@@ -529,10 +555,14 @@ void us_state_compact_pods(us_state *st) {
             st->pods[j] = st->pods[i];
         }
         us_state_passing_relist(st, j);
+        if (st->pods[j].watched) st->pods[j].watched = false;  /* the record goes (below) */
         j++;
     }
     if (j != st->npods) st->generation++;
     us_droplog_end(&st->drops, j != st->npods, st->generation);
+    /* the pods' record goes: its entries may name places that moved */
+    st->nwatch = 0;
+    if (st->watching) st->watch_lost = true;
     st->npods = j;
 }
 

@@ -254,6 +254,7 @@ typedef struct us_pod {
     bool named;            /* its name is a real pod's, given by the caller
                               (us_engine_upsert_pod): no other pod adopts it */
     bool passing;          /* listed in us_state.passing */
+    bool watched;          /* in us_state.watch */
 } us_pod;
 _Static_assert(sizeof(us_pod) <= 48, "a pod stays 48 bytes: passes over every pod read them all");
 _Static_assert(US_MAX_GPUS <= INT8_MAX, "a device slot fits in us_pod.shared_dev");
@@ -326,6 +327,14 @@ typedef struct us_state {
      * pods (a compaction, an expiry that did not know) lists them again. */
     int *passing;
     size_t npassing, cap_passing;
+    /* A second record of the pods changed, for a reader other than the
+     * ledgers (the API's pod index follows a cycle with it): while
+     * watching, every pod touched or appended is recorded once, as it was
+     * before (us_pod.watched).  watch_lost: an entry could not be kept, or
+     * a compaction moved the pods. */
+    us_pod_was *watch;
+    size_t nwatch, cap_watch;
+    bool watching, watch_lost;
     /* Pods marked gone stay in the array until they are one in gone_share
      * of it (0: dropped at the next compaction point, whatever their
      * number), so that a cluster where a few pods leave each cycle does not
@@ -422,6 +431,10 @@ static inline void us_state_pod_leaves(us_state *st, size_t i) {
  * follow.  Every compaction's drop, so that none forgets one. */
 void us_state_pod_dropped(us_state *st, size_t i);
 
+/* Start recording the pods changed from now on (us_state.watch), the
+ * last record dropped; stop keeps the record for the reader. */
+void us_state_watch_start(us_state *st);
+void us_state_watch_stop(us_state *st);
 /* Pod p (of st->pods) is about to change its node, state, device, gone or
  * named flag: its fields before the change go into the journal (once per pod
  * between two reads).  Never fails: when memory runs out the journal is marked lost
