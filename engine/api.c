@@ -195,6 +195,7 @@ static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); 
 
 static void settle(const us_engine *ce);
 static void settle_change(us_engine *e);
+static void settle_cycle(us_engine *e);
 static void forget_reads(us_engine *e);
 static void forget_used(us_engine *e);
 static void pods_forget(us_engine *e);
@@ -1224,14 +1225,16 @@ static void tidy_now(us_engine *e) {
     e->untidy_calls = 0;
 }
 
-/* Before a read: everything settled, the pods that left gone from the
- * arrays (reads index them). */
+/* Before a read or a cycle: everything settled (settle_cycle), the read
+ * caches of the changes since dropped (the pod index stays: it follows). */
 static void settle(const us_engine *ce) {
     us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
     if (!e) return;
-    if (e->unsubmitted || e->underived || e->untidy) forget_reads(e);
-    settle_pods(e);
-    if (e->untidy) tidy_now(e);
+    if (e->unsubmitted || e->underived || e->untidy) {
+        forget_used(e);
+        e->reports_in_row = 0;
+    }
+    settle_cycle(e);
 }
 
 /* Before a change: the same, but pods marked gone may stay in the arrays
@@ -1599,8 +1602,9 @@ static void pods_follow(us_engine *e, uint64_t generation, size_t n0) {
 #endif
 }
 
-/* Before a cycle: everything settled as before a read, but the pod index
- * kept (it follows the cycle: pods_follow). */
+/* Everything settled (before a read or a cycle), the pod index kept: new
+ * workloads' pods join it, and tidying drops it only when pods move or
+ * objects are renumbered. */
 static void settle_cycle(us_engine *e) {
     if (e->unsubmitted || e->underived) {
         size_t from = e->st.npods;
@@ -2692,7 +2696,7 @@ US_API int us_engine_run_cycle(us_engine *e, double now, us_error *err) {
     GUARD_HANDLE(e, err);
     forget_used(e);
     e->reports_in_row = 0;
-    settle_cycle(e); /* it starts tidy */
+    settle(e); /* it starts tidy */
     if (e->broken) return fail(err, US_EINVARIANT, "%s", e->broken);
     if ((rc = check_time(e, now, err)) != US_OK) return rc;
     if (!(figs = calloc(e->st.nqueues ? e->st.nqueues : 1, sizeof *figs))) return nomem(err);
