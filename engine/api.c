@@ -37,6 +37,7 @@
 #include "reload.h"
 #include "statejson.h"
 #include "scenario.h"
+#include "sort.h"
 #include "state.h"
 #include "strmap.h"
 #include "utf8.h"
@@ -1498,12 +1499,6 @@ static size_t list_read(const pod_list *l, int k, int *out, size_t cap) {
     return n;
 }
 
-static int by_int(const void *a, const void *b, void *ctx) {
-    (void)ctx;
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The candidates of workload w in the order adoptable meets them, each
  * where it is met first (a place adopted again is listed anew, and may
  * stay where it was too: met there again, it is the same place, met
@@ -1544,8 +1539,8 @@ static int pods_index_same(us_engine *e) {
     }
     for (size_t w = 0; same == 1 && w < st->nworkloads; w++) {
         size_t na = list_read(&kept.of, (int)w, a, cap), nb = list_read(&fresh->of, (int)w, b, cap);
-        us_sort(a, na, sizeof *a, by_int, NULL);
-        us_sort(b, nb, sizeof *b, by_int, NULL);
+        us_sort_ints(a, na);
+        us_sort_ints(b, nb);
         same = na == nb && memcmp(a, b, na * sizeof *a) == 0;
         na = cands_read(st, &kept, (int)w, a, cap), nb = cands_read(st, fresh, (int)w, b, cap);
         same = same && na == nb && memcmp(a, b, na * sizeof *a) == 0;

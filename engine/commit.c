@@ -43,11 +43,6 @@ void us_phys_free(us_phys *ph) {
     memset(ph, 0, sizeof *ph);
 }
 
-static int by_index(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The pipelined pods, in pod order: from the pods passing through
  * (us_state.passing) when they are known, else a pass over the pods when
  * some are pipelined, only as far as the last of them.  0, or -1 when
@@ -60,7 +55,7 @@ static int list_pipelined(us_state *st, size_t npipelined, int **out, size_t *n)
     if (passing) {
         for (size_t k = 0; k < npassing && *n < npipelined; k++)
             if (st->pods[passing[k]].state == US_POD_PIPELINED) (*out)[(*n)++] = passing[k];
-        qsort(*out, *n, sizeof **out, by_index);
+        us_sort_ints(*out, *n);
     } else {
         for (size_t i = 0; i < st->npods && *n < npipelined; i++)
             if (!st->pods[i].gone && st->pods[i].state == US_POD_PIPELINED) (*out)[(*n)++] = (int)i;

@@ -27,6 +27,7 @@
 #include "lifecycle.h"
 #include "plan.h"
 #include "reoffer.h"
+#include "sort.h"
 #include "ties.h"
 #include "victims.h"
 
@@ -268,11 +269,6 @@ static bool reads_pins(const us_workload *w, int pending) {
            !w->external && pending > 0;
 }
 
-static int by_index(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* pinned[] from the pending pods pinned to a node, in pod order: from the
  * pods passing through (state.h) when they are known, else a pass over
  * every pod.  0, or -1 when memory runs out. */
@@ -288,7 +284,7 @@ static int pins_listed(us_state *st, int *pinned) {
     if (!pods) return -1;
     for (size_t j = 0; j < n; j++)
         if (st->pods[passing[j]].state == US_POD_PENDING) pods[k++] = passing[j];
-    qsort(pods, k, sizeof *pods, by_index);
+    us_sort_ints(pods, k);
     for (size_t j = 0; j < k; j++) pin_step(st, pinned, &st->pods[pods[j]]);
     free(pods);
     return 0;

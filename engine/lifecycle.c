@@ -380,11 +380,6 @@ bool us_life_expiry_due(us_state *st, double now) {
     return us_state_compact_due(st) || us_state_next_release(st) <= now;
 }
 
-static int by_index(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return (x > y) - (x < y);
-}
-
 /* The releasing pods whose grace has ended by now marked gone, in pod
  * order, from the pods passing through (us_state.passing): no pass over
  * the pods.  Their earliest end after now in *next.  0, or -1 when memory
@@ -400,7 +395,7 @@ static int expire_listed(us_state *st, const int *list, size_t n, double now, do
         if (p->release_at <= now) due[ndue++] = list[k];
         else if (p->release_at < *next) *next = p->release_at;
     }
-    qsort(due, ndue, sizeof *due, by_index);  /* marked in pod order, as a pass would */
+    us_sort_ints(due, ndue);  /* marked in pod order, as a pass would */
     for (size_t k = 0; k < ndue; k++) us_pod_go(st, &st->pods[due[k]]);
     free(due);
     return 0;

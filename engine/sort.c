@@ -111,6 +111,13 @@ int us_natcmp(const char *a, const char *b) {
     return c < 0 ? -1 : c > 0;
 }
 
+static int int_order(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+void us_sort_ints(int *a, size_t n) { qsort(a, n, sizeof *a, int_order); }
+
 size_t us_ints_below(const int *a, size_t n, long key) {
     size_t lo = 0, hi = n;
     while (lo < hi) {

@@ -23,6 +23,10 @@ void us_sort(void *base, size_t n, size_t size, us_sort_cmp cmp, void *ctx);
  * numbers ("a-01", "a-1") fall back to strcmp, so the order is total. */
 int us_natcmp(const char *a, const char *b);
 
+/* The n ints at a in ascending order (pod or node indices: a list kept in
+ * no order read back in index order).  Thread-safe. */
+void us_sort_ints(int *a, size_t n);
+
 /* How many of the n ascending ints at a are below key: where key is, or
  * would go (a binary search).  Thread-safe. */
 size_t us_ints_below(const int *a, size_t n, long key);

@@ -322,9 +322,10 @@ typedef struct us_state {
      * on theirs), not gone, in no order, each once (us_pod.passing), with
      * some that have left those states since (us_state_passing drops
      * them): so that neither the expiry, the pipelined pods' promotion nor
-     * the end of a cycle's pending reports passes over every pod.  Complete while next_release is known: every
-     * fold of the journal lists the pods it names, and every pass over the
-     * pods (a compaction, an expiry that did not know) lists them again. */
+     * the end of a cycle's pending reports passes over every pod.
+     * Complete while next_release is known: every fold of the journal
+     * lists the pods it names, and every pass over the pods (a
+     * compaction, an expiry that did not know) lists them again. */
     int *passing;
     size_t npassing, cap_passing;
     /* A second record of the pods changed, for a reader other than the
@@ -409,7 +410,7 @@ static inline bool us_pod_passes(const us_pod *p) {
 }
 /* The pods passing through (us_state.passing), the ones that left those
  * states dropped from the list first, or NULL when not known (then a pass
- * over the pods finds them, and us_state_passing_list lists them again). */
+ * over the pods finds them, and lists them again: us_state_passing_relist). */
 const int *us_state_passing(us_state *st, size_t *n);
 /* A pass over every pod lists the pods passing through again: restart,
  * then relist each pod (its index now) in pod order.  Out of memory the
