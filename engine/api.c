@@ -196,7 +196,7 @@ static int nomem(us_error *err) { return fail(err, US_ENOMEM, "out of memory"); 
 
 static void settle(const us_engine *ce);
 static void settle_change(us_engine *e);
-static void settle_cycle(us_engine *e);
+static void settle_new(us_engine *e);
 static void forget_reads(us_engine *e);
 static void forget_used(us_engine *e);
 static void pods_forget(us_engine *e);
@@ -1226,8 +1226,10 @@ static void tidy_now(us_engine *e) {
     e->untidy_calls = 0;
 }
 
-/* Before a read or a cycle: everything settled (settle_cycle), the read
- * caches of the changes since dropped (the pod index stays: it follows). */
+/* Before a read or a cycle: everything settled, the read caches of the
+ * changes since dropped; the pod index stays (new workloads' pods join
+ * it, and tidying drops it only when pods move or objects are
+ * renumbered). */
 static void settle(const us_engine *ce) {
     us_engine *e = (us_engine *)ce; /* never defined const: the caller's handle */
     if (!e) return;
@@ -1235,7 +1237,8 @@ static void settle(const us_engine *ce) {
         forget_used(e);
         e->reports_in_row = 0;
     }
-    settle_cycle(e);
+    settle_new(e);
+    if (e->untidy) tidy_now(e);
 }
 
 /* Before a change: the same, but pods marked gone may stay in the arrays
@@ -1245,14 +1248,7 @@ static void settle(const us_engine *ce) {
  * done once the changes made since the last tidy number a quarter of the
  * objects it passes over, so each change pays a bounded share of it. */
 static void settle_change(us_engine *e) {
-    if (e->unsubmitted || e->underived) {
-        /* new workloads' pods are appended: the pod index follows */
-        size_t from = e->st.npods;
-        forget_used(e);
-        settle_pods(e);
-        pods_index_workloads(e);
-        pods_index_add_from(e, from);
-    }
+    settle_new(e);
     if (!e->untidy) return;
     if (++e->untidy_calls * 4 < e->st.npods + e->st.nnodes + e->st.nworkloads) return;
     forget_reads(e);
@@ -1597,17 +1593,15 @@ static void pods_follow(us_engine *e, uint64_t generation, size_t n0) {
 #endif
 }
 
-/* Everything settled (before a read or a cycle), the pod index kept: new
- * workloads' pods join it, and tidying drops it only when pods move or
- * objects are renumbered. */
-static void settle_cycle(us_engine *e) {
-    if (e->unsubmitted || e->underived) {
-        size_t from = e->st.npods;
-        settle_pods(e);
-        pods_index_workloads(e);
-        pods_index_add_from(e, from);
-    }
-    if (e->untidy) tidy_now(e);
+/* New workloads' pods created and their rules checked (settle_pods), the
+ * pods appended joining the pod index. */
+static void settle_new(us_engine *e) {
+    if (!e->unsubmitted && !e->underived) return;
+    size_t from = e->st.npods;
+    forget_used(e);
+    settle_pods(e);
+    pods_index_workloads(e);
+    pods_index_add_from(e, from);
 }
 
 /* The pod after i (-1: the first) on node n: through the index x, or a
@@ -1877,7 +1871,6 @@ US_API int us_engine_remove_node(us_engine *e, const char *name, us_error *err) 
 
 /* ---- queues ------------------------------------------------------------------------ */
 
-/* A workload entry (any state) in queue q, or -1. */
 /* A workload of queue q that holds it (not one kept only for its pods
  * gone, see workload_unlisted), or -1; *kept tells whether such a kept
  * one is of q. */
