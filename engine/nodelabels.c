@@ -29,6 +29,9 @@ static bool has_key(const char **keys, size_t nkeys, const char *key) {
 /* The keys that matter, sorted and unique, in a malloc'd array. */
 static const char **gather_keys(const us_state *st, const us_policy *pol, size_t *nkeys) {
     size_t cap = 0, k = 0;
+    /* every workload's selector, but not one a control plane dropped
+     * (us_workload.dropped: kept only until its gone pods are), whose
+     * selector leaves with it as if it had left the array */
     for (size_t w = 0; w < st->nworkloads; w++) cap += st->workloads[w].node_selector.n;
     for (const us_policy *v = pol; v; v = us_policy_previous(v)) {
         size_t nl = 0;
@@ -38,6 +41,7 @@ static const char **gather_keys(const us_state *st, const us_policy *pol, size_t
     const char **keys = malloc((cap ? cap : 1) * sizeof *keys);
     if (!keys) return NULL;
     for (size_t w = 0; w < st->nworkloads; w++) {
+        if (st->workloads[w].dropped) continue;
         const us_labels *sel = &st->workloads[w].node_selector;
         for (size_t i = 0; i < sel->n; i++) keys[k++] = sel->items[i].key;
     }
