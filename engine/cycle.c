@@ -139,7 +139,8 @@ static int collect_pools(const us_state *st, us_cycle_cache *cache, const char *
     const int *wpool = cache ? us_ledger_workload_pools(&cache->ledger, st) : NULL;
     for (size_t i = 0; i < st->nworkloads; i++) {
         const char *name = st->workloads[i].pool;
-        if (wpool && wpool[i] >= 0) continue;
+        /* nor does one the API dropped (kept only while its gone pods are) */
+        if ((wpool && wpool[i] >= 0) || st->workloads[i].dropped) continue;
         if (last && strcmp(last, name) == 0) continue;
         last = name;
         pool_add(pools, n, name);
