@@ -1059,9 +1059,7 @@ static void tidy_pods(us_engine *e, bool all) {
             wl->dropped = true;
     }
 #ifdef US_CHECK_INVARIANTS
-    size_t ngone = 0;
-    for (size_t i = 0; i < st->npods; i++) ngone += st->pods[i].gone;
-    if (ngone != st->ngone)
+    if (!us_state_gone_counted(st))
         e->broken = "invariant \"release-times\" broken: the pods marked gone are not the "
                     "ones the state counted (a pod marked gone without us_pod_go?)";
     if (!pod_counts_hold(st))

@@ -421,18 +421,17 @@ static void expire_all(us_state *st, double now, double *next) {
  * through is listed once (when the list is known), and the pods marked
  * gone are the ones counted. */
 static bool expiry_holds(us_state *st, double now) {
-    size_t ngone = 0, n;
+    size_t n;
     const int *list = us_state_passing(st, &n);
     size_t listed = 0;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *p = &st->pods[i];
         bool passes = us_pod_passes(p);
-        ngone += p->gone;
         if (!p->gone && p->state == US_POD_RELEASING && p->release_at <= now) return false;
         if (list && passes && !p->passing) return false;
         listed += list && passes;
     }
-    return ngone == st->ngone && (!list || listed == n);
+    return us_state_gone_counted(st) && (!list || listed == n);
 }
 #endif
 

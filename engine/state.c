@@ -573,6 +573,12 @@ void us_state_pod_dropped(us_state *st, size_t i) {
     free(st->pods[i].name);
 }
 
+bool us_state_gone_counted(const us_state *st) {
+    size_t ngone = 0;
+    for (size_t i = 0; i < st->npods; i++) ngone += st->pods[i].gone;
+    return ngone == st->ngone;
+}
+
 double us_state_next_release(us_state *st) {
     if (!st->pods_version || st->release_version != st->pods_version || st->journal_lost) return -INFINITY;
     us_state_fold_releases(st);

@@ -396,6 +396,9 @@ int us_state_add_pod(us_state *st, int w, const char *name, int pin);
 /* Drop pods marked gone, keeping the order of the rest (whatever their
  * number: us_state_compact_due tells when it is due). */
 void us_state_compact_pods(us_state *st);
+/* Checking builds: are the pods marked gone the ones us_state.ngone
+ * counts (every mark through us_pod_go)?  A pass over the pods. */
+bool us_state_gone_counted(const us_state *st);
 /* Are the pods marked gone due to be dropped (us_state.gone_share)? */
 static inline bool us_state_compact_due(const us_state *st) {
     return st->ngone > 0 && (st->gone_share == 0 || st->ngone * st->gone_share >= st->npods);
