@@ -1128,8 +1128,10 @@ static void tidy_pods(us_engine *e, bool all) {
         if (p->pin >= 0) p->pin = nmap[p->pin];
     }
     /* counts kept per workload are void unless the ledger followed
-     * (counts per node go with the node version) */
+     * (counts per node go with the node version); what a pool's snapshot
+     * kept per workload (podview.h) goes either way */
     if (renumbered && !followed) us_state_pods_renumbered(st);
+    if (renumbered) us_state_changes_gap(st);
 out:
     free(wmap);
     free(nmap);

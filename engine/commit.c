@@ -101,12 +101,13 @@ static int evict_pod(us_state *st, us_phys *ph, int i, double now, bool reported
 static int waiting_list(const us_plan *p, int pos, const char ***out, size_t *n) {
     const us_state *st = p->st;
     int node = p->nodes[pos];
-    size_t cnt = (size_t)(p->node_first[pos + 1] - p->node_first[pos]);
+    size_t cnt;
+    const int *pods = us_plan_node_pods(p, (size_t)pos, &cnt);
     const char **names = malloc((cnt ? cnt : 1) * sizeof *names);
     if (!names) return -1;
     *n = 0;
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        const us_pod *pd = &st->pods[p->node_pods[k]];
+    for (size_t k = 0; k < cnt; k++) {
+        const us_pod *pd = &st->pods[pods[k]];
         if (!pd->gone && pd->node == node && pd->state == US_POD_RELEASING) names[(*n)++] = pd->name;
     }
     /* insertion sort: the list is short */

@@ -538,6 +538,7 @@ int us_cycle_run(us_state *st, us_policy *pol, double now, const us_cycle_opts *
         us_ledger_settle(&o->cache->ledger, st, ph.use, ph.waiting);
         ph.use = NULL;
         ph.waiting = NULL;
+        us_cycle_cache_changes_read(o->cache, st);
     }
 out:
     /* the cycle's deadline binds no call made outside it */

@@ -42,6 +42,10 @@ typedef struct us_cycle_profile {
      * start, as it could not follow the changes since the last (ledger.h):
      * every pod, or 0 */
     unsigned long long pods_counted;
+    /* pods whose part in a pool's snapshot was worked out: every pod of
+     * the pool when read afresh, else those changed since the last
+     * (podview.h) */
+    unsigned long long pods_read;
 } us_cycle_profile;
 
 typedef struct us_cycle_opts {

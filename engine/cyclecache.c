@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "nodeclass.h"
+#include "podview.h"
 #include "state.h"
 
 us_cycle_cache *us_cycle_cache_new(void) { return calloc(1, sizeof(us_cycle_cache)); }
@@ -21,6 +22,8 @@ void us_cycle_cache_free(us_cycle_cache *c) {
         us_order_free(&c->pools[i].bg_running);
         us_order_free(&c->pools[i].bg_pending);
         us_classes_free(c->pools[i].classes);
+        if (c->pools[i].view) us_podview_free(c->pools[i].view);
+        free(c->pools[i].view);
     }
     free(c->pools);
     us_ledger_free(&c->ledger);
@@ -40,4 +43,13 @@ us_pool_hints *us_cycle_cache_pool(us_cycle_cache *c, const char *pool) {
     memset(h, 0, sizeof *h);
     h->pool = copy;
     return h;
+}
+
+void us_cycle_cache_changes_read(const us_cycle_cache *c, us_state *st) {
+    uint64_t upto = us_state_changes_end(st);
+    for (size_t i = 0; c && i < c->n; i++) {
+        const struct us_podview *v = c->pools[i].view;
+        if (v && v->valid && v->mark < upto) upto = v->mark;
+    }
+    us_state_changes_trim(st, upto);
 }

@@ -55,6 +55,9 @@ typedef struct us_pool_hints {
      * next plan's are found from them (us_classes_renew), or afresh when
      * the nodes or their static views changed; NULL: none */
     struct us_classes *classes;
+    /* what the pool's last snapshot read from the pods (podview.h), and
+     * followed from there; NULL: none yet */
+    struct us_podview *view;
 } us_pool_hints;
 
 typedef struct us_cycle_cache {
@@ -74,5 +77,8 @@ void us_cycle_cache_free(us_cycle_cache *c);
 /* The hints of one pool (created empty the first time), or NULL when c is
  * NULL or memory runs out: the cycle then runs without hints. */
 us_pool_hints *us_cycle_cache_pool(us_cycle_cache *c, const char *pool);
+/* The state's log of changed pods (us_state.changes) drops what every
+ * pool's kept view of the pods has read.  c may be NULL (all is read). */
+void us_cycle_cache_changes_read(const us_cycle_cache *c, us_state *st);
 
 #endif

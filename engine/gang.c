@@ -13,9 +13,10 @@
 bool us_gang_is_job(const us_plan *p, int w) { return p->wl_ai[w]; }
 
 const int *us_gang_pending(const us_plan *p, int w, size_t *n) {
-    int from = p->wl_first[w] + p->wl_placed[w];
-    *n = (size_t)(p->wl_first[w + 1] - from);
-    return p->wl_pending + from;
+    size_t all;
+    const int *pods = us_pv_list_of(p->view, us_pv_pending_list(p->view, (size_t)w), &all);
+    *n = all - (size_t)p->wl_placed[w];
+    return pods + p->wl_placed[w];
 }
 
 int us_gang_missing(const us_plan *p, int w) {

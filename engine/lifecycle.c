@@ -199,6 +199,14 @@ int us_life_submit_new(us_state *st, size_t first, double now, us_life_held_fn h
     return 0;
 }
 
+/* Pods marked gone are dropped only when they are due (us_state_compact_due):
+ * a compaction moves every later pod, and what is kept by a pod's index
+ * across cycles (the passing list, a pool's view of its pods) starts
+ * again after one, so a change that leaves a few gone moves none. */
+static void compact_if_due(us_state *st) {
+    if (us_state_compact_due(st)) us_state_compact_pods(st);
+}
+
 /* A pod stops holding its node: it terminates for its grace period. */
 static void terminate(us_state *st, us_pod *p, double now) {
     us_pod_touch(st, p);
@@ -217,7 +225,7 @@ int us_life_delete(us_state *st, int w, double now) {
         us_pod *p = &st->pods[i];
         if (p->workload == w && live(p)) terminate(st, p, now);
     }
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return 0;
 }
 
@@ -252,7 +260,7 @@ int us_life_complete(us_state *st, int w, double now) {
     st->workloads[w].state = US_WL_COMPLETED;
     for (size_t i = 0; i < st->npods; i++)
         if (st->pods[i].workload == w && live(&st->pods[i])) complete_pod(st, &st->pods[i]);
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return 0;
 }
 
@@ -268,7 +276,7 @@ int us_life_complete_many(us_state *st, const int *ws, size_t n, double now) {
     for (size_t i = 0; i < st->npods; i++)
         if (done[st->pods[i].workload] && live(&st->pods[i])) complete_pod(st, &st->pods[i]);
     free(done);
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return 0;
 }
 
@@ -330,7 +338,7 @@ int us_life_remove_node(us_state *st, int n, double now) {
     st->nodes[n].removed = true;
     us_state_nodes_changed(st);
     for (size_t i = 0; i < st->npods; i++) lose_node(st, &st->pods[i], n);
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return 0;
 }
 
@@ -447,7 +455,7 @@ int us_life_expire(us_state *st, double now) {
         const int *list = us_state_passing(st, &n);
         double next;
         if (!list || expire_listed(st, list, n, now, &next) < 0) expire_all(st, now, &next);
-        if (us_state_compact_due(st)) us_state_compact_pods(st);
+        compact_if_due(st);
         st->next_release = next;
         st->release_version = st->pods_version;
     }
@@ -498,7 +506,7 @@ int us_life_node_changed(us_state *st, int n, double now) {
         if (st->pods[i].pin == n) pods[np++] = (int)i;
     int rc = us_life_node_changed_listed(st, n, pods, np, now, NULL, NULL);
     free(pods);
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return rc;
 }
 
@@ -554,7 +562,7 @@ int us_life_scale(us_state *st, int w, int replicas, double now) {
         if (st->pods[i].workload == w) pods[n++] = (int)i;
     int rc = us_life_scale_listed(st, w, replicas, pods, n, now, NULL, NULL);
     free(pods);
-    us_state_compact_pods(st);
+    compact_if_due(st);
     return rc;
 }
 

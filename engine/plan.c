@@ -55,65 +55,6 @@ static void queue_add(us_plan *p, int q, us_res req, bool np, int sign) {
     }
 }
 
-static bool holds(us_pod_state s) {
-    return s == US_POD_RUNNING || s == US_POD_PIPELINED || s == US_POD_RELEASING;
-}
-
-/* Virtual eviction of pod i: only AI pods enter the AI view, queue
- * allocation and demand (counted per workload here: held, and wanted for
- * the demand; queue_sums adds them up); background pods, whatever their
- * state, are left out.  Pods of external workloads hold their room in the
- * AI view as AI pods do, but in no queue and with no flag: nothing may move
- * or evict them.  Called in pod order; room held in the AI view is added
- * through ai, a sum of p->ai (usesum.h), or not at all when ai is NULL (the
- * snapshot copied the view the ledger keeps).  True when the pod holds room
- * in the AI view. */
-static bool evict_background(us_plan *p, size_t i, int *wanted, us_usesum *ai) {
-    us_state *st = p->st;
-    const us_pod *pod = &st->pods[i];
-    const us_workload *w = &st->workloads[pod->workload];
-    if (!us_plan_is_ai(p, (int)i)) {
-        /* Pods nothing may move keep their room: an external workload's
-         * (another scheduler placed them), and running pods of work that
-         * breaks a rule (never scheduled, AI or background: nothing
-         * evicts it).  Planning through them would pipeline onto room
-         * that never frees (found by tests/fuzz/fuzz_scenario, and for
-         * background work by tests/fuzz/fuzz_api). */
-        if (!us_plan_holds_fixed(p, (int)i)) return false;
-        if (ai)
-            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
-                          pod->shared_dev);
-        return true;
-    }
-    bool held = (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED) &&
-                pod->node >= 0 && p->pos[pod->node] >= 0;
-    if (held) {
-        if (ai)
-            us_usesum_add(ai, (size_t)p->pos[pod->node], &st->nodes[pod->node], w->request,
-                          pod->shared_dev);
-        p->flags[i] |= US_PF_HELD;
-        p->held[pod->workload]++;
-    }
-    if (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED ||
-        pod->state == US_POD_PENDING)
-        wanted[pod->workload]++;
-    return held;
-}
-
-/* What pod i, which holds room on a pool node (running, pipelined or
- * terminating), tells the tie-break of its node (us_plan.node_kind):
- * in_view, whether it holds room in the AI view (an AI pod, or one nothing
- * may move: evict_background said so), or a pod of other work that is not
- * background runs there.  A terminating pod holds none in the AI view and
- * is no victim: the node is still empty for AI. */
-static uint8_t node_kind_of(const us_plan *p, size_t i, bool in_view) {
-    const us_pod *pod = &p->st->pods[i];
-    bool bg = p->st->workloads[pod->workload].background;
-    if (in_view || (!bg && (pod->state == US_POD_RUNNING || pod->state == US_POD_PIPELINED)))
-        return US_NODE_HOLDS_AI;
-    return pod->state == US_POD_RUNNING && bg ? US_NODE_RUNS_BG : 0;
-}
-
 /* req taken n times, saturating as n additions would (requests are never
  * negative) */
 static us_res res_times(us_res req, int n) {
@@ -198,7 +139,7 @@ static int list_nodes(us_plan *p) {
 
 #ifdef US_CHECK_INVARIANTS
 /* Are p->ai and p->bg_total what the pool's pods hold, each pod counted
- * where us_view_share says (a second statement of evict_background's and
+ * where us_view_share says (a second statement of podview.c's rec_of and
  * the ledger's rule)?  Pools by name here, not by the ledger's numbers, so
  * a wrong number fails it too: not to be replaced by us_ledger_take.  1
  * yes, 0 no, -1 when memory runs out. */
@@ -236,6 +177,7 @@ static int same_as_counted(const us_plan *p) {
 }
 #endif
 
+#ifdef US_CHECK_INVARIANTS
 /* The x-th pod a snapshot reads: of set (its list, then the pods appended
  * since), or of every pod when set is NULL. */
 static size_t pod_read(const us_pod_set *set, size_t x) {
@@ -243,7 +185,6 @@ static size_t pod_read(const us_pod_set *set, size_t x) {
     return x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n);
 }
 
-#ifdef US_CHECK_INVARIANTS
 /* Checking builds: does set leave out a pod the pool's snapshot must
  * read (one of its workloads', by name, or one on its nodes)?  1 when
  * it does, 0 when not, -1 (memory). */
@@ -280,39 +221,33 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     /* per-pod arrays read only where written are not zeroed, nor set:
      * pnode and pslot are read only for pods placed (US_PF_NEW), evictor
      * only for victims (US_PF_VICTIM), each written when the flag is set;
-     * placed, node_pods and wl_pending as far as they are filled.  On a
-     * large cluster setting them was a cycle's largest memset, then a
-     * write per pod that touched every page of three arrays */
+     * placed as far as it is filled.  On a large cluster setting them was
+     * a cycle's largest memset, then a write per pod that touched every
+     * page of three arrays */
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
     p->ai = malloc(nn * sizeof *p->ai);  /* set below: copied or zeroed */
-    p->flags = calloc(np, sizeof *p->flags);
+    p->flags = malloc(np * sizeof *p->flags);  /* set below, from what the pods say */
     p->pnode = malloc(np * sizeof *p->pnode);
     p->pslot = malloc(np * sizeof *p->pslot);
     p->pact = calloc(np, sizeof *p->pact);
     p->evictor = malloc(np * sizeof *p->evictor);
     p->placed = malloc(np * sizeof *p->placed);
-    p->node_first = calloc(nn + 1, sizeof *p->node_first);
-    p->node_pods = malloc(np * sizeof *p->node_pods);
-    p->held = calloc(nw, sizeof *p->held);
+    p->held = malloc(nw * sizeof *p->held);
     p->wl_ai = calloc(nw, sizeof *p->wl_ai);
-    p->wl_terminating = calloc(nw, sizeof *p->wl_terminating);
-    p->wl_first = calloc(nw + 1, sizeof *p->wl_first);
-    p->wl_pending = malloc(np * sizeof *p->wl_pending);
-    p->bg_pending = malloc(np * sizeof *p->bg_pending);
-    p->bg_running = malloc(np * sizeof *p->bg_running);
+    p->wl_terminating = malloc(nw * sizeof *p->wl_terminating);
     p->bg_total = malloc(nn * sizeof *p->bg_total);
-    p->node_kind = calloc(nn, sizeof *p->node_kind);
     p->wl_bg = calloc(nw, sizeof *p->wl_bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
     p->alloc_np = calloc(nq, sizeof *p->alloc_np);
     p->demand = calloc(nq, sizeof *p->demand);
     p->fair = calloc(nq * US_NRES, sizeof *p->fair);
+    uint8_t *wkind = malloc(nw * sizeof *wkind);  /* [nworkloads] us_pv_wkind */
     if (!p->nodes || !p->pos || !p->ai || !p->flags || !p->pnode || !p->pslot || !p->pact ||
-        !p->evictor || !p->placed || !p->node_first || !p->node_pods || !p->held ||
-        !p->wl_first || !p->wl_pending || !p->bg_pending || !p->bg_running || !p->bg_total || !p->node_kind || !p->wl_bg || !p->wl_placed || !p->wl_ai || !p->wl_terminating ||
-        !p->alloc || !p->alloc_np || !p->demand || !p->fair)
+        !p->evictor || !p->placed || !p->held || !p->bg_total || !p->wl_bg || !p->wl_placed ||
+        !p->wl_ai || !p->wl_terminating || !p->alloc || !p->alloc_np || !p->demand || !p->fair ||
+        !wkind)
         goto fail;
 
     /* AI jobs of this pool: active, not background, not blocked.  Whether
@@ -323,23 +258,25 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     int pool_number = wpool ? us_ledger_pool_number(ledger, pool) : -1;
     for (size_t w = 0; w < st->nworkloads; w++) {
         const us_workload *wl = &st->workloads[w];
-        bool mine = wl->state == US_WL_ACTIVE && !wl->blocked &&
-                    (pool_number >= 0 ? wpool[w] == pool_number : strcmp(wl->pool, pool) == 0);
+        bool own = pool_number >= 0 ? wpool[w] == pool_number : strcmp(wl->pool, pool) == 0;
 #ifdef US_CHECK_INVARIANTS
-        if (wl->state == US_WL_ACTIVE && !wl->blocked && mine != (strcmp(wl->pool, pool) == 0)) {
+        if (own != (strcmp(wl->pool, pool) == 0)) {
+            free(wkind);
             us_plan_free(p);
             p->broken = "invariant \"pool-list\" broken: a workload's pool number kept by the "
                         "ledger is not its pool";
             return -2;
         }
 #endif
-        p->wl_ai[w] = mine && !wl->background && !wl->external;
-        p->wl_bg[w] = mine && wl->background;
+        wkind[w] = us_pv_wkind(wl, own);
+        p->wl_ai[w] = wkind[w] & US_PVW_AI;
+        p->wl_bg[w] = wkind[w] & US_PVW_BG;
     }
     p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     int listed = list_nodes(p);
     if (listed == -2) {
         const char *broken = p->broken;
+        free(wkind);
         us_plan_free(p);
         p->broken = broken;
         return -2;
@@ -349,19 +286,54 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
-    /* pods by node and pending pods by workload: counting sorts (which
-     * keep pod order inside a node and creation order inside a workload),
-     * one pass over every pod to count, then one to fill; virtual eviction
-     * rides on the first (a pass over every pod is most of a quiet cycle's
-     * cost on a large cluster).  The first notes each pod's place in the
-     * fill (its node's position, or -1) in at[], and lists the pending
-     * pods, so that the fill reads 4 bytes a pod, not the pods again */
-    int *wanted = calloc(nw, sizeof *wanted);  /* [nworkloads] AI pods running or wanting to */
-    int *at = malloc(np * sizeof *at);         /* [npods] position whose pods it joins, or -1 */
-    int *pending = malloc(np * sizeof *pending);  /* pods pending, in pod order */
-    size_t npending = 0;
+    /* What the pods say (virtual eviction, pods by node, pending pods by
+     * workload, the counts per workload): kept with the pool's hints and
+     * followed through the pods changed since the last cycle, else read
+     * from every pod of the pool (podview.h) */
+    us_podview *view = p->hints ? p->hints->view : NULL;
+    if (p->hints && !view && (view = calloc(1, sizeof *view))) p->hints->view = view;
+    if (!view && !(view = p->own_view = calloc(1, sizeof *view))) goto fail;
+    p->view = view;
+    us_podview_in in = {st, p->pos, p->nnodes, wkind, o && o->reported_pods, set, p->hints != NULL};
+    const char *broken;
+    int updated = us_podview_update(view, &in, &broken);
+    free(wkind);
+    wkind = NULL;
+    if (updated == -2) {
+        us_plan_free(p);
+        p->broken = broken;
+        return -2;
+    }
+    if (updated < 0) goto fail;
+    if (o && o->profile) o->profile->pods_read += view->read;
+#ifdef US_CHECK_INVARIANTS
+    if (set && view->rebuilt) {
+        int left = left_out(p, set, set->n + (st->npods - set->from));
+        if (left < 0) goto fail;
+        if (left > 0) {
+            us_plan_free(p);
+            p->broken = "invariant \"pool-pods\" broken: a pod of the pool's workloads or on its "
+                        "nodes is not among the pods its snapshot read";
+            return -2;
+        }
+    }
+#endif
+    _Static_assert((int)US_PV_HELD == (int)US_PF_HELD, "a pod's record gives its plan flag as it is");
+    for (size_t i = 0; i < st->npods; i++) p->flags[i] = (uint8_t)(view->rec[i] & US_PV_HELD);
+    if (st->nworkloads) {
+        memcpy(p->held, view->held, st->nworkloads * sizeof *p->held);
+        memcpy(p->wl_terminating, view->terminating, st->nworkloads * sizeof *p->wl_terminating);
+    }
+    p->terminating = us_pv_list_of(view, US_PVL_TERMINATING, &p->nterminating);
+    p->bg_running = us_pv_list_of(view, US_PVL_BG_RUNNING, &p->nbg_running);
+    p->bg_pending = us_pv_list_of(view, US_PVL_BG_PENDING, &p->nbg_pending);
+    p->node_kind = view->node_kind;
+
     /* the AI view and background totals: the ledger's, kept across cycles
-     * (ledger.h), when it can tell them; else added up in the pass */
+     * (ledger.h), when it can tell them; else added up from the pods'
+     * records, in pod order (a fractional pod with no device takes the
+     * slot the pods before it leave; read in order, not node by node, as
+     * pods of a node lie far apart) */
     bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
     /* copied for the pool's nodes, or to be added up from zero; zeroed
      * past them all the same (a large array zeroed and then copied over
@@ -370,125 +342,39 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     memset(p->ai + from, 0, (nn - from) * sizeof *p->ai);
     memset(p->bg_total + from, 0, (nn - from) * sizeof *p->bg_total);
     if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
-    us_usesum ai;
-    if (!wanted || !at || !pending || (!kept && us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0)) {
-        free(wanted);
-        free(at);
-        free(pending);
-        goto fail;
-    }
-    bool short_of_memory = false;
-    /* the pods read: the pool's (set, poolpods.h), else every pod */
-    size_t nread = set ? set->n + (st->npods - set->from) : st->npods;
-    for (size_t x = 0; x < nread; x++) {
-        size_t i = pod_read(set, x);
-        const us_pod *pod = &st->pods[i];
-        if (pod->gone) {  /* left: holds nothing, wants nothing */
-            at[i] = -1;
-            continue;
-        }
-        bool in_view = evict_background(p, i, wanted, kept ? NULL : &ai);
-        int pos = pod->node >= 0 ? p->pos[pod->node] : -1;
-        bool here = pos >= 0;
-        if (pod->state == US_POD_RELEASING) p->wl_terminating[pod->workload]++;
-        bool placeable = pod->state == US_POD_PENDING && us_cycle_may_place(o, pod);
-        if (placeable) {
-            p->wl_first[pod->workload + 1]++;
-            pending[npending++] = (int)i;
-        }
-        at[i] = here && holds(pod->state) ? pos : -1;
-        if (at[i] >= 0) {
-            p->node_first[pos + 1]++;
-            p->node_kind[pos] |= node_kind_of(p, i, in_view);
-        }
-        /* for the re-offer */
-        if (here && pod->state == US_POD_RELEASING) {
-            if (us_grow((void **)&p->terminating, &p->cap_terminating, p->nterminating,
-                        sizeof *p->terminating) < 0)
-                short_of_memory = true;
-            else
-                p->terminating[p->nterminating++] = (int)i;
-        }
-        if (p->wl_bg[pod->workload]) {
-            if (pod->state == US_POD_RUNNING && here) {
-                if (!kept)  /* saturated: kept so, as every sum here */
-                    (void)us_bg_total_add(&p->bg_total[pos], st->workloads[pod->workload].request, 1);
-                p->bg_running[p->nbg_running++] = (int)i;
-            } else if (placeable)
-                p->bg_pending[p->nbg_pending++] = (int)i;
-        }
-    }
     if (!kept) {
+        us_usesum ai;
+        if (us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) goto fail;
+        for (size_t i = 0; i < st->npods; i++) {
+            uint16_t r = view->rec[i];
+            if (!(r & (US_PV_VIEW | US_PV_BGRUN))) continue;
+            const us_pod *pod = &st->pods[i];
+            size_t pos = (size_t)view->at[i];
+            us_res req = st->workloads[pod->workload].request;
+            if (r & US_PV_VIEW)
+                us_usesum_add(&ai, pos, &st->nodes[pod->node], req, pod->shared_dev);
+            else  /* saturated: kept so, as every sum here */
+                (void)us_bg_total_add(&p->bg_total[pos], req, 1);
+        }
         us_usesum_flush_all(&ai);
         us_usesum_free(&ai);
     }
 #ifdef US_CHECK_INVARIANTS
-    if (set && !short_of_memory) {
-        int left = left_out(p, set, nread);
-        if (left < 0) short_of_memory = true;
-        if (left > 0) {
-            free(wanted);
-            free(at);
-            free(pending);
-            us_plan_free(p);
-            p->broken = "invariant \"pool-pods\" broken: a pod of the pool's workloads or on its "
-                        "nodes is not among the pods its snapshot read";
-            return -2;
-        }
-    }
-    if (!short_of_memory) {
-        int same = same_as_counted(p);
-        if (same < 0) short_of_memory = true;
-        if (same == 0) {
-            free(wanted);
-            free(at);
-            free(pending);
-            us_plan_free(p);
-            p->broken = kept ? "invariant \"ai-view\" broken: the AI view or a background total "
-                               "kept by the ledger is not what the pool's pods hold"
-                             : "invariant \"ai-view\" broken: the AI view or a background total "
-                               "the snapshot added up is not what the pool's pods hold";
-            return -2;
-        }
+    int same = same_as_counted(p);
+    if (same < 0) goto fail;
+    if (same == 0) {
+        us_plan_free(p);
+        p->broken = kept ? "invariant \"ai-view\" broken: the AI view or a background total "
+                           "kept by the ledger is not what the pool's pods hold"
+                         : "invariant \"ai-view\" broken: the AI view or a background total "
+                           "the snapshot added up is not what the pool's pods hold";
+        return -2;
     }
 #endif
-    if (short_of_memory) {
-        free(wanted);
-        free(at);
-        free(pending);
-        goto fail;
-    }
-    queue_sums(p, wanted);
-    free(wanted);
-    for (size_t i = 0; i < p->nnodes; i++) p->node_first[i + 1] += p->node_first[i];
-    for (size_t w = 0; w < st->nworkloads; w++) p->wl_first[w + 1] += p->wl_first[w];
-    {
-        int *nfill = calloc(p->nnodes + 1, sizeof *nfill);
-        int *wfill = calloc(st->nworkloads + 1, sizeof *wfill);
-        if (!nfill || !wfill) {
-            free(nfill);
-            free(wfill);
-            free(pending);
-            free(at);
-            goto fail;
-        }
-        for (size_t k = 0; k < npending; k++) {
-            int w = st->pods[pending[k]].workload;
-            p->wl_pending[p->wl_first[w] + wfill[w]++] = pending[k];
-        }
-        for (size_t x = 0; x < nread; x++) {
-            size_t i = pod_read(set, x);
-            int n = at[i];
-            if (n >= 0) p->node_pods[p->node_first[n] + nfill[n]++] = (int)i;
-        }
-        free(nfill);
-        free(wfill);
-        free(pending);
-    }
-    free(at);
-
+    queue_sums(p, view->wanted);
     return 0;
 fail:
+    free(wkind);
     us_plan_free(p);
     return -1;
 }
@@ -503,20 +389,16 @@ void us_plan_free(us_plan *p) {
     free(p->pact);
     free(p->evictor);
     free(p->placed);
-    free(p->node_first);
-    free(p->node_pods);
     free(p->held);
     free(p->wl_ai);
     free(p->wl_terminating);
-    free(p->wl_first);
-    free(p->wl_pending);
     free(p->wl_placed);
-    free(p->bg_pending);
-    free(p->bg_running);
     free(p->bg_total);
-    free(p->node_kind);
     free(p->wl_bg);
-    free(p->terminating);
+    if (p->own_view) {
+        us_podview_free(p->own_view);
+        free(p->own_view);
+    }
     free(p->alloc);
     free(p->alloc_np);
     free(p->demand);

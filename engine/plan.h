@@ -15,6 +15,7 @@
 #include "events.h"
 #include "hashidx.h"
 #include "policy.h"
+#include "podview.h"
 #include "poolpods.h"
 #include "state.h"
 #include "use.h"
@@ -70,25 +71,27 @@ typedef struct us_plan {
     int *placed;         /* US_PF_NEW pods in placement order */
     size_t nplaced;
 
-    /* per node: pods assigned to it at snapshot (any kind, any holding state) */
-    int *node_first;     /* [nnodes + 1] offsets into node_pods */
-    int *node_pods;
-
-    /* read by the re-offer (reoffer.c), gathered by the snapshot's pass
-     * over every pod so that the re-offer needs none of its own: pending
-     * placeable pods of the background work it offers (wl_bg) and its
-     * running pods, in pod order; what they take on each node (bg_total);
-     * and pods terminating on the pool's nodes (any kind), in pod order */
-    int *bg_pending;
+    /* What the snapshot read from the pods (podview.h): kept in the pool's
+     * hints across cycles, or the plan's own (own_view) without a cache.
+     * Per node position, the pods holding room on it at snapshot (any
+     * kind, any holding state), in pod order: us_plan_node_pods.  Per
+     * workload, its pending pods: us_gang_pending.  Read only. */
+    struct us_podview *view, *own_view;
+    /* read by the re-offer (reoffer.c), from the same record (lists of
+     * the view): pending placeable pods of the background work it offers
+     * (wl_bg) and its running pods on the pool's nodes, in pod order; what
+     * they take on each node (bg_total); and pods terminating on the
+     * pool's nodes (any kind), in pod order */
+    const int *bg_pending;
     size_t nbg_pending;
-    int *bg_running;     /* its running pods on the pool's nodes, in pod order */
+    const int *bg_running;
     size_t nbg_running;
     us_bg_total *bg_total;  /* [nnodes] (use.h) */
-    int *terminating;
-    size_t nterminating, cap_terminating;
-    /* read by the tie-break (ties.c), from the same pass: what holds room
-     * on each node at snapshot (its node_pods) */
-    uint8_t *node_kind;  /* [nnodes] US_NODE_HOLDS_AI, US_NODE_RUNS_BG */
+    const int *terminating;
+    size_t nterminating;
+    /* read by the tie-break (ties.c), from the same record: what holds room
+     * on each node at snapshot (its pods) */
+    const uint8_t *node_kind;  /* [nnodes] US_NODE_HOLDS_AI, US_NODE_RUNS_BG */
 
     /* per workload [st->nworkloads] */
     int *held;           /* AI pods running/pipelined/new and not victims */
@@ -99,10 +102,8 @@ typedef struct us_plan {
                             the AI view, us_plan_holds_fixed) */
     int *wl_terminating; /* its pods still terminating: releasing at snapshot, or
                             victims of this plan that will be (grace > 0) */
-    int *wl_first;       /* [nworkloads + 1] offsets into wl_pending */
-    int *wl_pending;     /* pods pending at snapshot, grouped by workload, in creation order */
-    int *wl_placed;      /* [nworkloads] how many of them the plan placed: always
-                            the first (us_plan_place, us_gang_pending) */
+    int *wl_placed;      /* [nworkloads] how many of its pending pods the plan
+                            placed: always the first (us_plan_place, us_gang_pending) */
 
     /* per queue [st->nqueues]; parents include their children */
     us_res *alloc;       /* AI allocation */
@@ -158,8 +159,10 @@ typedef struct us_plan {
 
 /* Snapshot pool at time now: its nodes in name order and the pods on
  * each, and virtual eviction in the same pass over the pods: the AI view
- * and queue figures built from AI pods only.  The pass reads the pods of
- * set (poolpods.h: the pool's workloads' and those on its nodes), or every
+ * and queue figures built from AI pods only.  What the pods say is kept
+ * across cycles with the pool's hints and followed through the pods changed
+ * (podview.h); when it is read afresh, the pass reads the pods of set
+ * (poolpods.h: the pool's workloads' and those on its nodes), or every
  * pod when set is NULL; any other pod says nothing about the pool.  0; -1
  * (out of memory, p freed); -2 in checking builds when the node list kept
  * from the last cycle is not the list, or set leaves out a pod of the pool
@@ -179,6 +182,11 @@ bool us_plan_is_ai(const us_plan *p, int pod);
 bool us_plan_holds_fixed(const us_plan *p, int pod);
 /* Node the pod occupies in the AI view (its own node or planned node), or -1. */
 int us_plan_node_of(const us_plan *p, int pod);
+/* The pods holding room on the node at position pos at snapshot (running,
+ * pipelined, terminating; any kind), in pod order: *n of them. */
+static inline const int *us_plan_node_pods(const us_plan *p, size_t pos, size_t *n) {
+    return us_pv_list_of(p->view, us_pv_node_list(pos), n);
+}
 
 /* Tentative changes; both 0 or -1 (out of memory).  A pod placed is the
  * first of its job's pending pods not placed yet (us_gang_pending). */

@@ -258,8 +258,10 @@ static const us_use *ai_and_total(const us_plan *p, size_t pos, us_use *tmp) {
 static bool walk_fits(const us_plan *p, size_t pos, us_use *u) {
     const us_state *st = p->st;
     const us_node *n = &st->nodes[p->nodes[pos]];
-    for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-        int i = p->node_pods[k];
+    size_t cnt;
+    const int *pods = us_plan_node_pods(p, pos, &cnt);
+    for (size_t k = 0; k < cnt; k++) {
+        int i = pods[k];
         if (!offerable(p, i)) continue;
         us_res req = st->workloads[st->pods[i].workload].request;
         if (!us_use_fits(u, n, req, -1)) return false;
@@ -403,8 +405,10 @@ static int gather(work *w, size_t noffered) {
         }
         us_use *held = w->touched[pos] ? NULL : use_own(&w->held, pos, &p->ai[pos]);
         if (!w->touched[pos] && !held) return -1;
-        for (int k = p->node_first[pos]; k < p->node_first[pos + 1]; k++) {
-            int i = p->node_pods[k];
+        size_t cnt;
+        const int *pods = us_plan_node_pods(p, pos, &cnt);
+        for (size_t k = 0; k < cnt; k++) {
+            int i = pods[k];
             if (!offerable(p, i)) continue;
             if (w->touched[pos]) {
                 out->running[out->nrunning++] = i;

@@ -121,6 +121,7 @@ void us_state_free(us_state *st) {
     free(st->journal);
     free(st->passing);
     free(st->watch);
+    free(st->changes);
     us_droplog_free(&st->drops);
     memset(st, 0, sizeof *st);
 }
@@ -434,7 +435,57 @@ const int *us_state_passing(us_state *st, size_t *n) {
     return st->passing;
 }
 
+/* ---- the log of changed pods -------------------------------------------- */
+
+void us_state_changes_gap(us_state *st) {
+    st->changes_start += st->nchanges + 1;
+    st->nchanges = 0;
+}
+
+void us_state_changes_on(us_state *st) {
+    if (st->logging_changes) return;
+    us_state_changes_gap(st);
+    st->logging_changes = true;
+}
+
+const int *us_state_changes_since(const us_state *st, uint64_t from, size_t *n) {
+    *n = 0;
+    if (!st->logging_changes || from < st->changes_start || from > us_state_changes_end(st))
+        return NULL;
+    *n = (size_t)(us_state_changes_end(st) - from);
+    return st->changes ? st->changes + (from - st->changes_start) : (const int *)"";
+}
+
+void us_state_changes_trim(us_state *st, uint64_t upto) {
+    if (upto <= st->changes_start) return;
+    if (upto >= us_state_changes_end(st)) upto = us_state_changes_end(st);
+    size_t drop = (size_t)(upto - st->changes_start);
+    memmove(st->changes, st->changes + drop, (st->nchanges - drop) * sizeof *st->changes);
+    st->nchanges -= drop;
+    st->changes_start = upto;
+}
+
+/* The journal's pods go into the log (read before the journal is
+ * dropped).  A log longer than the pods twice over is one no reader
+ * followed: a gap, so that it never grows without bound. */
+static void changes_log(us_state *st) {
+    if (!st->logging_changes) return;
+    if (st->journal_lost || st->nchanges > 2 * st->npods + 1024) {
+        us_state_changes_gap(st);
+        if (st->journal_lost) return;
+    }
+    for (size_t k = 0; k < st->njournal; k++) {
+        if (st->journal[k].pod < 0) continue;  /* it left the array: nothing to read */
+        if (us_grow((void **)&st->changes, &st->cap_changes, st->nchanges, sizeof *st->changes) < 0) {
+            us_state_changes_gap(st);
+            return;
+        }
+        st->changes[st->nchanges++] = st->journal[k].pod;
+    }
+}
+
 void us_state_journal_clear(us_state *st) {
+    changes_log(st);
     us_state_fold_releases(st);
     journal_drop(st);
     st->journal_lost = false;
@@ -442,6 +493,7 @@ void us_state_journal_clear(us_state *st) {
 
 void us_state_pods_renumbered(us_state *st) {
     static _Atomic uint64_t last;  /* engines share it: versions never repeat */
+    us_state_changes_gap(st);
     journal_drop(st);
     st->journal_lost = false;
     st->pods_version = atomic_fetch_add(&last, 1) + 1;
@@ -558,7 +610,10 @@ void us_state_compact_pods(us_state *st) {
         if (st->pods[j].watched) st->pods[j].watched = false;  /* the record goes (below) */
         j++;
     }
-    if (j != st->npods) st->generation++;
+    if (j != st->npods) {
+        st->generation++;
+        us_state_changes_gap(st);  /* the log's indices name places that moved */
+    }
     us_droplog_end(&st->drops, j != st->npods, st->generation);
     /* the pods' record goes: its entries may name places that moved */
     st->nwatch = 0;

@@ -342,6 +342,17 @@ typedef struct us_state {
      * move every pod each cycle: pods keep their index, and what is kept
      * by index lives across cycles.  us_state_init sets US_GONE_SHARE. */
     unsigned gone_share;
+    /* The log of pods changed, for readers that keep what they read of the
+     * pods by index across cycles (podview.h): while logging, each read of
+     * the journal (us_state_journal_clear) appends the index of every pod
+     * it named.  Positions count every entry ever logged: changes[0] is at
+     * changes_start.  A change the log cannot name (the journal lost, pods
+     * moved or renumbered, workloads renumbered, memory) leaves a gap:
+     * every position before it is void (us_state_changes_since). */
+    int *changes;
+    size_t nchanges, cap_changes;
+    uint64_t changes_start;
+    bool logging_changes;
     /* queue name -> index, open addressing, over the first qnamed queues
      * (us_state_queue_index; a cache: a queue appended is added, one
      * removed voids it, us_state_queues_renumbered) */
@@ -463,6 +474,21 @@ void us_state_fold_releases(us_state *st);
 /* Pods or workloads were renumbered beyond what the journal follows (an
  * undone append, workloads dropped): ledgers count again. */
 void us_state_pods_renumbered(us_state *st);
+
+/* The log of changed pods (us_state.changes).  on: log from now on (the
+ * first time, after a gap: nothing before is known).  end: the position
+ * after the last entry.  since: the pods logged from position `from` on
+ * (*n of them, in the order logged, maybe some twice), or NULL when
+ * `from` is void (before a gap, or past the end).  trim: entries before
+ * position upto are no longer needed.  gap: what follows cannot be read
+ * from what came before (the pods or workloads were renumbered). */
+void us_state_changes_on(us_state *st);
+static inline uint64_t us_state_changes_end(const us_state *st) {
+    return st->changes_start + st->nchanges;
+}
+const int *us_state_changes_since(const us_state *st, uint64_t from, size_t *n);
+void us_state_changes_trim(us_state *st, uint64_t upto);
+void us_state_changes_gap(us_state *st);
 
 /* Free one node/queue/workload/pod's owned memory (not the struct). */
 void us_node_free(us_node *n);

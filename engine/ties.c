@@ -37,11 +37,11 @@
  * list is short, so a selection by name needs no scratch array. */
 static int next_bg(const us_plan *p, int pos, int last) {
     const us_state *st = p->st;
-    int cnt = p->node_first[pos + 1] - p->node_first[pos];
-    const int *list = p->node_pods + p->node_first[pos];
+    size_t cnt;
+    const int *list = us_plan_node_pods(p, (size_t)pos, &cnt);
     const char *after = last >= 0 ? st->pods[last].name : NULL;
     int best = -1;
-    for (int k = 0; k < cnt; k++) {
+    for (size_t k = 0; k < cnt; k++) {
         const us_pod *pd = &st->pods[list[k]];
         if (pd->state != US_POD_RUNNING || !st->workloads[pd->workload].background) continue;
         if (after && strcmp(pd->name, after) <= 0) continue;
