@@ -493,7 +493,6 @@ void us_state_journal_clear(us_state *st) {
 
 void us_state_pods_renumbered(us_state *st) {
     static _Atomic uint64_t last;  /* engines share it: versions never repeat */
-    us_state_changes_gap(st);
     journal_drop(st);
     st->journal_lost = false;
     st->pods_version = atomic_fetch_add(&last, 1) + 1;
@@ -610,10 +609,7 @@ void us_state_compact_pods(us_state *st) {
         if (st->pods[j].watched) st->pods[j].watched = false;  /* the record goes (below) */
         j++;
     }
-    if (j != st->npods) {
-        st->generation++;
-        us_state_changes_gap(st);  /* the log's indices name places that moved */
-    }
+    if (j != st->npods) st->generation++;
     us_droplog_end(&st->drops, j != st->npods, st->generation);
     /* the pods' record goes: its entries may name places that moved */
     st->nwatch = 0;

@@ -346,9 +346,10 @@ typedef struct us_state {
      * pods by index across cycles (podview.h): while logging, each read of
      * the journal (us_state_journal_clear) appends the index of every pod
      * it named.  Positions count every entry ever logged: changes[0] is at
-     * changes_start.  A change the log cannot name (the journal lost, pods
-     * moved or renumbered, workloads renumbered, memory) leaves a gap:
-     * every position before it is void (us_state_changes_since). */
+     * changes_start.  A change the log cannot name (the journal lost,
+     * workloads renumbered, memory) leaves a gap: every position before it
+     * is void (us_state_changes_since).  Pods moved or renumbered move the
+     * generation or the pods version, which a reader checks first. */
     int *changes;
     size_t nchanges, cap_changes;
     uint64_t changes_start;

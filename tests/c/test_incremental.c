@@ -407,8 +407,13 @@ TEST(incremental_and_full_cycles_decide_the_same_through_the_api) {
  * of the incremental engine counts its pods afresh, while tidying drops
  * workloads and renumbers the rest again and again, and both engines
  * decide the same.  The checking build holds the followed ledger to a
- * fresh count at every cycle (invariant "ledger"). */
-static long churn_cycles, churn_dropped, churn_counted_first;
+ * fresh count at every cycle (invariant "ledger").  The same for what
+ * each snapshot reads from the pods (podview.h): most cycles after the
+ * first follow the pods changed and read fewer pods than the cluster
+ * holds, where the full engine reads every pod each cycle; the checking
+ * build holds what was followed to a fresh read (invariant "pod-view"). */
+static long churn_cycles, churn_dropped, churn_counted_first, churn_followed;
+static unsigned long long churn_read_incr, churn_read_full;
 
 static void put_node(pair *p, const char *name);
 
@@ -471,6 +476,9 @@ static void churn_seed(uint64_t seed, int cycles) {
             p.differ = true;
         }
         churn_cycles++;
+        churn_read_incr += prof->pods_read;
+        churn_read_full += us_engine_profile(p.full)->pods_read;
+        if (p.cycle > 1 && prof->pods_read < us_engine_pod_count(p.incr)) churn_followed++;
         size_t before = us_engine_workload_count(p.incr);
         unsigned k = 1 + roll(&r, 8);
         now += 5 + roll(&r, 10);
@@ -490,12 +498,17 @@ TEST(ledger_follows_workloads_tidied_away) {
     int seeds = n ? atoi(n) : 60;
     for (int s = 1; s <= seeds; s++) churn_seed((uint64_t)s, 16);
     printf("churn: %d seeds, %ld cycles, %ld of them after tidying dropped workloads, "
-           "%ld first cycles counted every pod\n", seeds, churn_cycles, churn_dropped,
-           churn_counted_first);
+           "%ld first cycles counted every pod; %ld cycles read fewer pods than the cluster "
+           "holds, %llu pods read in all (full cycles: %llu)\n", seeds, churn_cycles,
+           churn_dropped, churn_counted_first, churn_followed, churn_read_incr, churn_read_full);
     /* what did happen: every first cycle counted, tidying dropped
-     * workloads in a good share of the cycles that followed */
+     * workloads in a good share of the cycles that followed; most cycles
+     * after the first followed the pods changed, and read fewer pods in
+     * all than reading every pod each cycle does */
     CHECK(churn_counted_first == seeds);
     CHECK(churn_dropped > seeds);
+    CHECK(churn_followed > (churn_cycles - seeds) / 2);
+    CHECK(churn_read_incr < churn_read_full);
 }
 
 /* A pool's node list is kept from cycle to cycle while no node changed
@@ -569,9 +582,76 @@ out:
     us_engine_destroy(p.incr);
 }
 
+/* Pods of workload `prefix` in the given phase, in e. */
+static size_t pods_in(us_engine *e, const char *prefix, us_pod_phase phase) {
+    size_t n = 0;
+    for (size_t i = 0; i < us_engine_pod_count(e); i++) {
+        us_pod_info pi;
+        if (us_engine_pod(e, i, &pi) == US_OK && strncmp(pi.name, prefix, strlen(prefix)) == 0 &&
+            pi.phase == phase)
+            n++;
+    }
+    return n;
+}
+
+static void put_bg_queue(pair *p, double gpu_quota) {
+    us_queue_spec qs;
+    us_queue_spec_init(&qs);
+    qs.name = "bg";
+    qs.quota = (us_resources){gpu_quota, 0, 0};
+    qs.over_quota_weight = (us_weights){0, 0, 0};
+    BOTH(p, us_engine_upsert_queue(p->full, &qs, &ef_), us_engine_upsert_queue(p->incr, &qs, &ei_));
+}
+
+/* What a snapshot kept of a workload's pods follows a change of the
+ * workload's kind that touches none of its pods (podview.h): background
+ * work in a queue with quota breaks a rule and is blocked, its pods wait;
+ * the quota set back to 0 unblocks it, and the next cycle's re-offer must
+ * place its pending pods, which only reading the workload's pods again
+ * (none is in the log of changed pods) finds offerable.  Then quota again
+ * blocks it while its pods run: they hold room nothing may move, and an
+ * AI pod that needs the whole node waits in both engines.  The checking
+ * build holds each followed view to a fresh read (invariant "pod-view"). */
+TEST(pod_view_follows_workloads_whose_kind_changes) {
+    pair p;
+    if (!start_pair(&p, 2)) goto out;
+    put_node(&p, "n00");
+    put_bg_queue(&p, 1);
+    us_workload_spec s;
+    us_workload_spec_init(&s);
+    s.name = "burn";
+    s.queue = "bg";
+    s.labels = bg_label;
+    s.nlabels = 1;
+    s.controller = US_CONTROLLER_DEPLOYMENT;
+    s.requests = (us_resources){1, 100, (int64_t)1 << 28};
+    s.replicas = 2;
+    BOTH(&p, us_engine_upsert_workload(p.full, &s, 0, &ef_), us_engine_upsert_workload(p.incr, &s, 0, &ei_));
+    p.cycle = 1;
+    both_cycle(&p, 0);
+    CHECK(pods_in(p.incr, "burn-", US_PHASE_PENDING) == 2);  /* blocked: they wait */
+    put_bg_queue(&p, 0);
+    p.cycle = 2;
+    both_cycle(&p, 1);
+    CHECK(pods_in(p.incr, "burn-", US_PHASE_RUNNING) == 2);  /* unblocked: offered and placed */
+    CHECK(pods_in(p.full, "burn-", US_PHASE_RUNNING) == 2);
+    put_bg_queue(&p, 1);
+    put_job(&p, "train", 1, 2);
+    p.cycle = 3;
+    both_cycle(&p, 2);
+    /* blocked again while running: nothing moves them, the job waits */
+    CHECK(pods_in(p.incr, "burn-", US_PHASE_RUNNING) == 2);
+    CHECK(pods_in(p.incr, "train-", US_PHASE_PENDING) == 1);
+    CHECK(!p.differ);
+out:
+    us_engine_destroy(p.full);
+    us_engine_destroy(p.incr);
+}
+
 int main(void) {
     RUN(incremental_and_full_cycles_decide_the_same_through_the_api);
     RUN(node_list_follows_nodes_renumbered_between_cycles);
     RUN(ledger_follows_workloads_tidied_away);
+    RUN(pod_view_follows_workloads_whose_kind_changes);
     return check_report();
 }
