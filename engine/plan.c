@@ -286,19 +286,55 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     for (size_t i = 0; i < p->nnodes; i++) p->pos[p->nodes[i]] = (int)i;
     if (!(p->labels = us_nodelabels_new(st, pol, p->nodes, p->nnodes))) goto fail;
 
+    /* the AI view and background totals: the ledger's, kept across cycles
+     * (ledger.h), when it can tell them; else added up from the pods in
+     * pod order (a fractional pod with no device takes the slot the pods
+     * before it leave) */
+    bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
+    /* copied for the pool's nodes, or to be added up from zero; zeroed
+     * past them all the same (a large array zeroed and then copied over
+     * was a cycle's largest memset) */
+    size_t from = kept ? p->nnodes : 0;
+    memset(p->ai + from, 0, (nn - from) * sizeof *p->ai);
+    memset(p->bg_total + from, 0, (nn - from) * sizeof *p->bg_total);
+    if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
+    us_usesum ai;
+    if (!kept && us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) goto fail;
+
     /* What the pods say (virtual eviction, pods by node, pending pods by
      * workload, the counts per workload): kept with the pool's hints and
      * followed through the pods changed since the last cycle, else read
-     * from every pod of the pool (podview.h) */
+     * from every pod of the pool (podview.h), adding up the AI view as it
+     * reads them when the ledger could not tell it */
     us_podview *view = p->hints ? p->hints->view : NULL;
     if (p->hints && !view && (view = calloc(1, sizeof *view))) p->hints->view = view;
-    if (!view && !(view = p->own_view = calloc(1, sizeof *view))) goto fail;
+    if (!view) view = p->own_view = calloc(1, sizeof *view);
     p->view = view;
-    us_podview_in in = {st, p->pos, p->nnodes, wkind, o && o->reported_pods, set, p->hints != NULL};
-    const char *broken;
-    int updated = us_podview_update(view, &in, &broken);
+    us_podview_in in = {st, p->pos, p->nnodes, wkind, o && o->reported_pods, set, p->hints != NULL,
+                        kept ? NULL : &ai, kept ? NULL : p->bg_total};
+    const char *broken = NULL;
+    int updated = view ? us_podview_update(view, &in, &broken) : -1;
     free(wkind);
     wkind = NULL;
+    if (!kept && updated == 0 && !view->rebuilt) {
+        /* followed: the sums from the records, in pod order (the pods
+         * of a node lie far apart) */
+        for (size_t i = 0; i < st->npods; i++) {
+            uint16_t r = view->rec[i];
+            if (!(r & (US_PV_VIEW | US_PV_BGRUN))) continue;
+            const us_pod *pod = &st->pods[i];
+            size_t pos = (size_t)view->at[i];
+            us_res req = st->workloads[pod->workload].request;
+            if (r & US_PV_VIEW)
+                us_usesum_add(&ai, pos, &st->nodes[pod->node], req, pod->shared_dev);
+            else  /* saturated: kept so, as every sum here */
+                (void)us_bg_total_add(&p->bg_total[pos], req, 1);
+        }
+    }
+    if (!kept) {
+        us_usesum_flush_all(&ai);
+        us_usesum_free(&ai);
+    }
     if (updated == -2) {
         us_plan_free(p);
         p->broken = broken;
@@ -328,37 +364,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->bg_running = us_pv_list_of(view, US_PVL_BG_RUNNING, &p->nbg_running);
     p->bg_pending = us_pv_list_of(view, US_PVL_BG_PENDING, &p->nbg_pending);
     p->node_kind = view->node_kind;
-
-    /* the AI view and background totals: the ledger's, kept across cycles
-     * (ledger.h), when it can tell them; else added up from the pods'
-     * records, in pod order (a fractional pod with no device takes the
-     * slot the pods before it leave; read in order, not node by node, as
-     * pods of a node lie far apart) */
-    bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
-    /* copied for the pool's nodes, or to be added up from zero; zeroed
-     * past them all the same (a large array zeroed and then copied over
-     * was a cycle's largest memset) */
-    size_t from = kept ? p->nnodes : 0;
-    memset(p->ai + from, 0, (nn - from) * sizeof *p->ai);
-    memset(p->bg_total + from, 0, (nn - from) * sizeof *p->bg_total);
-    if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
-    if (!kept) {
-        us_usesum ai;
-        if (us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) goto fail;
-        for (size_t i = 0; i < st->npods; i++) {
-            uint16_t r = view->rec[i];
-            if (!(r & (US_PV_VIEW | US_PV_BGRUN))) continue;
-            const us_pod *pod = &st->pods[i];
-            size_t pos = (size_t)view->at[i];
-            us_res req = st->workloads[pod->workload].request;
-            if (r & US_PV_VIEW)
-                us_usesum_add(&ai, pos, &st->nodes[pod->node], req, pod->shared_dev);
-            else  /* saturated: kept so, as every sum here */
-                (void)us_bg_total_add(&p->bg_total[pos], req, 1);
-        }
-        us_usesum_flush_all(&ai);
-        us_usesum_free(&ai);
-    }
 #ifdef US_CHECK_INVARIANTS
     int same = same_as_counted(p);
     if (same < 0) goto fail;

@@ -207,9 +207,15 @@ static int rebuild(us_podview *v, const us_podview_in *in) {
         uint16_t r = rec_of(in, i, &at);
         v->rec[i] = r;
         if (!r) continue;
-        int w = st->pods[i].workload;
+        const us_pod *pd = &st->pods[i];
+        int w = pd->workload;
         v->at[i] = at;
         count(v, (int)i, w, r, at, 1);
+        if (in->ai && (r & US_PV_VIEW))
+            us_usesum_add(in->ai, (size_t)at, &st->nodes[pd->node], st->workloads[w].request,
+                          pd->shared_dev);
+        else if (in->bg_total && (r & US_PV_BGRUN))  /* saturated: kept so, as every sum here */
+            (void)us_bg_total_add(&in->bg_total[at], st->workloads[w].request, 1);
         size_t n = lists_of(v, w, r, at, ids);
         for (size_t k = 0; k < n; k++) fill[ids[k]]++;
         total += n;
@@ -541,6 +547,8 @@ static int follow(us_podview *v, const us_podview_in *in, const int *logged, siz
 static int same_as_read(const us_podview *v, const us_podview_in *in) {
     us_podview_in all = *in;
     all.set = NULL;
+    all.ai = NULL;
+    all.bg_total = NULL;
     us_podview fresh = {0};
     if (rebuild(&fresh, &all) < 0) return -1;
     const us_state *st = in->st;

@@ -39,6 +39,8 @@
 
 #include "poolpods.h"
 #include "state.h"
+#include "use.h"
+#include "usesum.h"
 
 /* A workload's kind in a pool, as the snapshot reads its pods
  * (us_pv_wkind). */
@@ -122,6 +124,13 @@ typedef struct us_podview_in {
     bool reported_pods;
     const us_pod_set *set; /* the pool's pods (poolpods.h), NULL: every pod */
     bool keep;             /* will be updated again: log the changes from now on */
+    /* When not NULL, a rebuild adds the room each pod holds in the AI view
+     * to ai and what a running background pod the re-offer offers takes to
+     * bg_total[its node's position], in pod order, as it reads the pods
+     * (the snapshot's own sums, when the ledger cannot tell them): one
+     * read of every pod, not two.  An update that follows adds nothing. */
+    us_usesum *ai;
+    us_bg_total *bg_total;
 } us_podview_in;
 
 /* The kind of workload w in the pool: mine says it is of the pool. */

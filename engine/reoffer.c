@@ -181,7 +181,7 @@ static int add_held(work *w, int i) {
 /* What is held now on each node beyond the AI view: held and idle start
  * as the AI view plus every pod still terminating or about to (releasing
  * pods, and AI victims that were running with a grace).  The snapshot
- * listed the terminating pods in its pass over every pod (plan.h); the
+ * listed the terminating pods (plan.h, podview.h); the
  * victims are the plan's own.  The pods of one node
  * are added in pod order, as a walk of the node's pods would add them, so
  * device slots come out the same.  0, or -1 when memory runs out. */
@@ -210,7 +210,7 @@ static int collect_bg(work *w) {
 }
 
 /* Is pod i one the re-offer may offer: running, of the background work
- * it offers (us_plan.wl_bg)?  Read on the pods of one node (node_pods). */
+ * it offers (us_plan.wl_bg)?  Read on the pods of one node (us_plan_node_pods). */
 static bool offerable(const us_plan *p, int i) {
     const us_pod *pd = &p->st->pods[i];
     return pd->state == US_POD_RUNNING && p->wl_bg[pd->workload];
