@@ -27,7 +27,9 @@ uint8_t us_pv_wkind(const us_workload *w, bool mine) {
  * everything the snapshot gathers for the phases after it (plan.h).
  * Pods nothing may move keep their room in the AI view (an external
  * workload's, or running pods of work that breaks a rule: nothing evicts
- * them), in no queue.  A terminating pod holds none in the AI view and is
+ * them), in no queue: planning through them would pipeline onto room that
+ * never frees (found by tests/fuzz/fuzz_scenario, and for background work
+ * by tests/fuzz/fuzz_api).  A terminating pod holds none in the AI view and is
  * no victim: its node is still empty for AI. */
 static uint16_t rec_of(const us_podview_in *in, size_t i, int *at) {
     const us_pod *pd = &in->st->pods[i];

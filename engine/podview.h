@@ -144,10 +144,13 @@ int us_podview_update(us_podview *v, const us_podview_in *in, const char **broke
 
 void us_podview_free(us_podview *v);
 
-/* List k (US_PVL_*, us_pv_node_list, us_pv_pending_list). */
+/* List k (US_PVL_*, us_pv_node_list, us_pv_pending_list): never NULL, so
+ * that a reader may offset or copy an empty list (a workload added since
+ * the last rebuild has no storage yet). */
 static inline const int *us_pv_list_of(const us_podview *v, size_t k, size_t *n) {
+    static const int none[1];
     *n = (size_t)v->lists[k].n;
-    return v->lists[k].v;
+    return v->lists[k].v ? v->lists[k].v : none;
 }
 static inline size_t us_pv_node_list(size_t pos) { return US_PVL_NODES + pos; }
 static inline size_t us_pv_pending_list(const us_podview *v, size_t w) {
