@@ -452,8 +452,9 @@ const int *us_state_changes_since(const us_state *st, uint64_t from, size_t *n) 
     *n = 0;
     if (!st->logging_changes || from < st->changes_start || from > us_state_changes_end(st))
         return NULL;
+    static const int none[1];  /* an empty log: a pointer, not NULL (void) */
     *n = (size_t)(us_state_changes_end(st) - from);
-    return st->changes ? st->changes + (from - st->changes_start) : (const int *)"";
+    return st->changes ? st->changes + (from - st->changes_start) : none;
 }
 
 void us_state_changes_trim(us_state *st, uint64_t upto) {
