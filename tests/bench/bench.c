@@ -30,7 +30,7 @@
  *                                      linear; default 1000000, 0: skip)
  *                    [--perf-fifo CTL,ACK] (perf record's control FIFOs:
  *                                      record only the C run's +1% cycle)
- *                    [--perf-cycle lua|c,first|change|api] (which run's cycle
+ *                    [--perf-cycle lua|c,first|change|quiet|api] (which run's cycle
  *                                      --perf-fifo records; default c,change;
  *                                      api: the C API rows' last round)
  *
@@ -281,6 +281,11 @@ typedef struct result {
     double inc_full;                /* the same cycle recomputing everything (--full-cycles),
                                        in a run of its own where every cycle did */
     us_cycle_profile inc_full_prof;
+    double quiet;                   /* the cycle after that, one second later, with nothing
+                                       changed but what the +1% cycle decided */
+    us_cycle_profile quiet_prof;
+    double quiet_full;              /* the same in the run recomputing everything */
+    us_cycle_profile quiet_full_prof;
     size_t changed;                 /* pods completed + pods submitted for it */
     size_t pods, pending_ai;
     long peak_kib;
@@ -340,7 +345,9 @@ static const char *perf_ctl_fifo, *perf_ack_fifo;
 /* --perf-cycle: which run (Lua policies or built-in C) and which of its
  * cycles (the first, or the one after the 1% change) is recorded; or
  * (perf_api) the last round's cycle of that run's C API rows, incremental */
-static bool perf_lua, perf_first, perf_api;
+enum { PERF_FIRST, PERF_CHANGE, PERF_QUIET };
+static bool perf_lua, perf_api;
+static int perf_at = PERF_CHANGE;
 
 static void perf_ctl(const char *what) {
     if (!perf_ctl_fifo) return;
@@ -398,7 +405,7 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     us_cycle_log log;
     us_cycle_log_init(&log);
     if (pol) us_policy_seed(pol, 1);
-    bool profiled = !full && !perf_api && (pol != NULL) == perf_lua && perf_first;
+    bool profiled = !full && !perf_api && (pol != NULL) == perf_lua && perf_at == PERF_FIRST;
     if (profiled) perf_ctl("enable");
     t0 = cpu();
     int rc = us_cycle_run(st, pol, 0, &o, &log, NULL, NULL, &err);
@@ -427,11 +434,27 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
         us_cycle_log_init(&log);
         o.profile = &r->inc_prof;
         if (pol) us_policy_seed(pol, (uint64_t)ncycles + 1);
-        profiled = !full && !perf_api && (pol != NULL) == perf_lua && !perf_first;
+        profiled = !full && !perf_api && (pol != NULL) == perf_lua && perf_at == PERF_CHANGE;
         if (profiled) perf_ctl("enable");
         t0 = cpu();
         r->ok = r->ok && us_cycle_run(st, pol, t, &o, &log, NULL, NULL, &err) == 0;
         r->inc = cpu() - t0;
+        if (profiled) perf_ctl("disable");
+        us_cycle_log_free(&log);
+    }
+    /* the quiet cycle: a second after the cycle that follows +1% (which
+     * places the background pods +1% evicted, recreated), nothing changed
+     * from outside: what a cycle costs at this size whatever changed */
+    for (int q = 1; q <= 2 && r->ok; q++) {
+        us_cycle_profile settle;
+        us_cycle_log_init(&log);
+        o.profile = q == 2 ? &r->quiet_prof : &settle;
+        if (pol) us_policy_seed(pol, (uint64_t)(ncycles + 1 + q));
+        profiled = q == 2 && !full && !perf_api && (pol != NULL) == perf_lua && perf_at == PERF_QUIET;
+        if (profiled) perf_ctl("enable");
+        t0 = cpu();
+        r->ok = us_cycle_run(st, pol, 10.0 * ncycles + q, &o, &log, NULL, NULL, &err) == 0;
+        r->quiet = cpu() - t0;
         if (profiled) perf_ctl("disable");
         us_cycle_log_free(&log);
     }
@@ -881,8 +904,8 @@ static int run_io(int nodes, uint64_t seed, bool real, const char *policies) {
  * (incremental), and cycles that recompute everything (full); the +1%
  * cycle of each is reported. */
 static int best_of(int nodes, uint64_t seed, bool real, const char *policies, result *best) {
-    double inc = 0, inc_full = 0;
-    us_cycle_profile inc_prof, inc_full_prof;
+    double inc = 0, inc_full = 0, quiet = 0, quiet_full = 0;
+    us_cycle_profile inc_prof, inc_full_prof, quiet_prof, quiet_full_prof;
     for (int k = 0; k < repeats; k++) {
         result r, f;
         if (run_child(nodes, seed, real, policies, false, &r) < 0 ||
@@ -890,6 +913,8 @@ static int best_of(int nodes, uint64_t seed, bool real, const char *policies, re
             return -1;
         r.inc_full = f.inc;
         r.inc_full_prof = f.inc_prof;
+        r.quiet_full = f.quiet;
+        r.quiet_full_prof = f.quiet_prof;
         if (k == 0 || r.cycle < best->cycle) *best = r;
         if (k == 0 || r.inc < inc) {
             inc = r.inc;
@@ -899,11 +924,23 @@ static int best_of(int nodes, uint64_t seed, bool real, const char *policies, re
             inc_full = r.inc_full;
             inc_full_prof = r.inc_full_prof;
         }
+        if (k == 0 || r.quiet < quiet) {
+            quiet = r.quiet;
+            quiet_prof = r.quiet_prof;
+        }
+        if (k == 0 || r.quiet_full < quiet_full) {
+            quiet_full = r.quiet_full;
+            quiet_full_prof = r.quiet_full_prof;
+        }
     }
     best->inc = inc;
     best->inc_prof = inc_prof;
     best->inc_full = inc_full;
     best->inc_full_prof = inc_full_prof;
+    best->quiet = quiet;
+    best->quiet_prof = quiet_prof;
+    best->quiet_full = quiet_full;
+    best->quiet_full_prof = quiet_full_prof;
     return 0;
 }
 
@@ -933,6 +970,13 @@ static void print_row(const char *label, const result *r) {
     printf("            (+1%%: the cycle after %zu pods changed: deployments completed and submitted;\n"
            "             incremental, then the same cycle recomputing everything: %.2fx)\n",
            r->changed, r->inc > 0 ? r->inc_full / r->inc : 0);
+    snprintf(name, sizeof name, "%s quiet", label);
+    print_cycle(name, r->quiet, &r->quiet_prof);
+    snprintf(name, sizeof name, "%s quiet full", label);
+    print_cycle(name, r->quiet_full, &r->quiet_full_prof);
+    printf("            (quiet: two cycles after +1%%, a second apart, nothing changed since but\n"
+           "             what the engine decided: %.2fx the +1%% cycle; recomputing everything: %.2fx)\n",
+           r->inc > 0 ? r->quiet / r->inc : 0, r->quiet > 0 ? r->quiet_full / r->quiet : 0);
     printf("            peak memory %.0f MiB | scenario load %.3f s, submit %.3f s\n",
            r->peak_kib / 1024.0, r->load, r->submit);
 }
@@ -1922,19 +1966,20 @@ int main(int argc, char **argv) {
             perf_ack_fifo = comma + 1;
         } else if (strcmp(argv[i], "--perf-cycle") == 0 && i + 1 < argc) {
             const char *v = argv[++i];
-            if (strcmp(v, "lua,first") && strcmp(v, "lua,change") && strcmp(v, "c,first") &&
-                strcmp(v, "c,change") && strcmp(v, "lua,api") && strcmp(v, "c,api")) {
-                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change|api, "
+            if (strcmp(v, "lua,first") && strcmp(v, "lua,change") && strcmp(v, "lua,quiet") &&
+                strcmp(v, "c,first") && strcmp(v, "c,change") && strcmp(v, "c,quiet") &&
+                strcmp(v, "lua,api") && strcmp(v, "c,api")) {
+                fprintf(stderr, "understory-bench: --perf-cycle: expected lua|c,first|change|quiet|api, "
                                 "not \"%s\"\n", v);
                 return 2;
             }
             perf_api = strstr(v, "api") != NULL;
             perf_lua = v[0] == 'l';
-            perf_first = strstr(v, "first") != NULL;
+            perf_at = strstr(v, "first") ? PERF_FIRST : strstr(v, "quiet") ? PERF_QUIET : PERF_CHANGE;
         } else {
             fprintf(stderr, "usage: understory-bench [--nodes N[,N...]] [--shape plain|real|plain,real] "
                             "[--seed S] [--policies DIR] [--cycles K] [--repeat R] [--write FILE] [--load FILE] "
-                            "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change|api]\n");
+                            "[--scale N] [--perf-fifo CTL,ACK] [--perf-cycle lua|c,first|change|quiet|api]\n");
             return 2;
         }
     }
