@@ -28,13 +28,13 @@ grep -q "lua / c cycle time" "$TMP/out" || fail "no ratio printed"
 inc=$(grep -A1 -E '^  (lua|c) \+1%' "$TMP/out" | grep -o 'placed *[0-9]*' | tr -d ' ' | sort -u)
 [ "$inc" = "placed60" ] || fail "expected 60 pods placed after the 1% change everywhere, got: $inc"
 grep -q "the cycle after 120 pods changed" "$TMP/out" || fail "no 1% change reported: $(cat "$TMP/out")"
-# the quiet cycle (two after the change, nothing changed since): in both
-# shapes and both policy kinds, incremental and full, it places nothing,
-# and the incremental one reads only the pods the cycle before placed (20
-# of them, against every pod for the full one)
-quiet=$(grep -A1 -E '^  (lua|c) quiet +[0-9]' "$TMP/out" | grep -oE 'placed *[0-9]+ pods .*pods read [0-9]+' | sed -E 's/\([^)]*\)//; s/ +/ /g' | sort | uniq -c | sed -E 's/^ +//')
-[ "$quiet" = "4 placed 0 pods | node classes kept 1000 of 1000, scores kept 0, views kept 1000, pods read 20" ] ||
-    fail "expected 4 quiet incremental cycles placing nothing and reading 20 pods, got: $quiet"
+# the quiet cycle (after the change's next, nothing changed since; the
+# fastest of five): in both shapes and both policy kinds, incremental and
+# full, it places nothing, and the incremental one reads only the pods the
+# cycles before it placed (20 at most, against every pod for the full one)
+quiet=$(grep -A1 -E '^  (lua|c) quiet +[0-9]' "$TMP/out" | grep -oE 'placed *[0-9]+ pods .*pods read [0-9]+' | sed -E 's/\([^)]*\)//; s/ +/ /g; s/pods read (0|20)$/pods read 20 at most/' | sort | uniq -c | sed -E 's/^ +//')
+[ "$quiet" = "4 placed 0 pods | node classes kept 1000 of 1000, scores kept 0, views kept 1000, pods read 20 at most" ] ||
+    fail "expected 4 quiet incremental cycles placing nothing and reading 20 pods at most, got: $quiet"
 quiet_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'placed *[0-9]+ pods .*pods read [0-9]+' | sed -E 's/\([^)]*\)//; s/ +/ /g' | sort | uniq -c | sed -E 's/^ +//')
 [ "$quiet_full" = "4 placed 0 pods | node classes kept 0 of 1000, scores kept 0, views kept 0, pods read 10055" ] ||
     fail "expected 4 quiet full cycles placing nothing and reading every pod, got: $quiet_full"
