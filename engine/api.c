@@ -1662,7 +1662,8 @@ static int common_slot(const us_use *a, const us_use *b, const us_node *cap, int
  * names the resource short. */
 static bool node_holds(const us_state *st, const pod_index *x, int n, const us_node *cap, int extra,
                        bool extra_releasing, int prefer, int *slot, const char **res) {
-    us_use u[2] = {{{{0}}, 0, {0}}, {{{0}}, 0, {0}}};
+    us_use u[2];
+    memset(u, 0, sizeof u);
     for (int pass = 0; pass < 2; pass++) {
         us_pod_state other = pass == 0 ? US_POD_RELEASING : US_POD_PIPELINED;
         for (int i = next_on(st, x, n, -1); i >= 0; i = next_on(st, x, n, i)) {

@@ -24,6 +24,8 @@ void us_cycle_cache_free(us_cycle_cache *c) {
         us_classes_free(c->pools[i].classes);
         if (c->pools[i].view) us_podview_free(c->pools[i].view);
         free(c->pools[i].view);
+        free(c->pools[i].ai);
+        free(c->pools[i].bg_total);
     }
     free(c->pools);
     us_ledger_free(&c->ledger);

@@ -58,6 +58,14 @@ typedef struct us_pool_hints {
     /* what the pool's last snapshot read from the pods (podview.h), and
      * followed from there; NULL: none yet */
     struct us_podview *view;
+    /* the arrays of the pool's last plan's AI view and background totals
+     * (us_plan.ai, .bg_total; ncap nodes each), handed to the next plan:
+     * their pages are mapped already (a fresh array of 130,000 uses was a
+     * few thousand page faults a cycle) and every use in ai is one
+     * (us_use_copy); NULL: none */
+    us_use *ai;
+    us_bg_total *bg_total;
+    size_t ncap;
 } us_pool_hints;
 
 typedef struct us_cycle_cache {

@@ -338,7 +338,7 @@ int us_ledger_check(const us_ledger *l, const us_state *st, char *broken, size_t
             rc = -2;
         }
     for (size_t n = 0; n < st->nnodes && rc == 0 && !l->counts_only; n++) {
-        if (!us_use_equal(&l->ai[n], &fresh.ai[n]) ||
+        if (!us_use_equal(&l->ai[n], &fresh.ai[n]) || !us_use_top_holds(&l->ai[n]) ||
             memcmp(&l->bg[n], &fresh.bg[n], sizeof l->bg[n]) != 0) {
             snprintf(broken, len, "invariant \"ledger\" broken: node \"%s\": the AI view or "
                      "background total kept from the last cycle and the journal is not what "
@@ -446,7 +446,7 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
     for (size_t w = 0; w < st->nworkloads; w++)
         if (us_view_kind(&st->workloads[w]) != l->kind[w]) return 1;
     for (size_t i = 0; i < n; i++) {
-        ai[i] = l->ai[nodes[i]];
+        us_use_copy(&ai[i], &l->ai[nodes[i]]);
         bg[i] = l->bg[nodes[i]];
     }
     /* what changed since: the cycle's own bindings and evictions so far */

@@ -163,7 +163,8 @@ void us_ledger_free(us_ledger *l);
  * adds to until it settles.  0; 1 when l cannot tell (not counted, the
  * nodes or a workload's kind changed since, or an entry it cannot follow):
  * the caller counts them itself, into ai and bg, which are then as they
- * were given (zeroed, if they were). */
+ * were given (zeroed, if they were).  ai holds uses or zeroed memory
+ * (us_use_copy: slots past each use's top are zero). */
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
                     const int *pos, us_use *ai, us_bg_total *bg);
 

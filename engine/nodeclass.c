@@ -226,6 +226,7 @@ static void make_key(const us_classes *c, const us_plan *p, int pos, nkey *k) {
     k->sid = c->sid[pos];
     k->gpus = p->st->nodes[p->nodes[pos]].gpus;
     memcpy(&k->ai, &p->ai[pos], USE_BYTES);
+    k->ai.top = p->ai[pos].top;  /* not compared, but keeps k->ai a use */
 }
 
 static bool class_is(int id, const void *key, void *ctx) {

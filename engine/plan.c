@@ -170,7 +170,8 @@ static int same_as_counted(const us_plan *p) {
     us_usesum_free(&sum);
     int same = 1;
     for (size_t k = 0; k < p->nnodes && same; k++)
-        same = us_use_equal(&ai[k], &p->ai[k]) && memcmp(&bg[k], &p->bg_total[k], sizeof bg[k]) == 0;
+        same = us_use_equal(&ai[k], &p->ai[k]) && us_use_top_holds(&p->ai[k]) &&
+               memcmp(&bg[k], &p->bg_total[k], sizeof bg[k]) == 0;
     free(ai);
     free(bg);
     return same;
@@ -224,9 +225,22 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * placed as far as it is filled.  On a large cluster setting them was
      * a cycle's largest memset, then a write per pod that touched every
      * page of three arrays */
+    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
-    p->ai = malloc(nn * sizeof *p->ai);  /* set below: copied or zeroed */
+    /* set below, copied or zeroed: the arrays the pool's last plan had
+     * (their pages mapped, each of ai a use), else fresh (zeroed: ai's
+     * copies need uses there) */
+    if (p->hints && p->hints->ai && p->hints->ncap >= nn) {
+        p->ai = p->hints->ai;
+        p->bg_total = p->hints->bg_total;
+        p->hints->ai = NULL;
+        p->hints->bg_total = NULL;
+    } else {
+        p->ai = calloc(nn, sizeof *p->ai);
+        p->bg_total = malloc(nn * sizeof *p->bg_total);
+    }
+    p->nai = nn;
     p->flags = malloc(np * sizeof *p->flags);  /* set below, from what the pods say */
     p->pnode = malloc(np * sizeof *p->pnode);
     p->pslot = malloc(np * sizeof *p->pslot);
@@ -236,7 +250,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     p->held = malloc(nw * sizeof *p->held);
     p->wl_ai = calloc(nw, sizeof *p->wl_ai);
     p->wl_terminating = malloc(nw * sizeof *p->wl_terminating);
-    p->bg_total = malloc(nn * sizeof *p->bg_total);
     p->wl_bg = calloc(nw, sizeof *p->wl_bg);
     p->wl_placed = calloc(nw, sizeof *p->wl_placed);
     p->alloc = calloc(nq, sizeof *p->alloc);
@@ -272,7 +285,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         p->wl_ai[w] = wkind[w] & US_PVW_AI;
         p->wl_bg[w] = wkind[w] & US_PVW_BG;
     }
-    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     int listed = list_nodes(p);
     if (listed == -2) {
         const char *broken = p->broken;
@@ -387,7 +399,17 @@ fail:
 void us_plan_free(us_plan *p) {
     free(p->nodes);
     free(p->pos);
-    free(p->ai);
+    if (p->hints && p->ai && p->bg_total) {
+        /* the next plan of the pool writes over them */
+        free(p->hints->ai);
+        free(p->hints->bg_total);
+        p->hints->ai = p->ai;
+        p->hints->bg_total = p->bg_total;
+        p->hints->ncap = p->nai;
+    } else {
+        free(p->ai);
+        free(p->bg_total);
+    }
     free(p->flags);
     free(p->pnode);
     free(p->pslot);
@@ -398,7 +420,6 @@ void us_plan_free(us_plan *p) {
     free(p->wl_ai);
     free(p->wl_terminating);
     free(p->wl_placed);
-    free(p->bg_total);
     free(p->wl_bg);
     if (p->own_view) {
         us_podview_free(p->own_view);

@@ -59,6 +59,7 @@ typedef struct us_plan {
     size_t nnodes;
     int *pos;            /* [st->nnodes] node index -> position in nodes, or -1 */
     us_use *ai;          /* [nnodes] the AI planning view */
+    size_t nai;          /* uses in ai (and bg_total), st->nnodes at snapshot */
     struct us_nodelabels *labels;  /* [nnodes] the labels that matter (nodelabels.h) */
 
     /* per pod [npods at snapshot] */

@@ -57,6 +57,7 @@ int us_use_add(us_use *u, const us_node *n, us_res req, int slot) {
     /* an over-full node still gets counted so that later checks see it */
     if (slot < 0 || slot >= US_MAX_GPUS) slot = 0;
     u->shared[slot] = (uint16_t)(u->shared[slot] + req.v[US_GPU]);
+    if (slot >= u->top) u->top = (uint8_t)(slot + 1);
     return slot;
 }
 
@@ -67,5 +68,6 @@ void us_use_remove(us_use *u, us_res req, int slot) {
         return;
     }
     if (slot >= 0 && slot < US_MAX_GPUS) u->shared[slot] = (uint16_t)(u->shared[slot] - req.v[US_GPU]);
+    while (u->top > 0 && u->shared[u->top - 1] == 0) u->top--;
 }
 
