@@ -186,6 +186,9 @@ out:
 /* A node without cpu or memory can never run a pod that asks for them,
  * which is almost every pod: most likely a typo in its spec.  Said once. */
 static int node_warnings(us_state *st, us_cycle_log *log) {
+    /* no node added or changed since every node was looked at: a pass over
+     * 130,000 nodes was 4% of a quiet cycle */
+    if (st->nodes_warned && st->nodes_warned == st->node_specs_version) return 0;
     for (size_t i = 0; i < st->nnodes; i++) {
         us_node *n = &st->nodes[i];
         bool cpu = n->cap.v[US_CPU] > 0, mem = n->cap.v[US_MEM] > 0;
@@ -197,6 +200,7 @@ static int node_warnings(us_state *st, us_cycle_log *log) {
                          !cpu && !mem ? "either" : !cpu ? "cpu" : "memory") < 0)
             return -1;
     }
+    st->nodes_warned = st->node_specs_version;
     return 0;
 }
 

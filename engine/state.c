@@ -153,6 +153,7 @@ int us_state_clone(us_state *dst, const us_state *src) {
     dst->gone_share = src->gone_share;
     dst->nodes_version = src->nodes_version;  /* the same nodes */
     dst->node_specs_version = src->node_specs_version;
+    dst->nodes_warned = src->nodes_warned;  /* with the nodes' warned flags */
     dst->nodes = dup_array(src->nodes, src->nnodes, sizeof *dst->nodes);
     dst->queues = dup_array(src->queues, src->nqueues, sizeof *dst->queues);
     dst->workloads = dup_array(src->workloads, src->nworkloads, sizeof *dst->workloads);

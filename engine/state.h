@@ -291,6 +291,9 @@ typedef struct us_state {
                               capacity or cordon change, or the node list
                               does (us_state_node_specs_changed); unique in
                               the process as nodes_version is */
+    uint64_t nodes_warned;  /* the node spec version when every node had had its
+                              missing-capacity warning (us_node.warned): while
+                              it holds, no node needs one; 0: not known */
     uint64_t generation;   /* moves whenever pods leave the array or move in it
                               (compaction, an undone append): indices an
                               index keeps are then void, unless it follows

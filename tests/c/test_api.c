@@ -1570,6 +1570,70 @@ TEST(background_rule_warning) {
     us_engine_destroy(e);
 }
 
+/* The objects of the last cycle's IncompleteCapacity warnings, each with
+ * its message's resource ("a:cpu b:memory ", in event order). */
+static void capacity_warnings(const us_engine *e, char *out, size_t len) {
+    out[0] = '\0';
+    for (size_t i = 0; i < us_engine_event_count(e); i++) {
+        us_event_info ev;
+        if (us_engine_event(e, i, &ev) != US_OK || strcmp(ev.reason, "IncompleteCapacity") != 0) continue;
+        const char *what = strstr(ev.message, "no cpu and no memory") ? "both"
+                           : strstr(ev.message, "no cpu")              ? "cpu"
+                                                                       : "memory";
+        size_t at = strlen(out);
+        snprintf(out + at, len - at, "%s:%s ", ev.object, what);
+    }
+}
+
+/* A node's missing-capacity warning comes once, in the cycle after the node
+ * is added or changed so, however many quiet cycles came before (the cycle
+ * looks at the nodes only when one was added or changed since it last
+ * did); a quiet cycle and an update that changes nothing warn again about
+ * no node. */
+TEST(capacity_warnings_follow_nodes_added_and_changed) {
+    us_engine *e = engine();
+    us_error err;
+    char got[256];
+    CHECK(node(e, "n1", 8) == US_OK);
+    CHECK(queue(e, "q", NULL, 8) == US_OK);
+    CHECK(workload(e, "w", "q", 1, 1, 0) == US_OK);
+    CHECK(us_engine_run_cycle(e, 0, &err) == US_OK);
+    CHECK(us_engine_decision_count(e) == 1);  /* the cycles run: w's pod binds */
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "");
+    CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
+    us_node_spec n = {0};
+    n.name = "n2";
+    n.capacity = (us_resources){8, 0, 256LL << 30};  /* no cpu */
+    CHECK(us_engine_upsert_node(e, &n, NULL) == US_OK);
+    CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "n2:cpu ");
+    CHECK(us_engine_run_cycle(e, 3, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "");
+    CHECK(us_engine_upsert_node(e, &n, NULL) == US_OK);  /* the same spec again */
+    CHECK(us_engine_run_cycle(e, 4, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "");
+    us_node_spec m = {0};
+    m.name = "n3";
+    m.capacity = (us_resources){8, 32000, 256LL << 30};
+    CHECK(us_engine_upsert_node(e, &m, NULL) == US_OK);
+    CHECK(us_engine_run_cycle(e, 5, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "");
+    m.capacity = (us_resources){8, 32000, 0};  /* n3 loses its memory */
+    CHECK(us_engine_upsert_node(e, &m, NULL) == US_OK);
+    CHECK(us_engine_run_cycle(e, 6, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "n3:memory ");
+    CHECK(us_engine_run_cycle(e, 7, &err) == US_OK);
+    capacity_warnings(e, got, sizeof got);
+    CHECK_STR(got, "");
+    us_engine_destroy(e);
+}
+
 /* ---- policies ------------------------------------------------------------------------------- */
 
 static void write_file(const char *dir, const char *name, const char *text) {
@@ -1897,6 +1961,7 @@ int main(void) {
     RUN(running_pods_of_blocked_background_work_keep_their_room);
     RUN(queue_figures_in_output_units);
     RUN(background_rule_warning);
+    RUN(capacity_warnings_follow_nodes_added_and_changed);
     RUN(reload_checks_before_swapping);
     RUN(policy_log_lines_with_file_and_line);
     RUN(handles_are_independent_across_threads);
