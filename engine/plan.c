@@ -176,15 +176,6 @@ static int same_as_counted(const us_plan *p) {
     free(bg);
     return same;
 }
-#endif
-
-#ifdef US_CHECK_INVARIANTS
-/* The x-th pod a snapshot reads: of set (its list, then the pods appended
- * since), or of every pod when set is NULL. */
-static size_t pod_read(const us_pod_set *set, size_t x) {
-    if (!set) return x;
-    return x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n);
-}
 
 /* Checking builds: does set leave out a pod the pool's snapshot must
  * read (one of its workloads', by name, or one on its nodes)?  1 when
@@ -193,7 +184,7 @@ static int left_out(const us_plan *p, const us_pod_set *set, size_t nread) {
     const us_state *st = p->st;
     bool *read = calloc(st->npods ? st->npods : 1, sizeof *read);
     if (!read) return -1;
-    for (size_t x = 0; x < nread; x++) read[pod_read(set, x)] = true;
+    for (size_t x = 0; x < nread; x++) read[us_pod_set_at(set, x)] = true;
     int left = 0;
     for (size_t i = 0; i < st->npods && !left; i++) {
         const us_pod *pd = &st->pods[i];

@@ -204,7 +204,7 @@ static int rebuild(us_podview *v, const us_podview_in *in) {
     }
     size_t total = 0, ids[5];
     for (size_t x = 0; x < nread; x++) {
-        size_t i = set ? (x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n)) : x;
+        size_t i = us_pod_set_at(set, x);
         int at;
         uint16_t r = rec_of(in, i, &at);
         v->rec[i] = r;
@@ -239,7 +239,7 @@ static int rebuild(us_podview *v, const us_podview_in *in) {
     /* the lists filled in pod order; only a pending pod's list needs its
      * workload, read again for those alone */
     for (size_t x = 0; x < nread; x++) {
-        size_t i = set ? (x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n)) : x;
+        size_t i = us_pod_set_at(set, x);
         uint16_t r = v->rec[i];
         if (!(r & (US_PV_PEND | US_PV_AT | US_PV_TLIST | US_PV_BGRUN | US_PV_BGPEND))) continue;
         int w = r & US_PV_PEND ? st->pods[i].workload : 0;
@@ -479,7 +479,7 @@ static int apply_ops(us_podview *v) {
         if (g) v->grouped = g;
         if (t) v->touched = t;
         if (!g || !t) return -1;
-        v->cap_grouped = v->cap_touched = v->nops;
+        v->cap_grouped = v->nops;
     }
     size_t ntouched = 0;
     for (size_t j = 0; j < v->nops; j++)

@@ -100,11 +100,10 @@ typedef struct us_podview {
     int *block;           /* the lists a rebuild made, in one allocation */
     /* an update's scratch, reused */
     struct us_pv_op *ops, *grouped;
-    size_t nops, cap_ops, cap_grouped;
+    size_t nops, cap_ops, cap_grouped;  /* cap_grouped: of grouped and touched */
     int *nop;             /* [nlists] ops per list, zero between updates */
     size_t cap_nop;
     int *touched;         /* lists with ops, in the order first met */
-    size_t cap_touched;
     uint64_t *marks;      /* a bit per pod: read again (zero between updates) */
     size_t cap_marks;
     int *changed;

@@ -32,6 +32,12 @@ typedef struct us_pod_set {
     size_t n, from;
 } us_pod_set;
 
+/* The x-th pod a snapshot reads: of set, or of every pod when set is NULL. */
+static inline size_t us_pod_set_at(const us_pod_set *set, size_t x) {
+    if (!set) return x;
+    return x < set->n ? (size_t)set->pods[x] : set->from + (x - set->n);
+}
+
 typedef struct us_pod_list {
     int *pods;            /* ascending */
     size_t n, cap;
