@@ -210,13 +210,13 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
     size_t nq = st->nqueues ? st->nqueues : 1, nw = st->nworkloads ? st->nworkloads : 1;
     size_t np = st->npods ? st->npods : 1, nn = st->nnodes ? st->nnodes : 1;
 
+    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     /* per-pod arrays read only where written are not zeroed, nor set:
      * pnode and pslot are read only for pods placed (US_PF_NEW), evictor
      * only for victims (US_PF_VICTIM), each written when the flag is set;
      * placed as far as it is filled.  On a large cluster setting them was
      * a cycle's largest memset, then a write per pod that touched every
      * page of three arrays */
-    p->hints = us_cycle_cache_pool(o ? o->cache : NULL, pool);
     p->nodes = calloc(nn, sizeof *p->nodes);
     p->pos = calloc(nn, sizeof *p->pos);
     /* set below, copied or zeroed: the arrays the pool's last plan had

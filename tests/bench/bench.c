@@ -904,50 +904,44 @@ static int run_io(int nodes, uint64_t seed, bool real, const char *policies) {
     return 0;
 }
 
+/* A timed cycle and its profile: *best becomes (t, prof) when t is faster, or
+ * when it is the first run's (first). */
+typedef struct timed {
+    double t;
+    us_cycle_profile prof;
+} timed;
+
+static void keep_fastest(timed *best, double t, const us_cycle_profile *prof, bool first) {
+    if (first || t < best->t) *best = (timed){t, *prof};
+}
+
 /* The fastest of `repeats` runs: on a shared machine the minimum is the
- * figure least disturbed by others.  The first cycle and the one after the
- * 1% change are each the fastest of their own.  Each run is two children
- * on the same input: cycles that reuse what the last one left
- * (incremental), and cycles that recompute everything (full); the +1%
- * cycle of each is reported. */
+ * figure least disturbed by others.  The first cycle, the one after the
+ * 1% change and the quiet one are each the fastest of their own.  Each run
+ * is two children on the same input: cycles that reuse what the last one
+ * left (incremental), and cycles that recompute everything (full); the
+ * +1% and quiet cycles of each are reported. */
 static int best_of(int nodes, uint64_t seed, bool real, const char *policies, result *best) {
-    double inc = 0, inc_full = 0, quiet = 0, quiet_full = 0;
-    us_cycle_profile inc_prof, inc_full_prof, quiet_prof, quiet_full_prof;
+    timed inc = {0}, inc_full = {0}, quiet = {0}, quiet_full = {0};
     for (int k = 0; k < repeats; k++) {
         result r, f;
         if (run_child(nodes, seed, real, policies, false, &r) < 0 ||
             run_child(nodes, seed, real, policies, true, &f) < 0)
             return -1;
-        r.inc_full = f.inc;
-        r.inc_full_prof = f.inc_prof;
-        r.quiet_full = f.quiet;
-        r.quiet_full_prof = f.quiet_prof;
         if (k == 0 || r.cycle < best->cycle) *best = r;
-        if (k == 0 || r.inc < inc) {
-            inc = r.inc;
-            inc_prof = r.inc_prof;
-        }
-        if (k == 0 || r.inc_full < inc_full) {
-            inc_full = r.inc_full;
-            inc_full_prof = r.inc_full_prof;
-        }
-        if (k == 0 || r.quiet < quiet) {
-            quiet = r.quiet;
-            quiet_prof = r.quiet_prof;
-        }
-        if (k == 0 || r.quiet_full < quiet_full) {
-            quiet_full = r.quiet_full;
-            quiet_full_prof = r.quiet_full_prof;
-        }
+        keep_fastest(&inc, r.inc, &r.inc_prof, k == 0);
+        keep_fastest(&inc_full, f.inc, &f.inc_prof, k == 0);
+        keep_fastest(&quiet, r.quiet, &r.quiet_prof, k == 0);
+        keep_fastest(&quiet_full, f.quiet, &f.quiet_prof, k == 0);
     }
-    best->inc = inc;
-    best->inc_prof = inc_prof;
-    best->inc_full = inc_full;
-    best->inc_full_prof = inc_full_prof;
-    best->quiet = quiet;
-    best->quiet_prof = quiet_prof;
-    best->quiet_full = quiet_full;
-    best->quiet_full_prof = quiet_full_prof;
+    best->inc = inc.t;
+    best->inc_prof = inc.prof;
+    best->inc_full = inc_full.t;
+    best->inc_full_prof = inc_full.prof;
+    best->quiet = quiet.t;
+    best->quiet_prof = quiet.prof;
+    best->quiet_full = quiet_full.t;
+    best->quiet_full_prof = quiet_full.prof;
     return 0;
 }
 
