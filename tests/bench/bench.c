@@ -445,8 +445,9 @@ static void measure(int nodes, uint64_t seed, bool real, const char *policies, b
     /* the quiet cycle: a second after the cycle that follows +1% (which
      * places the background pods +1% evicted, recreated), nothing changed
      * from outside: what a cycle costs at this size whatever changed.  Five
-     * of them, a second apart, each as quiet as the first: the fastest is
-     * reported (a figure of a few milliseconds, steadier so) */
+     * of them, a second apart, placing nothing (each reads again only the
+     * pods that changed by themselves: a termination grace ended, say):
+     * the fastest is reported (a few milliseconds, steadier so) */
     for (int q = 1; q <= 6 && r->ok; q++) {
         us_cycle_profile prof;
         us_cycle_log_init(&log);
