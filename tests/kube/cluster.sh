@@ -16,6 +16,10 @@
 #                                    stop one component and start it again
 #                                    as before (fault tests); returns when
 #                                    the API server answers again
+#   tests/kube/cluster.sh compact DIR
+#                                    compact etcd at its current revision
+#                                    (physical): watches from before it
+#                                    that reach etcd get 410 Gone
 #
 # Owns DIR and the processes it starts there; never touches anything else.
 # Nothing outlives its owner: `up` leaves a watchdog that runs `down` when
@@ -41,7 +45,7 @@ die() {
 }
 
 usage() {
-	echo "usage: tests/kube/cluster.sh up|down DIR, or restart DIR COMPONENT" >&2
+	echo "usage: tests/kube/cluster.sh up|down|compact DIR, or restart DIR COMPONENT" >&2
 	exit 2
 }
 
@@ -295,6 +299,15 @@ restart() {
 		"https://127.0.0.1:$(cat "$DIR/api-port")/readyz"
 }
 
+compact() {
+	local etcd rev
+	etcd=http://127.0.0.1:$(cat "$DIR/etcd-port")
+	rev=$(curl -sf -X POST "$etcd/v3/kv/range" -d '{"key": "AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
+	[[ -n $rev ]] || die "could not read etcd's revision at $etcd"
+	curl -sf -X POST "$etcd/v3/kv/compaction" -d "{\"revision\": \"$rev\", \"physical\": true}" >/dev/null ||
+		die "could not compact etcd at $etcd to revision $rev"
+}
+
 down_quiet() {
 	echo "cluster.sh: up failed; stopping what was started (logs in $DIR/logs)" >&2
 	down
@@ -310,6 +323,10 @@ restart)
 up)
 	mkdir -p "$DIR"
 	up
+	;;
+compact)
+	DIR=$(cd "$DIR" && pwd)
+	compact
 	;;
 down)
 	[[ -d $DIR ]] || exit 0

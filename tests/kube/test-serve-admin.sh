@@ -204,16 +204,16 @@ until scrape added && [[ $(sample added 'understory_informer_objects{resource="n
 done
 
 # A relist (API server restart while serve is frozen, a node deleted,
-# etcd compacted: the watch cannot resume, 410 Gone) is counted.
+# etcd compacted, the API server restarted again: the watch cannot resume,
+# 410 Gone) is counted.  (After one restart the watch cache may start at
+# the revision serve holds from a bookmark and serve the delete itself:
+# the second restart's cache starts after the delete.)
 before_lists=$(printf '%.0f' "$(sample added 'understory_informer_lists_total{resource="nodes"} ')")
 kill -STOP "$serve_pid"
 "$cluster" restart "$work/c" kube-apiserver
 k delete node cpu-3 >/dev/null
-etcd=http://127.0.0.1:$(cat "$work/c/etcd-port")
-rev=$(curl -sf -X POST "$etcd/v3/kv/range" -d '{"key": "AA=="}' | sed -n 's/.*"revision":"\([0-9]*\)".*/\1/p')
-[[ -n $rev ]] || fail "could not read etcd's revision"
-curl -sf -X POST "$etcd/v3/kv/compaction" -d "{\"revision\": \"$rev\", \"physical\": true}" >/dev/null ||
-	fail "could not compact etcd"
+"$cluster" compact "$work/c"
+"$cluster" restart "$work/c" kube-apiserver
 kill -CONT "$serve_pid"
 end=$((SECONDS + 60))
 until scrape relisted &&
