@@ -38,6 +38,11 @@ typedef struct us_cycle_profile {
     /* nodes whose AI view and background total the snapshot copied from
      * the ledger (ledger.h) instead of adding up every pod */
     unsigned long long nodes_view_kept;
+    /* nodes with running background pods the AI plan left alone: those
+     * whose pods the re-offer asked to fit beside the AI view, and those
+     * it did not ask again, their views unchanged since they last fitted
+     * (reoffer.c, us_pool_hints.fits) */
+    unsigned long long nodes_fit_asked, nodes_fit_kept;
     /* pods the ledger kept across cycles counted again at the cycle's
      * start, as it could not follow the changes since the last (ledger.h):
      * every pod, or 0 */

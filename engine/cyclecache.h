@@ -66,6 +66,15 @@ typedef struct us_pool_hints {
     us_use *ai;
     us_bg_total *bg_total;
     size_t ncap;
+    /* the re-offer's verdicts on nodes its plan left alone (reoffer.c):
+     * by position in the pool's node list of state node spec version
+     * fits_version (nfits positions: the nodes and their capacities as
+     * they were), the ledger's stamp (ledger.h) of a node's views when its
+     * background pods were found to fit beside its AI view; 0: not known.
+     * Equal stamps, equal views: the same verdict */
+    uint64_t *fits;
+    size_t nfits;
+    uint64_t fits_version;
 } us_pool_hints;
 
 typedef struct us_cycle_cache {

@@ -21,13 +21,16 @@ void us_ledger_free(us_ledger *l) {
     free(l->ai);
     free(l->bg);
     free(l->kind);
+    free(l->stamp);
     free(l->npool);
     free(l->wpool);
     for (size_t k = 0; k < l->npools; k++) free(l->pools[k]);
     free(l->pools);
     bool counts_only = l->counts_only;
+    uint64_t clock = l->clock;
     memset(l, 0, sizeof *l);
     l->counts_only = counts_only;
+    l->clock = clock;
 }
 
 /* Where pod x (as it is or was) counts in the views, counted as kind:
@@ -138,10 +141,11 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     if (views) {
         l->ai = calloc(nn, sizeof *l->ai);
         l->bg = calloc(nn, sizeof *l->bg);
+        l->stamp = malloc(nn * sizeof *l->stamp);
     }
     us_usesum sum, aisum;  /* one addition per node, not per pod (usesum.h) */
     if (!l->use || !l->waiting || !l->holding || !l->running || !l->pending || !l->unnamed ||
-        !l->kind || (views && (!l->ai || !l->bg)) ||
+        !l->kind || (views && (!l->ai || !l->bg || !l->stamp)) ||
         us_usesum_init(&sum, st->nnodes, &l->use, 1) < 0) {
         us_ledger_free(l);
         return -1;
@@ -180,6 +184,8 @@ int us_ledger_take(us_ledger *l, const us_state *st) {
     if (views) {
         us_usesum_flush_all(&aisum);
         us_usesum_free(&aisum);
+        uint64_t stamp = ++l->clock;
+        for (size_t n = 0; n < nn; n++) l->stamp[n] = stamp;
     }
     l->valid = true;
     l->pods_version = st->pods_version;
@@ -227,7 +233,9 @@ static us_pod_was now_of(const us_state *st, const us_pod_was *was) {
 static bool view_count(us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind, int sign) {
     if (!l->ai) return true;  /* counts only */
     int share = share_of(l, x, kind);
-    return !share || view_add(st, x, share, &l->ai[x->node], &l->bg[x->node], sign);
+    if (!share) return true;
+    l->stamp[x->node] = ++l->clock;
+    return view_add(st, x, share, &l->ai[x->node], &l->bg[x->node], sign);
 }
 
 /* Each journal entry out as it was, in as it is (in the per-node counts
@@ -461,6 +469,13 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
         }
     }
     return 0;
+}
+
+const uint64_t *us_ledger_node_stamps(const us_ledger *l, const us_state *st) {
+    if (!l || !l->valid || !l->stamp || st->journal_lost || l->pods_version != st->pods_version ||
+        l->nodes_version != st->nodes_version || l->nnodes != st->nnodes)
+        return NULL;
+    return l->stamp;
 }
 
 int us_ledger_workload_counts(const us_ledger *l, const us_state *st, const us_ledger_counts *out) {

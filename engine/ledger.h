@@ -97,6 +97,12 @@ typedef struct us_ledger {
     us_use *ai;        /* [nnodes] never lent: the snapshot copies */
     us_bg_total *bg;   /* [nnodes] */
     uint8_t *kind;     /* [nworkloads] us_view_kind when last counted */
+    /* a stamp per node, a new one whenever its ai or bg changes (a count
+     * of every pod stamps every node anew): a node whose stamp is the one
+     * read before has the views it had then.  clock is the last stamp
+     * given; us_ledger_free keeps it, so no stamp is given twice */
+    uint64_t *stamp;   /* [nnodes] */
+    uint64_t clock;
     int *npool;        /* [nnodes] the pool of each node as a number, -1: removed */
     int *wpool;        /* [nworkloads] of each workload, -1: no node has it */
     char **pools;      /* the names, by number */
@@ -167,6 +173,13 @@ void us_ledger_free(us_ledger *l);
  * (us_use_copy: slots past each use's top are zero). */
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
                     const int *pos, us_use *ai, us_bg_total *bg);
+
+/* The stamps of st's nodes (by node index) while l keeps views of st's
+ * nodes, else NULL: what us_ledger_views copies for a node is what it
+ * copied before when the node's stamp is the same and no journal entry
+ * (us_state.journal) since the last sync has a pod on it.  Valid until l
+ * is next synced, settled or freed. */
+const uint64_t *us_ledger_node_stamps(const us_ledger *l, const us_state *st);
 
 /* Each workload's pool as a number (wpool) while l has them for st's
  * workloads and nodes, else NULL; and the number of a pool, -1 when no

@@ -280,6 +280,27 @@ static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use 
 }
 #endif
 
+/* The pool's kept verdicts on nodes left alone (us_pool_hints.fits), for
+ * this plan's node positions: those of the last plan while no node was
+ * added, removed or changed (the node spec version: the list and each
+ * node's capacity are as they were), else all unknown; NULL without hints,
+ * without the ledger's stamps, or when memory runs out (every node is
+ * then checked). */
+static uint64_t *kept_verdicts(us_plan *p) {
+    us_pool_hints *h = p->hints;
+    uint64_t specs = p->st->node_specs_version;
+    if (!h || !p->stamps || !specs) return NULL;
+    if (!h->fits || h->nfits != p->nnodes || h->fits_version != specs) {
+        uint64_t *f = calloc(p->nnodes + 1, sizeof *f);
+        if (!f) return NULL;
+        free(h->fits);
+        h->fits = f;
+        h->nfits = p->nnodes;
+        h->fits_version = specs;
+    }
+    return h->fits;
+}
+
 /* Nodes the AI plan changed (a placement or an eviction), and nodes whose
  * background pods no longer fit beside the AI end state for another reason
  * (a lowered capacity, say): their running background pods are offered;
@@ -290,11 +311,16 @@ static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use 
  * asked, so a quiet cycle reads no pod that stays.  On a node found
  * touched, the end state is the AI view alone (its pods are offered, and
  * an offered pod holds no room at the end).  *noffered: how many pods are
- * offered.  0; -1 when memory runs out; -2 in checking builds when a
- * total decided otherwise than its pods would. */
+ * offered.  A node left alone whose views carry the ledger stamp they
+ * had when its pods last fitted (us_pool_hints.fits) is not checked again:
+ * a quiet cycle checks the nodes that changed.  0; -1 when memory runs
+ * out; in checking builds, -2 when a total decided otherwise than its pods
+ * would, -3 when a node not checked again does not fit. */
 static int mark_touched(work *w, size_t *noffered) {
     us_plan *p = w->p;
     const us_state *st = p->st;
+    uint64_t *fits = kept_verdicts(p);
+    us_cycle_profile *prof = p->opts ? p->opts->profile : NULL;
     *noffered = 0;
     for (size_t k = 0; k < p->nplaced; k++) w->touched[p->pos[p->pnode[p->placed[k]]]] = true;
     for (size_t k = 0; k < w->nvictims; k++) w->touched[p->pos[st->pods[w->victims[k]].node]] = true;
@@ -302,17 +328,30 @@ static int mark_touched(work *w, size_t *noffered) {
         const struct us_bg_total *t = &p->bg_total[pos];
         const us_node *n = &st->nodes[p->nodes[pos]];
         if (t->pods == 0) continue;
-        if (w->touched[pos]) {
+        if (w->touched[pos]) {  /* its next views carry a new stamp */
             *noffered += (size_t)t->pods;
             continue;
         }
         if (t->fractional == 0) {
+            /* a node the plan left alone whose views are those its pods
+             * were found to fit beside before: they still do */
+            uint64_t stamp = fits ? us_plan_view_stamp(p, pos) : 0;
+            if (stamp && fits[pos] == stamp) {
+#ifdef US_CHECK_INVARIANTS
+                if (!total_fits(&p->ai[pos], n, t)) return -3;
+#endif
+                if (prof) prof->nodes_fit_kept++;
+                continue;
+            }
+            if (prof) prof->nodes_fit_asked++;
             w->touched[pos] = !total_fits(&p->ai[pos], n, t);
+            if (fits) fits[pos] = w->touched[pos] ? 0 : stamp;
 #ifdef US_CHECK_INVARIANTS
             us_use tmp;
             if (!total_is_walk(p, pos, !w->touched[pos], end_of(w, pos, &tmp))) return -2;
 #endif
         } else {
+            if (prof) prof->nodes_fit_asked++;
             us_use *end = use_own(&w->end, pos, &p->ai[pos]);
             if (!end) return -1;
             w->touched[pos] = !walk_fits(p, pos, end);
@@ -686,6 +725,11 @@ int us_reoffer_run(us_plan *p, us_reoffer *out, us_err *err) {
     if (marked == -2) {
         us_err_set(err, US_EINVARIANT, "invariant \"reoffer-totals\" broken: a node's total of "
                    "background pods decided otherwise than its pods one by one");
+        goto done;
+    }
+    if (marked == -3) {
+        us_err_set(err, US_EINVARIANT, "invariant \"reoffer-verdicts\" broken: a node whose views "
+                   "kept their ledger stamp no longer fits its background pods");
         goto done;
     }
     if (marked < 0) {

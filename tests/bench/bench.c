@@ -952,9 +952,11 @@ static void print_cycle(const char *label, double t, const us_cycle_profile *p) 
            label, t, p->snapshot, p->fairshare, p->allocate, p->victims, p->reoffer,
            p->commit);
     printf("            lua calls %7llu, %6.3f s in policies | placed %6d pods (%.0f/s) | "
-           "node classes kept %llu of %llu, scores kept %llu, views kept %llu, pods read %llu\n",
+           "node classes kept %llu of %llu, scores kept %llu, views kept %llu, pods read %llu, "
+           "fits asked %llu\n",
            p->policy_calls, p->policy_seconds, p->placed, t > 0 ? p->placed / t : 0,
-           p->nodes_class_kept, p->nodes_classed, p->scores_kept, p->nodes_view_kept, p->pods_read);
+           p->nodes_class_kept, p->nodes_classed, p->scores_kept, p->nodes_view_kept, p->pods_read,
+           p->nodes_fit_asked);
 }
 
 static void print_row(const char *label, const result *r) {

@@ -11,6 +11,9 @@
  * count, in every build (checking builds also compare inside each cycle).
  * The views the snapshot copies (the AI view and background totals) follow
  * workloads whose kind changes, and the journal's entries since a sync.
+ * Each node's views carry a stamp, new whenever they change: the re-offer
+ * asks whether a node's background pods fit only where the stamp moved, and
+ * a snapshot vouches for no stamp of a node the journal touched since.
  *
  * Deterministic: the generator is a fixed xorshift.
  */
@@ -20,10 +23,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "commit.h"
 #include "cycle.h"
 #include "cyclecache.h"
 #include "ledger.h"
 #include "lifecycle.h"
+#include "plan.h"
 #include "scenario.h"
 
 static uint64_t rng = 88172645463325252ULL;
@@ -331,10 +336,171 @@ TEST(journal_starts_with_the_first_count_and_keeps_one_entry_per_pod) {
     us_scenario_free(&sc);
 }
 
+/* n1 runs burn-0..3 once placed, n2 burn-4 and burn-5, n3 nothing (2 GPUs
+ * each; a termination grace of 30 s) */
+static const char verdicts_doc[] =
+    "{\"name\": \"verdicts\", \"cycle_interval\": 10, \"horizon\": 100,"
+    " \"nodes\": [{\"name\": \"n1\", \"cpu\": \"64\", \"memory\": \"512Gi\", \"gpu\": 8},"
+    "             {\"name\": \"n2\", \"cpu\": \"64\", \"memory\": \"512Gi\", \"gpu\": 8},"
+    "             {\"name\": \"n3\", \"cpu\": \"64\", \"memory\": \"512Gi\", \"gpu\": 8}],"
+    " \"queues\": [{\"name\": \"bg\", \"resources\": {"
+    "   \"gpu\": {\"quota\": 0, \"over_quota_weight\": 0, \"limit\": -1},"
+    "   \"cpu\": {\"quota\": 0, \"over_quota_weight\": 0, \"limit\": -1},"
+    "   \"memory\": {\"quota\": 0, \"over_quota_weight\": 0, \"limit\": -1}}}],"
+    " \"workloads\": [{\"name\": \"burn\", \"queue\": \"bg\", \"controller\": \"deployment\","
+    "   \"labels\": {\"kai.scheduler/background\": \"true\"}, \"replicas\": 6,"
+    "   \"termination_grace\": 30, \"requests\": {\"gpu\": 2}}]}";
+
+/* The re-offer asks whether a node's running background pods still fit
+ * beside its AI view only where the node's views changed since they last
+ * fitted (the ledger's stamps): n1 runs burn-0..3, n2 burn-4 and burn-5
+ * (2 GPUs each), n3 nothing.  The cycle after they were placed asks both
+ * nodes; a quiet one asks none and keeps both verdicts; after burn-4 is
+ * evicted (its room changes n2's total) it asks n2 alone, and again after
+ * its new incarnation is placed there; after a node changes (n3 cordoned:
+ * a verdict holds for the nodes' capacities as they were) it asks both,
+ * and after the ledger counted every pod again (a journal entry lost).  Checking builds check each verdict kept (invariant
+ * "reoffer-verdicts"). */
+TEST(reoffer_asks_again_only_where_the_views_changed) {
+    us_scenario sc;
+    us_err err = {0};
+    us_cycle_cache *cache = us_cycle_cache_new();
+    CHECK(cache != NULL);
+    if (!cache) return;
+    if (us_scenario_load_string(&sc, verdicts_doc, sizeof verdicts_doc - 1, "verdicts", &err) < 0) {
+        printf("  %s\n", err.msg);
+        CHECK(0);
+        us_cycle_cache_free(cache);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_cycle_opts o;
+    us_cycle_profile prof = {0};
+    us_cycle_opts_default(&o);
+    o.cache = cache;
+    o.check_invariants = true;
+    o.profile = &prof;
+    bool any = false;
+    CHECK(us_life_submit_due(st, 0, &any) == 0);
+    /* nodes the cycle at now asked, and nodes whose verdict it kept */
+    unsigned long long asked[2];
+#define CYCLE(now)                                                                    \
+    do {                                                                              \
+        us_cycle_log log;                                                             \
+        us_cycle_log_init(&log);                                                      \
+        prof.nodes_fit_asked = prof.nodes_fit_kept = 0;                               \
+        int rc_ = us_cycle_run(st, NULL, (now), &o, &log, NULL, NULL, &err);          \
+        if (rc_ < 0) printf("  cycle at %g: %s\n", (double)(now), err.msg);          \
+        CHECK(rc_ == 0);                                                              \
+        us_cycle_log_free(&log);                                                      \
+        asked[0] = prof.nodes_fit_asked;                                              \
+        asked[1] = prof.nodes_fit_kept;                                               \
+    } while (0)
+    CYCLE(0);  /* places the six: no node had any yet */
+    CHECK(asked[0] == 0 && asked[1] == 0);
+    int burn4 = -1;
+    for (size_t i = 0; i < st->npods; i++) {
+        const us_pod *pd = &st->pods[i];
+        if (pd->gone || pd->state != US_POD_RUNNING) continue;
+        CHECK(strcmp(st->nodes[pd->node].name, pd->name[5] < '4' ? "n1" : "n2") == 0);
+        if (strcmp(pd->name, "burn-4") == 0) burn4 = (int)i;
+    }
+    CYCLE(10);
+    CHECK(asked[0] == 2 && asked[1] == 0);
+    CYCLE(20);
+    CHECK(asked[0] == 0 && asked[1] == 2);
+    CHECK(burn4 >= 0);
+    if (burn4 >= 0) CHECK(us_life_evict(st, burn4, 25, true) != -1);
+    CYCLE(30);  /* burn-4 again, in n2's idle room */
+    CHECK(asked[0] == 1 && asked[1] == 1);
+    size_t on_n2 = 0;
+    for (size_t i = 0; i < st->npods; i++)
+        on_n2 += !st->pods[i].gone && st->pods[i].state == US_POD_RUNNING && st->pods[i].node == 1;
+    CHECK(on_n2 == 2);
+    CYCLE(40);  /* its placement changed n2's views */
+    CHECK(asked[0] == 1 && asked[1] == 1);
+    CYCLE(45);
+    CHECK(asked[0] == 0 && asked[1] == 2);
+    st->nodes[2].unschedulable = true;
+    CHECK(us_life_node_changed(st, 2, 47) == 0);
+    CYCLE(50);
+    CHECK(asked[0] == 2 && asked[1] == 0);
+    CYCLE(60);
+    CHECK(asked[0] == 0 && asked[1] == 2);
+    /* a journal entry lost: the ledger counts every pod again and stamps
+     * every node anew, so no verdict is kept */
+    st->journal_lost = true;
+    CYCLE(70);
+    CHECK(asked[0] == 2 && asked[1] == 0);
+    CYCLE(80);
+    CHECK(asked[0] == 0 && asked[1] == 2);
+#undef CYCLE
+    us_scenario_free(&sc);
+    us_cycle_cache_free(cache);
+}
+
+/* A snapshot's views carry the ledger's stamps only where they are the
+ * ledger's as synced: a node a journal entry since the sync touched (a pod
+ * evicted after the cycle started, as an earlier pool's commit does) has
+ * none, so no verdict is kept for it by a stamp its views no longer match. */
+TEST(snapshot_stamps_leave_out_nodes_the_journal_touched) {
+    us_scenario sc;
+    us_err err = {0};
+    us_cycle_cache *cache = us_cycle_cache_new();
+    CHECK(cache != NULL);
+    if (!cache) return;
+    if (us_scenario_load_string(&sc, verdicts_doc, sizeof verdicts_doc - 1, "verdicts", &err) < 0) {
+        printf("  %s\n", err.msg);
+        CHECK(0);
+        us_cycle_cache_free(cache);
+        return;
+    }
+    us_state *st = &sc.state;
+    us_cycle_opts o;
+    us_cycle_opts_default(&o);
+    o.cache = cache;
+    bool any = false;
+    CHECK(us_life_submit_due(st, 0, &any) == 0);
+    for (int c = 0; c < 2; c++) {
+        us_cycle_log log;
+        us_cycle_log_init(&log);
+        CHECK(us_cycle_run(st, NULL, 10.0 * c, &o, &log, NULL, NULL, &err) == 0);
+        us_cycle_log_free(&log);
+    }
+    int burn4 = -1;
+    for (size_t i = 0; i < st->npods; i++)
+        if (!st->pods[i].gone && st->pods[i].state == US_POD_RUNNING && strcmp(st->pods[i].name, "burn-4") == 0)
+            burn4 = (int)i;
+    CHECK(burn4 >= 0 && st->pods[burn4].node == 1);
+    if (burn4 < 0) goto out;
+    us_cycle_log log;
+    us_cycle_log_init(&log);
+    us_phys ph;
+    CHECK(us_commit_cycle_start(st, 20, &o, &log, &ph, &err) == 0);
+    CHECK(us_life_evict(st, burn4, 20, true) != -1);  /* after the sync: in the journal */
+    us_plan p;
+    CHECK(us_plan_snapshot(&p, st, "default", 20, NULL, &o, &log, NULL) == 0);
+    CHECK(p.stamps != NULL && p.nnodes == 3);
+    if (p.stamps && p.nnodes == 3) {
+        /* positions follow the names: n1, n2, n3 */
+        CHECK(us_plan_view_stamp(&p, 0) == cache->ledger.stamp[0] && us_plan_view_stamp(&p, 0) != 0);
+        CHECK(us_plan_view_stamp(&p, 1) == 0);
+        CHECK(us_plan_view_stamp(&p, 2) == cache->ledger.stamp[2] && us_plan_view_stamp(&p, 2) != 0);
+    }
+    us_plan_free(&p);
+    us_ledger_settle(&cache->ledger, st, ph.use, ph.waiting);
+    us_cycle_log_free(&log);
+out:
+    us_scenario_free(&sc);
+    us_cycle_cache_free(cache);
+}
+
 int main(void) {
     RUN(journal_starts_with_the_first_count_and_keeps_one_entry_per_pod);
     RUN(ledger_follows_the_journal_to_a_fresh_count);
     RUN(views_follow_workloads_whose_kind_changes);
     RUN(views_copied_with_the_journal_are_what_counting_gives);
+    RUN(reoffer_asks_again_only_where_the_views_changed);
+    RUN(snapshot_stamps_leave_out_nodes_the_journal_touched);
     return check_report();
 }

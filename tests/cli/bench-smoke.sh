@@ -44,6 +44,18 @@ echo "$quiet" | while read -r line; do
     esac
     [ "$read_n" -le 100 ] || fail "a quiet incremental cycle read $read_n pods (more than 1% of 10,055): $line"
 done || exit 1
+# and it asks whether background pods still fit only on the nodes whose
+# views changed since: those of the pods it read (a pod moved changes two),
+# where the full one asks every node (each runs DaemonSet pods)
+asked=$(grep -A1 -E '^  (lua|c) quiet +[0-9]' "$TMP/out" | grep -oE 'pods read [0-9]+, fits asked [0-9]+$' | awk '{print $3 $6}')
+[ "$(echo "$asked" | grep -c .)" = 4 ] || fail "expected 'fits asked N' on 4 quiet incremental cycles, got: $asked"
+for pair in $asked; do
+    read_n=${pair%%,*} n=${pair##*,}
+    [ "$n" -le 20 ] && [ "$n" -le $((2 * read_n)) ] ||
+        fail "a quiet incremental cycle asked $n nodes whether their background pods fit, having read $read_n pods (want at most 2 per pod read and 2% of 1,000)"
+done
+asked_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'fits asked [0-9]+$' | sort | uniq -c | sed -E 's/^ +//')
+[ "$asked_full" = "4 fits asked 1000" ] || fail "expected 4 quiet full cycles asking every node, got: $asked_full"
 quiet_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'placed *[0-9]+ pods .*pods read [0-9]+' | sed -E 's/\([^)]*\)//; s/ +/ /g' | sort | uniq -c | sed -E 's/^ +//')
 [ "$quiet_full" = "4 placed 0 pods | node classes kept 0 of 1000, scores kept 0, views kept 0, pods read 10055" ] ||
     fail "expected 4 quiet full cycles placing nothing and reading every pod, got: $quiet_full"
