@@ -38,6 +38,9 @@ typedef struct us_cycle_profile {
     /* nodes whose AI view and background total the snapshot copied from
      * the ledger (ledger.h) instead of adding up every pod */
     unsigned long long nodes_view_kept;
+    /* of them, those copied: the others' views were in the pool's kept
+     * arrays already, with the ledger's stamp they have now */
+    unsigned long long nodes_view_copied;
     /* nodes with running background pods the AI plan left alone: those
      * whose pods the re-offer asked to fit beside the AI view, and those
      * it did not ask again, their views unchanged since they last fitted

@@ -27,6 +27,7 @@ void us_cycle_cache_free(us_cycle_cache *c) {
         free(c->pools[i].ai);
         free(c->pools[i].bg_total);
         free(c->pools[i].fits);
+        free(c->pools[i].ai_held);
     }
     free(c->pools);
     us_ledger_free(&c->ledger);

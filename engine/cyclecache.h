@@ -66,6 +66,13 @@ typedef struct us_pool_hints {
     us_use *ai;
     us_bg_total *bg_total;
     size_t ncap;
+    /* and by position in the pool's node list of state node version
+     * ai_nodes_version, the ledger's stamp (ledger.h) of the views ai and
+     * bg_total hold, copied from the ledger and not changed by the plan
+     * since (us_plan.ai_held), 0: not known: the next snapshot copies only
+     * the nodes whose views changed */
+    uint64_t *ai_held;
+    uint64_t ai_nodes_version;
     /* the re-offer's verdicts on nodes its plan left alone (reoffer.c):
      * by position in the pool's node list of state node spec version
      * fits_version (nfits positions: the nodes and their capacities as

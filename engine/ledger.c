@@ -436,15 +436,17 @@ void us_ledger_settle(us_ledger *l, us_state *st, us_use *use, int *waiting) {
 
 /* Pod x's share (counted as kind) in or out of the listed views. */
 static bool view_patch(const us_ledger *l, const us_state *st, const us_pod_was *x, uint8_t kind,
-                       const int *pos, us_use *ai, us_bg_total *bg, int sign) {
+                       const int *pos, us_use *ai, us_bg_total *bg, uint64_t *held, int sign) {
     int share = share_of(l, x, kind);
     if (!share || pos[x->node] < 0) return true;
     int at = pos[x->node];
+    if (held) held[at] = 0;  /* no longer the ledger's as stamped */
     return view_add(st, x, share, &ai[at], &bg[at], sign);
 }
 
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
-                    const int *pos, us_use *ai, us_bg_total *bg) {
+                    const int *pos, us_use *ai, us_bg_total *bg, uint64_t *held, size_t *copied) {
+    if (copied) *copied = 0;
     if (!l || !l->valid || !l->ai || st->journal_lost || l->pods_version != st->pods_version ||
         l->nodes_version != st->nodes_version || l->nnodes != st->nnodes ||
         l->nworkloads != st->nworkloads)
@@ -454,17 +456,22 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
     for (size_t w = 0; w < st->nworkloads; w++)
         if (us_view_kind(&st->workloads[w]) != l->kind[w]) return 1;
     for (size_t i = 0; i < n; i++) {
+        uint64_t stamp = l->stamp[nodes[i]];
+        if (held && held[i] == stamp) continue;  /* what it holds already */
         us_use_copy(&ai[i], &l->ai[nodes[i]]);
         bg[i] = l->bg[nodes[i]];
+        if (held) held[i] = stamp;
+        if (copied) ++*copied;
     }
     /* what changed since: the cycle's own bindings and evictions so far */
     for (size_t k = 0; k < st->njournal; k++) {
         const us_pod_was *was = &st->journal[k];
         us_pod_was is = now_of(st, was);
-        if (!view_patch(l, st, was, l->kind[was->workload], pos, ai, bg, -1) ||
-            !view_patch(l, st, &is, l->kind[is.workload], pos, ai, bg, 1)) {
+        if (!view_patch(l, st, was, l->kind[was->workload], pos, ai, bg, held, -1) ||
+            !view_patch(l, st, &is, l->kind[is.workload], pos, ai, bg, held, 1)) {
             memset(ai, 0, n * sizeof *ai);
             memset(bg, 0, n * sizeof *bg);
+            if (held) memset(held, 0, n * sizeof *held);
             return 1;
         }
     }

@@ -170,9 +170,17 @@ void us_ledger_free(us_ledger *l);
  * nodes or a workload's kind changed since, or an entry it cannot follow):
  * the caller counts them itself, into ai and bg, which are then as they
  * were given (zeroed, if they were).  ai holds uses or zeroed memory
- * (us_use_copy: slots past each use's top are zero). */
+ * (us_use_copy: slots past each use's top are zero).
+ *
+ * held (may be NULL: every node is copied), [n]: per listed node, the
+ * stamp (us_ledger_node_stamps) of the views ai and bg hold for it, copied
+ * from l and not changed since, else 0.  A node whose stamp is what held
+ * says is not copied again; held is brought up to date (0 where a journal
+ * entry patched the copy).  When 1 is returned, the caller that counts the
+ * views itself sets held to 0; whoever changes ai or bg after sets it to 0
+ * there.  *copied (may be NULL): how many nodes were copied. */
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
-                    const int *pos, us_use *ai, us_bg_total *bg);
+                    const int *pos, us_use *ai, us_bg_total *bg, uint64_t *held, size_t *copied);
 
 /* The stamps of st's nodes (by node index) while l keeps views of st's
  * nodes, else NULL: what us_ledger_views copies for a node is what it

@@ -227,10 +227,17 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         p->bg_total = p->hints->bg_total;
         p->hints->ai = NULL;
         p->hints->bg_total = NULL;
+        /* what they hold, for the same node positions */
+        if (p->hints->ai_held && p->hints->ai_nodes_version == st->nodes_version && st->nodes_version) {
+            p->ai_held = p->hints->ai_held;
+            p->hints->ai_held = NULL;
+        }
     } else {
         p->ai = calloc(nn, sizeof *p->ai);
         p->bg_total = malloc(nn * sizeof *p->bg_total);
     }
+    if (p->hints && !p->ai_held) p->ai_held = calloc(nn, sizeof *p->ai_held);
+    p->ai_nodes_version = st->nodes_version;
     p->nai = nn;
     p->flags = malloc(np * sizeof *p->flags);  /* set below, from what the pods say */
     p->pnode = malloc(np * sizeof *p->pnode);
@@ -293,14 +300,20 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
      * (ledger.h), when it can tell them; else added up from the pods in
      * pod order (a fractional pod with no device takes the slot the pods
      * before it leave) */
-    bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total) == 0;
+    size_t copied = 0;
+    bool kept = us_ledger_views(ledger, st, p->nodes, p->nnodes, p->pos, p->ai, p->bg_total,
+                                p->ai_held, &copied) == 0;
+    if (!kept && p->ai_held) memset(p->ai_held, 0, nn * sizeof *p->ai_held);
     /* copied for the pool's nodes, or to be added up from zero; zeroed
      * past them all the same (a large array zeroed and then copied over
      * was a cycle's largest memset) */
     size_t from = kept ? p->nnodes : 0;
     memset(p->ai + from, 0, (nn - from) * sizeof *p->ai);
     memset(p->bg_total + from, 0, (nn - from) * sizeof *p->bg_total);
-    if (kept && o->profile) o->profile->nodes_view_kept += p->nnodes;
+    if (kept && o->profile) {
+        o->profile->nodes_view_kept += p->nnodes;
+        o->profile->nodes_view_copied += copied;
+    }
     /* which views the ledger can vouch for by its stamps: those copied as
      * they were synced, not those the journal's entries since touched */
     p->stamps = kept ? us_ledger_node_stamps(ledger, st) : NULL;
@@ -407,12 +420,16 @@ void us_plan_free(us_plan *p) {
         /* the next plan of the pool writes over them */
         free(p->hints->ai);
         free(p->hints->bg_total);
+        free(p->hints->ai_held);
         p->hints->ai = p->ai;
         p->hints->bg_total = p->bg_total;
         p->hints->ncap = p->nai;
+        p->hints->ai_held = p->ai_held;
+        p->hints->ai_nodes_version = p->ai_nodes_version;
     } else {
         free(p->ai);
         free(p->bg_total);
+        free(p->ai_held);
     }
     free(p->flags);
     free(p->pnode);
@@ -496,6 +513,7 @@ static bool terminates(const us_plan *p, int pod) {
 static void account(us_plan *p, int pod, int node, int slot, int sign, int *slot_out) {
     const us_workload *w = wl_of(p, pod);
     us_use *u = &p->ai[p->pos[node]];
+    if (p->ai_held) p->ai_held[p->pos[node]] = 0;  /* no longer the ledger's */
     if (sign > 0) {
         int s = us_use_add(u, &p->st->nodes[node], w->request, slot);
         if (slot_out) *slot_out = s;

@@ -60,6 +60,12 @@ typedef struct us_plan {
     int *pos;            /* [st->nnodes] node index -> position in nodes, or -1 */
     us_use *ai;          /* [nnodes] the AI planning view */
     size_t nai;          /* uses in ai (and bg_total), st->nnodes at snapshot */
+    /* [nai] or NULL (no hints): per position, the ledger's stamp of what ai
+     * and bg_total hold there as copied from it, 0 once the plan changed it
+     * or when not copied (us_ledger_views); handed to the pool's next plan
+     * with ai, for the nodes list of state node version ai_nodes_version */
+    uint64_t *ai_held;
+    uint64_t ai_nodes_version;
     struct us_nodelabels *labels;  /* [nnodes] the labels that matter (nodelabels.h) */
 
     /* per pod [npods at snapshot] */

@@ -331,6 +331,7 @@ int us_ties_spare_background(us_plan *p, us_err *err) {
         /* move: every member's AI view is its bundle, or empty */
         for (size_t i = a; i < b; i++) w.old[i - a] = p->ai[w.elig[i]];
         for (size_t i = a; i < b; i++) memset(&p->ai[w.elig[i]], 0, sizeof p->ai[0]);
+        for (size_t i = a; i < b && p->ai_held; i++) p->ai_held[w.elig[i]] = 0;  /* moved */
         for (size_t i = a; i < b; i++)
             if (w.to[w.elig[i]] >= 0) p->ai[w.to[w.elig[i]]] = w.old[i - a];
         for (size_t i = a; i < b && p->classes; i++)

@@ -953,10 +953,10 @@ static void print_cycle(const char *label, double t, const us_cycle_profile *p) 
            p->commit);
     printf("            lua calls %7llu, %6.3f s in policies | placed %6d pods (%.0f/s) | "
            "node classes kept %llu of %llu, scores kept %llu, views kept %llu, pods read %llu, "
-           "fits asked %llu\n",
+           "fits asked %llu, views copied %llu\n",
            p->policy_calls, p->policy_seconds, p->placed, t > 0 ? p->placed / t : 0,
            p->nodes_class_kept, p->nodes_classed, p->scores_kept, p->nodes_view_kept, p->pods_read,
-           p->nodes_fit_asked);
+           p->nodes_fit_asked, p->nodes_view_copied);
 }
 
 static void print_row(const char *label, const result *r) {

@@ -281,7 +281,7 @@ TEST(views_copied_with_the_journal_are_what_counting_gives) {
         if (i >= 0 && us_life_evict(st, i, 2, k % 2) != -1) moved++;
     }
     CHECK(moved > 0 && st->njournal > 0);
-    CHECK(us_ledger_views(&l, st, nodes, listed, pos, ai, bg) == 0);
+    CHECK(us_ledger_views(&l, st, nodes, listed, pos, ai, bg, NULL, NULL) == 0);
     CHECK(us_ledger_take(&fresh, st) == 0);
     bool same = true, differs_from_kept = false;
     for (size_t k = 0; k < listed; k++) {
@@ -296,7 +296,7 @@ TEST(views_copied_with_the_journal_are_what_counting_gives) {
     CHECK(w >= 0);
     if (w >= 0) {
         st->workloads[w].blocked = "broken for the test";
-        CHECK(us_ledger_views(&l, st, nodes, listed, pos, ai, bg) == 1);
+        CHECK(us_ledger_views(&l, st, nodes, listed, pos, ai, bg, NULL, NULL) == 1);
     }
     free(nodes);
     free(pos);
@@ -351,17 +351,18 @@ static const char verdicts_doc[] =
     "   \"labels\": {\"kai.scheduler/background\": \"true\"}, \"replicas\": 6,"
     "   \"termination_grace\": 30, \"requests\": {\"gpu\": 2}}]}";
 
-/* The re-offer asks whether a node's running background pods still fit
- * beside its AI view only where the node's views changed since they last
- * fitted (the ledger's stamps): n1 runs burn-0..3, n2 burn-4 and burn-5
+/* A snapshot copies a node's views from the ledger, and the re-offer asks
+ * whether its running background pods still fit beside its AI view, only
+ * where the node's views changed since (the ledger's stamps): n1 runs burn-0..3, n2 burn-4 and burn-5
  * (2 GPUs each), n3 nothing.  The cycle after they were placed asks both
  * nodes; a quiet one asks none and keeps both verdicts; after burn-4 is
  * evicted (its room changes n2's total) it asks n2 alone, and again after
  * its new incarnation is placed there; after a node changes (n3 cordoned:
- * a verdict holds for the nodes' capacities as they were) it asks both,
- * and after the ledger counted every pod again (a journal entry lost).  Checking builds check each verdict kept (invariant
+ * a verdict holds for the nodes' capacities as they were) it asks both
+ * (and copies none: their views are the same), and after the ledger counted
+ * every pod again (a journal entry lost) it copies all three and asks both.  Checking builds check each verdict kept (invariant
  * "reoffer-verdicts"). */
-TEST(reoffer_asks_again_only_where_the_views_changed) {
+TEST(views_copied_and_fits_asked_only_where_the_views_changed) {
     us_scenario sc;
     us_err err = {0};
     us_cycle_cache *cache = us_cycle_cache_new();
@@ -382,22 +383,25 @@ TEST(reoffer_asks_again_only_where_the_views_changed) {
     o.profile = &prof;
     bool any = false;
     CHECK(us_life_submit_due(st, 0, &any) == 0);
-    /* nodes the cycle at now asked, and nodes whose verdict it kept */
-    unsigned long long asked[2];
+    /* nodes the cycle at now asked, and nodes whose verdict it kept; nodes
+     * whose views its snapshot copied from the ledger (the others' were in
+     * the pool's kept arrays already, with the same stamp) */
+    unsigned long long asked[2], copied = 0;
 #define CYCLE(now)                                                                    \
     do {                                                                              \
         us_cycle_log log;                                                             \
         us_cycle_log_init(&log);                                                      \
-        prof.nodes_fit_asked = prof.nodes_fit_kept = 0;                               \
+        prof.nodes_fit_asked = prof.nodes_fit_kept = prof.nodes_view_copied = 0;      \
         int rc_ = us_cycle_run(st, NULL, (now), &o, &log, NULL, NULL, &err);          \
         if (rc_ < 0) printf("  cycle at %g: %s\n", (double)(now), err.msg);          \
         CHECK(rc_ == 0);                                                              \
         us_cycle_log_free(&log);                                                      \
         asked[0] = prof.nodes_fit_asked;                                              \
         asked[1] = prof.nodes_fit_kept;                                               \
+        copied = prof.nodes_view_copied;                                              \
     } while (0)
     CYCLE(0);  /* places the six: no node had any yet */
-    CHECK(asked[0] == 0 && asked[1] == 0);
+    CHECK(asked[0] == 0 && asked[1] == 0 && copied == 3);
     int burn4 = -1;
     for (size_t i = 0; i < st->npods; i++) {
         const us_pod *pd = &st->pods[i];
@@ -406,34 +410,34 @@ TEST(reoffer_asks_again_only_where_the_views_changed) {
         if (strcmp(pd->name, "burn-4") == 0) burn4 = (int)i;
     }
     CYCLE(10);
-    CHECK(asked[0] == 2 && asked[1] == 0);
+    CHECK(asked[0] == 2 && asked[1] == 0 && copied == 2);
     CYCLE(20);
-    CHECK(asked[0] == 0 && asked[1] == 2);
+    CHECK(asked[0] == 0 && asked[1] == 2 && copied == 0);
     CHECK(burn4 >= 0);
     if (burn4 >= 0) CHECK(us_life_evict(st, burn4, 25, true) != -1);
     CYCLE(30);  /* burn-4 again, in n2's idle room */
-    CHECK(asked[0] == 1 && asked[1] == 1);
+    CHECK(asked[0] == 1 && asked[1] == 1 && copied == 1);
     size_t on_n2 = 0;
     for (size_t i = 0; i < st->npods; i++)
         on_n2 += !st->pods[i].gone && st->pods[i].state == US_POD_RUNNING && st->pods[i].node == 1;
     CHECK(on_n2 == 2);
     CYCLE(40);  /* its placement changed n2's views */
-    CHECK(asked[0] == 1 && asked[1] == 1);
+    CHECK(asked[0] == 1 && asked[1] == 1 && copied == 1);
     CYCLE(45);
-    CHECK(asked[0] == 0 && asked[1] == 2);
+    CHECK(asked[0] == 0 && asked[1] == 2 && copied == 0);
     st->nodes[2].unschedulable = true;
     CHECK(us_life_node_changed(st, 2, 47) == 0);
-    CYCLE(50);
-    CHECK(asked[0] == 2 && asked[1] == 0);
+    CYCLE(50);  /* the views are the same: none copied */
+    CHECK(asked[0] == 2 && asked[1] == 0 && copied == 0);
     CYCLE(60);
-    CHECK(asked[0] == 0 && asked[1] == 2);
+    CHECK(asked[0] == 0 && asked[1] == 2 && copied == 0);
     /* a journal entry lost: the ledger counts every pod again and stamps
      * every node anew, so no verdict is kept */
     st->journal_lost = true;
     CYCLE(70);
-    CHECK(asked[0] == 2 && asked[1] == 0);
+    CHECK(asked[0] == 2 && asked[1] == 0 && copied == 3);
     CYCLE(80);
-    CHECK(asked[0] == 0 && asked[1] == 2);
+    CHECK(asked[0] == 0 && asked[1] == 2 && copied == 0);
 #undef CYCLE
     us_scenario_free(&sc);
     us_cycle_cache_free(cache);
@@ -500,7 +504,7 @@ int main(void) {
     RUN(ledger_follows_the_journal_to_a_fresh_count);
     RUN(views_follow_workloads_whose_kind_changes);
     RUN(views_copied_with_the_journal_are_what_counting_gives);
-    RUN(reoffer_asks_again_only_where_the_views_changed);
+    RUN(views_copied_and_fits_asked_only_where_the_views_changed);
     RUN(snapshot_stamps_leave_out_nodes_the_journal_touched);
     return check_report();
 }

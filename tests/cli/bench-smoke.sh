@@ -47,15 +47,19 @@ done || exit 1
 # and it asks whether background pods still fit only on the nodes whose
 # views changed since: those of the pods it read (a pod moved changes two),
 # where the full one asks every node (each runs DaemonSet pods)
-asked=$(grep -A1 -E '^  (lua|c) quiet +[0-9]' "$TMP/out" | grep -oE 'pods read [0-9]+, fits asked [0-9]+$' | awk '{print $3 $6}')
-[ "$(echo "$asked" | grep -c .)" = 4 ] || fail "expected 'fits asked N' on 4 quiet incremental cycles, got: $asked"
-for pair in $asked; do
-    read_n=${pair%%,*} n=${pair##*,}
+# and copies from the kept counts the views of those nodes only
+asked=$(grep -A1 -E '^  (lua|c) quiet +[0-9]' "$TMP/out" | grep -oE 'pods read [0-9]+, fits asked [0-9]+, views copied [0-9]+$' | awk '{print $3 $6 $9}')
+[ "$(echo "$asked" | grep -c .)" = 4 ] || fail "expected 'fits asked N, views copied N' on 4 quiet incremental cycles, got: $asked"
+for triple in $asked; do
+    IFS=, read -r read_n n copied <<<"$triple"
     [ "$n" -le 20 ] && [ "$n" -le $((2 * read_n)) ] ||
         fail "a quiet incremental cycle asked $n nodes whether their background pods fit, having read $read_n pods (want at most 2 per pod read and 2% of 1,000)"
+    [ "$copied" -le 20 ] && [ "$copied" -le $((2 * read_n)) ] ||
+        fail "a quiet incremental cycle copied the views of $copied nodes, having read $read_n pods (want at most 2 per pod read and 2% of 1,000)"
 done
-asked_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'fits asked [0-9]+$' | sort | uniq -c | sed -E 's/^ +//')
-[ "$asked_full" = "4 fits asked 1000" ] || fail "expected 4 quiet full cycles asking every node, got: $asked_full"
+asked_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'fits asked [0-9]+, views copied [0-9]+$' | sort | uniq -c | sed -E 's/^ +//')
+[ "$asked_full" = "4 fits asked 1000, views copied 0" ] ||
+    fail "expected 4 quiet full cycles asking every node and keeping no view, got: $asked_full"
 quiet_full=$(grep -A1 -E '^  (lua|c) quiet full' "$TMP/out" | grep -oE 'placed *[0-9]+ pods .*pods read [0-9]+' | sed -E 's/\([^)]*\)//; s/ +/ /g' | sort | uniq -c | sed -E 's/^ +//')
 [ "$quiet_full" = "4 placed 0 pods | node classes kept 0 of 1000, scores kept 0, views kept 0, pods read 10055" ] ||
     fail "expected 4 quiet full cycles placing nothing and reading every pod, got: $quiet_full"
