@@ -351,6 +351,24 @@ static const char verdicts_doc[] =
     "   \"labels\": {\"kai.scheduler/background\": \"true\"}, \"replicas\": 6,"
     "   \"termination_grace\": 30, \"requests\": {\"gpu\": 2}}]}";
 
+/* verdicts_doc loaded into *sc, its workload submitted, with a new cycle
+ * cache in *cache; false (nothing to free) when either fails. */
+static bool verdicts_loaded(us_scenario *sc, us_cycle_cache **cache) {
+    us_err err = {0};
+    bool any = false;
+    *cache = us_cycle_cache_new();
+    CHECK(*cache != NULL);
+    if (!*cache) return false;
+    if (us_scenario_load_string(sc, verdicts_doc, sizeof verdicts_doc - 1, "verdicts", &err) < 0) {
+        printf("  %s\n", err.msg);
+        CHECK(0);
+        us_cycle_cache_free(*cache);
+        return false;
+    }
+    CHECK(us_life_submit_due(&sc->state, 0, &any) == 0);
+    return true;
+}
+
 /* A snapshot copies a node's views from the ledger, and the re-offer asks
  * whether its running background pods still fit beside its AI view, only
  * where the node's views changed since (the ledger's stamps): n1 runs burn-0..3, n2 burn-4 and burn-5
@@ -360,20 +378,13 @@ static const char verdicts_doc[] =
  * its new incarnation is placed there; after a node changes (n3 cordoned:
  * a verdict holds for the nodes' capacities as they were) it asks both
  * (and copies none: their views are the same), and after the ledger counted
- * every pod again (a journal entry lost) it copies all three and asks both.  Checking builds check each verdict kept (invariant
- * "reoffer-verdicts"). */
+ * every pod again (a journal entry lost) it copies all three and asks both.
+ * Checking builds check each verdict kept (invariant "reoffer-verdicts"). */
 TEST(views_copied_and_fits_asked_only_where_the_views_changed) {
     us_scenario sc;
     us_err err = {0};
-    us_cycle_cache *cache = us_cycle_cache_new();
-    CHECK(cache != NULL);
-    if (!cache) return;
-    if (us_scenario_load_string(&sc, verdicts_doc, sizeof verdicts_doc - 1, "verdicts", &err) < 0) {
-        printf("  %s\n", err.msg);
-        CHECK(0);
-        us_cycle_cache_free(cache);
-        return;
-    }
+    us_cycle_cache *cache = NULL;
+    if (!verdicts_loaded(&sc, &cache)) return;
     us_state *st = &sc.state;
     us_cycle_opts o;
     us_cycle_profile prof = {0};
@@ -381,8 +392,6 @@ TEST(views_copied_and_fits_asked_only_where_the_views_changed) {
     o.cache = cache;
     o.check_invariants = true;
     o.profile = &prof;
-    bool any = false;
-    CHECK(us_life_submit_due(st, 0, &any) == 0);
     /* nodes the cycle at now asked, and nodes whose verdict it kept; nodes
      * whose views its snapshot copied from the ledger (the others' were in
      * the pool's kept arrays already, with the same stamp) */
@@ -450,21 +459,12 @@ TEST(views_copied_and_fits_asked_only_where_the_views_changed) {
 TEST(snapshot_stamps_leave_out_nodes_the_journal_touched) {
     us_scenario sc;
     us_err err = {0};
-    us_cycle_cache *cache = us_cycle_cache_new();
-    CHECK(cache != NULL);
-    if (!cache) return;
-    if (us_scenario_load_string(&sc, verdicts_doc, sizeof verdicts_doc - 1, "verdicts", &err) < 0) {
-        printf("  %s\n", err.msg);
-        CHECK(0);
-        us_cycle_cache_free(cache);
-        return;
-    }
+    us_cycle_cache *cache = NULL;
+    if (!verdicts_loaded(&sc, &cache)) return;
     us_state *st = &sc.state;
     us_cycle_opts o;
     us_cycle_opts_default(&o);
     o.cache = cache;
-    bool any = false;
-    CHECK(us_life_submit_due(st, 0, &any) == 0);
     for (int c = 0; c < 2; c++) {
         us_cycle_log log;
         us_cycle_log_init(&log);
