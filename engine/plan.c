@@ -321,9 +321,9 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         if (!(p->patched = calloc(p->nnodes + 1, sizeof *p->patched))) goto fail;
         for (size_t k = 0; k < st->njournal; k++) {
             const us_pod_was *was = &st->journal[k];
-            int now = was->pod >= 0 ? st->pods[was->pod].node : -1;
+            int node_now = was->pod >= 0 ? st->pods[was->pod].node : -1;
             if (was->node >= 0 && p->pos[was->node] >= 0) p->patched[p->pos[was->node]] = 1;
-            if (now >= 0 && p->pos[now] >= 0) p->patched[p->pos[now]] = 1;
+            if (node_now >= 0 && p->pos[node_now] >= 0) p->patched[p->pos[node_now]] = 1;
         }
     }
     us_usesum ai;
