@@ -478,13 +478,6 @@ int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, si
     return 0;
 }
 
-const uint64_t *us_ledger_node_stamps(const us_ledger *l, const us_state *st) {
-    if (!l || !l->valid || !l->stamp || st->journal_lost || l->pods_version != st->pods_version ||
-        l->nodes_version != st->nodes_version || l->nnodes != st->nnodes)
-        return NULL;
-    return l->stamp;
-}
-
 int us_ledger_workload_counts(const us_ledger *l, const us_state *st, const us_ledger_counts *out) {
     if (!l || !l->valid || !l->running || st->journal_lost || l->pods_version != st->pods_version ||
         l->nworkloads != st->nworkloads)

@@ -173,7 +173,7 @@ void us_ledger_free(us_ledger *l);
  * (us_use_copy: slots past each use's top are zero).
  *
  * held (may be NULL: every node is copied), [n]: per listed node, the
- * stamp (us_ledger_node_stamps) of the views ai and bg hold for it, copied
+ * stamp (us_ledger.stamp) of the views ai and bg hold for it, copied
  * from l and not changed since, else 0.  A node whose stamp is what held
  * says is not copied again; held is brought up to date (0 where a journal
  * entry patched the copy).  When 1 is returned, the caller that counts the
@@ -181,13 +181,6 @@ void us_ledger_free(us_ledger *l);
  * there.  *copied (may be NULL): how many nodes were copied. */
 int us_ledger_views(const us_ledger *l, const us_state *st, const int *nodes, size_t n,
                     const int *pos, us_use *ai, us_bg_total *bg, uint64_t *held, size_t *copied);
-
-/* The stamps of st's nodes (by node index) while l keeps views of st's
- * nodes, else NULL: what us_ledger_views copies for a node is what it
- * copied before when the node's stamp is the same and no journal entry
- * (us_state.journal) since the last sync has a pod on it.  Valid until l
- * is next synced, settled or freed. */
-const uint64_t *us_ledger_node_stamps(const us_ledger *l, const us_state *st);
 
 /* Each workload's pool as a number (wpool) while l has them for st's
  * workloads and nodes, else NULL; and the number of a pool, -1 when no

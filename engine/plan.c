@@ -314,18 +314,6 @@ int us_plan_snapshot(us_plan *p, us_state *st, const char *pool, double now, us_
         o->profile->nodes_view_kept += p->nnodes;
         o->profile->nodes_view_copied += copied;
     }
-    /* which views the ledger can vouch for by its stamps: those copied as
-     * they were synced, not those the journal's entries since touched */
-    p->stamps = kept ? us_ledger_node_stamps(ledger, st) : NULL;
-    if (p->stamps && st->njournal > 0) {
-        if (!(p->patched = calloc(p->nnodes + 1, sizeof *p->patched))) goto fail;
-        for (size_t k = 0; k < st->njournal; k++) {
-            const us_pod_was *was = &st->journal[k];
-            int node_now = was->pod >= 0 ? st->pods[was->pod].node : -1;
-            if (was->node >= 0 && p->pos[was->node] >= 0) p->patched[p->pos[was->node]] = 1;
-            if (node_now >= 0 && p->pos[node_now] >= 0) p->patched[p->pos[node_now]] = 1;
-        }
-    }
     us_usesum ai;
     if (!kept && us_usesum_init(&ai, p->nnodes, &p->ai, 1) < 0) goto fail;
 
@@ -415,7 +403,6 @@ fail:
 void us_plan_free(us_plan *p) {
     free(p->nodes);
     free(p->pos);
-    free(p->patched);
     if (p->hints && p->ai && p->bg_total) {
         /* the next plan of the pool writes over them */
         free(p->hints->ai);

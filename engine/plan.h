@@ -94,12 +94,6 @@ typedef struct us_plan {
     const int *bg_running;
     size_t nbg_running;
     us_bg_total *bg_total;  /* [nnodes] (use.h) */
-    /* the ledger's node stamps (ledger.h) when ai and bg_total were copied
-     * from it, else NULL; and then, when the copy took in journal entries
-     * since the ledger's last sync, the positions they touched ([nnodes],
-     * 1: touched), else NULL.  us_plan_view_stamp reads them */
-    const uint64_t *stamps;
-    uint8_t *patched;
     const int *terminating;
     size_t nterminating;
     /* read by the tie-break (ties.c), from the same record: what holds room
@@ -201,14 +195,13 @@ static inline const int *us_plan_node_pods(const us_plan *p, size_t pos, size_t 
     return us_pv_list_of(p->view, us_pv_node_list(pos), n);
 }
 
-/* The ledger's stamp of the views the snapshot gave node position pos
- * (ai and bg_total as they were copied), or 0 when not known: not copied
- * from the ledger, or patched with journal entries.  A node with the same
- * nonzero stamp in a later plan of the pool has the same views at its
- * snapshot (ledger.h). */
+/* The ledger's stamp of the views node position pos holds (ai and
+ * bg_total as copied from the ledger, ai_held), or 0 when not known: no
+ * hints, not copied from the ledger, patched with journal entries since
+ * its sync, or changed by the plan.  A node with the same nonzero stamp in
+ * a later plan of the pool has the same views at its snapshot (ledger.h). */
 static inline uint64_t us_plan_view_stamp(const us_plan *p, size_t pos) {
-    if (!p->stamps || (p->patched && p->patched[pos])) return 0;
-    return p->stamps[p->nodes[pos]];
+    return p->ai_held ? p->ai_held[pos] : 0;
 }
 
 /* Tentative changes; both 0 or -1 (out of memory).  A pod placed is the

@@ -283,13 +283,13 @@ static bool total_is_walk(const us_plan *p, size_t pos, bool fits, const us_use 
 /* The pool's kept verdicts on nodes left alone (us_pool_hints.fits), for
  * this plan's node positions: those of the last plan while no node was
  * added, removed or changed (the node spec version: the list and each
- * node's capacity are as they were), else all unknown; NULL without hints,
- * without the ledger's stamps, or when memory runs out (every node is
- * then checked). */
+ * node's capacity are as they were), else all unknown; NULL without hints
+ * (no stamps: us_plan_view_stamp), or when memory runs out (every node
+ * is then checked). */
 static uint64_t *kept_verdicts(us_plan *p) {
     us_pool_hints *h = p->hints;
     uint64_t specs = p->st->node_specs_version;
-    if (!h || !p->stamps || !specs) return NULL;
+    if (!h || !p->ai_held || !specs) return NULL;
     if (!h->fits || h->nfits != p->nnodes || h->fits_version != specs) {
         uint64_t *f = calloc(p->nnodes + 1, sizeof *f);
         if (!f) return NULL;

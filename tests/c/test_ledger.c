@@ -484,8 +484,8 @@ TEST(snapshot_stamps_leave_out_nodes_the_journal_touched) {
     CHECK(us_life_evict(st, burn4, 20, true) != -1);  /* after the sync: in the journal */
     us_plan p;
     CHECK(us_plan_snapshot(&p, st, "default", 20, NULL, &o, &log, NULL) == 0);
-    CHECK(p.stamps != NULL && p.nnodes == 3);
-    if (p.stamps && p.nnodes == 3) {
+    CHECK(p.ai_held != NULL && p.nnodes == 3);
+    if (p.ai_held && p.nnodes == 3) {
         /* positions follow the names: n1, n2, n3 */
         CHECK(us_plan_view_stamp(&p, 0) == cache->ledger.stamp[0] && us_plan_view_stamp(&p, 0) != 0);
         CHECK(us_plan_view_stamp(&p, 1) == 0);
