@@ -249,7 +249,12 @@ typedef struct us_node_spec {
  * tolerations, and loses it on a node that no longer matches (a running pod
  * stays when only a new NoSchedule taint is not tolerated, as in
  * Kubernetes).  Refused (US_EINVAL) when the new
- * capacity is below what the pods on the node hold. */
+ * capacity is below what the pods on the node hold.  A cluster can report
+ * that (a GPU gone bad under its pods): a control plane then sends the
+ * capacity raised to what they hold (us_engine_node_named's used), so its
+ * other changes still apply and nothing new fits, and sends the reported
+ * one again once they leave room, as `understory serve` does
+ * (docs/kubernetes.md). */
 US_API int us_engine_upsert_node(us_engine *e, const us_node_spec *spec, us_error *err);
 /* The same from one node object of the scenario format (docs/embedding.md),
  * a NUL-terminated JSON text; messages name its fields as `node.<field>`. */

@@ -29,13 +29,13 @@
 #include "objects.h"
 #include "queues.h"
 #include "monitor.h"
+#include "nodes.h"
 #include "policydir.h"
 #include "understory.h"
 #include "workloads.h"
 #include "writes.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#define POOL_LABEL "kai.scheduler/node-pool"
 
 /* The informers of the objects pods refer to, by sv_kind (nodes apart:
  * they feed the engine themselves and the caches too). */
@@ -60,7 +60,7 @@ struct serve {
     sv_informer *nodes, *queues, *kinds[SV_NKINDS];
     kind_feed feeds[SV_NKINDS];
     sv_queues *queue_map;
-    sv_cache node_sent;        /* node name -> the text the engine was last sent (a cJSON string) */
+    sv_nodes *node_feed;       /* nodes into the engine */
     sv_workloads *workloads;
     sv_writes *writes;
     sv_monitor *monitor;       /* the admin endpoint: probes and metrics */
@@ -153,103 +153,10 @@ static const cJSON *at(const cJSON *o, const char *a, const char *b) {
 
 static const char *str(const cJSON *v) { return cJSON_IsString(v) ? v->valuestring : NULL; }
 
-/* A Kubernetes Node as a scenario-format node object: allocatable cpu,
- * memory and nvidia.com/gpu; labels; pool from kai.scheduler/node-pool;
- * cordoned when spec.unschedulable or not Ready; taints (key, value,
- * effect).  NULL when out of memory. */
-static cJSON *node_object(const cJSON *n) {
-    const char *name = str(at(n, "metadata", "name"));
-    const cJSON *alloc = at(n, "status", "allocatable"), *labels = at(n, "metadata", "labels"), *x;
-    const char *pool = str(cJSON_GetObjectItemCaseSensitive(labels, POOL_LABEL));
-    cJSON *o = cJSON_CreateObject(), *l = NULL, *t = NULL;
-    bool ok = o != NULL;
-    ok = ok && cJSON_AddStringToObject(o, "name", name ? name : "");
-    ok = ok && cJSON_AddStringToObject(o, "pool", pool && *pool ? pool : "default");
-    if ((x = cJSON_GetObjectItemCaseSensitive(alloc, "cpu")) && str(x))
-        ok = ok && cJSON_AddStringToObject(o, "cpu", str(x));
-    if ((x = cJSON_GetObjectItemCaseSensitive(alloc, "memory")) && str(x))
-        ok = ok && cJSON_AddStringToObject(o, "memory", str(x));
-    x = cJSON_GetObjectItemCaseSensitive(alloc, "nvidia.com/gpu");
-    ok = ok && cJSON_AddNumberToObject(o, "gpu", str(x) ? atoi(str(x)) : 0);
-    ok = ok && (l = cJSON_AddObjectToObject(o, "labels"));
-    cJSON_ArrayForEach(x, labels) if (ok && str(x)) ok = cJSON_AddStringToObject(l, x->string, str(x)) != NULL;
-    bool cordoned = cJSON_IsTrue(at(n, "spec", "unschedulable")), ready = false;
-    cJSON_ArrayForEach(x, at(n, "status", "conditions")) {
-        const char *type = str(cJSON_GetObjectItemCaseSensitive(x, "type"));
-        if (type && strcmp(type, "Ready") == 0)
-            ready = str(cJSON_GetObjectItemCaseSensitive(x, "status")) &&
-                    strcmp(str(cJSON_GetObjectItemCaseSensitive(x, "status")), "True") == 0;
-    }
-    ok = ok && cJSON_AddBoolToObject(o, "unschedulable", cordoned || !ready);
-    const cJSON *taints = at(n, "spec", "taints");
-    if (cJSON_GetArraySize(taints) > 0) {
-        ok = ok && (t = cJSON_AddArrayToObject(o, "taints"));
-        cJSON_ArrayForEach(x, taints) {
-            cJSON *e = cJSON_CreateObject();
-            static const char *const keys[] = {"key", "value", "effect"};
-            ok = ok && e && cJSON_AddItemToArray(t, e);
-            for (int i = 0; ok && i < 3; i++) {
-                const char *v = str(cJSON_GetObjectItemCaseSensitive(x, keys[i]));
-                if (v) ok = cJSON_AddStringToObject(e, keys[i], v) != NULL;
-            }
-        }
-    }
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* The node as the engine sees it, one line, with the taints it was given
- * (key=value:effect, comma-separated). */
-static void log_node(const serve *s, const char *name, const cJSON *taints) {
-    char tl[512] = "none";
-    size_t n = 0;
-    const cJSON *t;
-    cJSON_ArrayForEach(t, taints) {
-        const char *k = str(at(t, "key", NULL)), *v = str(at(t, "value", NULL)), *e = str(at(t, "effect", NULL));
-        n += (size_t)snprintf(tl + n, n < sizeof tl ? sizeof tl - n : 0, "%s%s%s%s:%s", n ? "," : "",
-                              k ? k : "", v ? "=" : "", v ? v : "", e ? e : "");
-    }
-    us_node_info x;
-    if (us_engine_node_named(s->engine, name, &x) != US_OK) return;
-    printf("node %s: pool %s, gpu %g, cpu %lldm, memory %lld, taints %s, %s\n", x.name, x.pool,
-           x.capacity.gpu, (long long)x.capacity.cpu, (long long)x.capacity.memory, tl,
-           x.unschedulable ? "unschedulable" : "schedulable");
-    fflush(stdout);
-}
-
 static void on_node(void *ud, sv_event ev, const cJSON *n) {
     serve *s = ud;
-    us_error err;
-    const char *name = str(at(n, "metadata", "name"));
-    if (!name) return;
     sv_workloads_event(s->workloads, SV_NODES, ev, n);
-    if (ev == SV_DELETED) {
-        sv_cache_drop(&s->node_sent, name);
-        if (us_engine_remove_node(s->engine, name, &err) == US_OK) printf("node %s: removed\n", name);
-        fflush(stdout);
-        return;
-    }
-    cJSON *o = node_object(n);
-    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
-    const cJSON *sent = sv_cache_lookup(&s->node_sent, name);
-    if (!text) {
-        fprintf(stderr, "understory serve: node %s: out of memory\n", name);
-    } else if (sent && strcmp(sent->valuestring, text) == 0) {
-        /* nothing the engine sees changed (a status heartbeat, say): a
-         * node sends those all the time, and each would be a change */
-    } else if (us_engine_upsert_node_json(s->engine, text, &err) != US_OK) {
-        sv_cache_drop(&s->node_sent, name);
-        fprintf(stderr, "understory serve: node %s not taken: %s\n", name, err.message);
-    } else {
-        if (sv_cache_put(&s->node_sent, name, cJSON_CreateString(text), 0) < 0)
-            sv_cache_drop(&s->node_sent, name); /* out of memory: sent again next time */
-        log_node(s, name, cJSON_GetObjectItemCaseSensitive(o, "taints"));
-    }
-    free(text);
-    cJSON_Delete(o);
+    sv_nodes_event(s->node_feed, ev, n);
 }
 
 static void on_synced(void *ud) {
@@ -326,6 +233,9 @@ static void on_cycle(uv_timer_t *t) {
     double now = wall(), t0 = mono();
     s->last_cycle = t0;
     double at = sync_now(s, now);
+    /* nodes that report less than their pods hold: taken as reported
+     * once the pods just synced left room */
+    sv_nodes_retry(s->node_feed);
     double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);
@@ -626,7 +536,7 @@ int sv_main(int argc, char **argv) {
     fprintf(stderr, "understory serve: %s (%s)\n", cfg.server, cfg.name);
     sv_config_free(&cfg);
     s.epoch = wall();
-    if (!s.http || !lease_ok || !(s.queue_map = sv_queues_new(s.engine)) ||
+    if (!s.http || !lease_ok || !(s.queue_map = sv_queues_new(s.engine)) || !(s.node_feed = sv_nodes_new(s.engine)) ||
         !(s.workloads = sv_workloads_new(s.engine, scheduler, s.epoch)) ||
         !(s.writes = sv_writes_new(s.http, s.engine, s.workloads, s.dry_run)) || start_kinds(&s, loop) < 0 ||
         !(s.nodes = sv_informer_start(s.http, loop, "/api/v1/nodes", on_node, on_synced, &s)) ||
@@ -641,7 +551,7 @@ int sv_main(int argc, char **argv) {
         sv_http_free(s.http);
         sv_http_free(s.lease_http);
         sv_queues_free(s.queue_map);
-        sv_cache_clear(&s.node_sent);
+        sv_nodes_free(s.node_feed);
         sv_writes_free(s.writes);
         sv_workloads_free(s.workloads);
         uv_run(loop, UV_RUN_DEFAULT);
@@ -664,7 +574,7 @@ int sv_main(int argc, char **argv) {
         stop_all(&s);
         uv_run(loop, UV_RUN_DEFAULT);
         sv_queues_free(s.queue_map);
-        sv_cache_clear(&s.node_sent);
+        sv_nodes_free(s.node_feed);
         sv_writes_free(s.writes);
         sv_workloads_free(s.workloads);
         us_engine_destroy(s.engine);
@@ -689,7 +599,7 @@ int sv_main(int argc, char **argv) {
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
     sv_queues_free(s.queue_map);
-    sv_cache_clear(&s.node_sent);
+    sv_nodes_free(s.node_feed);
     sv_writes_free(s.writes);
     sv_workloads_free(s.workloads);
     us_engine_destroy(s.engine);
