@@ -108,16 +108,10 @@ static void log_node(const sv_nodes *s, const char *name, const cJSON *taints) {
     fflush(stdout);
 }
 
-/* Node object o (the node is in the engine) with each resource it reports
- * below what its pods hold raised to that (held), or to the engine's
- * capacity for it (!held); what says which, for the log.  The text, or
- * NULL when none is below or when out of memory. */
-static char *raised(const sv_nodes *s, const cJSON *o, bool held, char *what, size_t nwhat) {
-    us_node_info x;
-    const char *name = str(at(o, "name", NULL));
-    if (!name || us_engine_node_named(s->engine, name, &x) != US_OK) return NULL;
-    us_resources to = held ? x.used : x.capacity;
-    to.gpu = ceil(to.gpu); /* whole devices */
+/* Node object o with each resource it reports below to raised to that;
+ * what says which, for the log.  The text, or NULL when none is below, a
+ * quantity does not parse, or memory runs out. */
+static char *raised(const cJSON *o, us_resources to, char *what, size_t nwhat) {
     int64_t cpu = 0, memory = 0;
     const char *c = str(at(o, "cpu", NULL)), *m = str(at(o, "memory", NULL));
     if ((c && us_parse_cpu(c, &cpu) < 0) || (m && us_parse_memory(m, &memory) < 0)) return NULL;
@@ -150,12 +144,41 @@ static char *raised(const sv_nodes *s, const cJSON *o, bool held, char *what, si
     return text;
 }
 
+/* Node object o raised (nodes.h) and sent, x being the engine's node
+ * before: to what its pods hold; else, when fractional pods hold more
+ * devices than their sum, to the fewest devices that hold them; else
+ * (pods planned there) to the capacity it had.  Which one went in (*as),
+ * what was raised (what); false when the engine took none. */
+static bool take_raised(sv_nodes *s, const cJSON *o, const us_node_info *x, const char **as, char *what,
+                        size_t nwhat) {
+    us_error err;
+    us_resources held = x->used;
+    held.gpu = ceil(held.gpu); /* whole devices */
+    char *up = raised(o, held, what, nwhat);
+    bool in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
+    *as = "what its pods hold";
+    for (us_resources d = held; !in && ++d.gpu <= x->capacity.gpu;) {
+        free(up);
+        up = raised(o, d, what, nwhat);
+        in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
+        *as = "the devices its pods hold";
+    }
+    if (!in) {
+        free(up);
+        up = raised(o, x->capacity, what, nwhat);
+        in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
+        *as = "the capacity it had";
+    }
+    free(up);
+    return in;
+}
+
 /* Send node object o (text: its JSON) as it reports itself, or, when its
  * pods hold more than that, raised (nodes.h); true when the engine took
  * one of them.  Logs the node when the engine's view of it changed
  * (always, when log_always). */
 static bool take(sv_nodes *s, const cJSON *o, const char *text, bool log_always) {
-    us_error err, err2;
+    us_error err;
     const char *name = str(at(o, "name", NULL));
     us_node_info before;
     bool had = us_engine_node_named(s->engine, name, &before) == US_OK;
@@ -169,16 +192,8 @@ static bool take(sv_nodes *s, const cJSON *o, const char *text, bool log_always)
         return true;
     }
     char what[160];
-    char *up = had ? raised(s, o, true, what, sizeof what) : NULL;
-    bool in = up && us_engine_upsert_node_json(s->engine, up, &err2) == US_OK;
-    const char *as = "what its pods hold";
-    if (had && !in) {
-        free(up);
-        up = raised(s, o, false, what, sizeof what);
-        in = up && us_engine_upsert_node_json(s->engine, up, &err2) == US_OK;
-        as = "the capacity it had";
-    }
-    free(up);
+    const char *as = NULL;
+    bool in = had && take_raised(s, o, &before, &as, what, sizeof what);
     if (!in) {
         sv_cache_drop(&s->short_, name);
         fprintf(stderr, "understory serve: node %s not taken: %s\n", name, err.message);

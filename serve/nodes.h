@@ -14,9 +14,11 @@
  * not be offered: the node goes in with each resource that is short
  * raised to what its pods hold, so nothing new fits there, and the
  * capacity it reports is tried again before each cycle (sv_nodes_retry)
- * until its pods leave room for it.  Only when even that is refused (pods
- * planned there, fractional devices spread over more devices than the
- * pods' sum) does a short resource keep the capacity the engine had.
+ * until its pods leave room for it.  Fractional pods may hold more
+ * devices than their sum (a device each, half used): the node is then
+ * raised to the fewest devices that hold them.  Only when even that is
+ * refused (pods planned there) does a short resource keep the capacity
+ * the engine had.
  *
  * Owned by serve; not thread-safe (serve runs on one loop).
  */

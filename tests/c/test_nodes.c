@@ -61,6 +61,20 @@ static int workload(us_engine *e, const char *name, int replicas, double now) {
     return rc;
 }
 
+/* Every releasing pod reported gone, as serve reports a deleted pod
+ * before it retries the nodes and runs the cycle. */
+static void gone_releasing(us_engine *e) {
+    us_error err;
+    for (size_t i = us_engine_pod_count(e); i-- > 0;) {
+        us_pod_info p;
+        if (us_engine_pod(e, i, &p) == US_OK && p.phase == US_PHASE_RELEASING) {
+            char name[64];
+            snprintf(name, sizeof name, "%s", p.name);
+            CHECK(us_engine_remove_pod(e, name, &err) == US_OK);
+        }
+    }
+}
+
 static us_node_info node_info(const us_engine *e, const char *name) {
     us_node_info x;
     memset(&x, 0, sizeof x);
@@ -70,7 +84,9 @@ static us_node_info node_info(const us_engine *e, const char *name) {
 
 /* A node's GPUs drop from 8 to 6 under 8 running pods, and it is cordoned
  * in the same breath: the cordon is taken at once, the GPUs it lost are
- * not offered, and the 6 are taken once only 6 pods remain. */
+ * not offered (the node is taken with 8, then 7 as a pod leaves), and the
+ * 6 are taken once 5 pods remain.  Pods leave as serve sees them go:
+ * reported gone before the retry and the cycle. */
 TEST(a_node_below_its_pods_is_taken_raised_then_as_reported) {
     us_engine *e = engine();
     sv_nodes *n = sv_nodes_new(e);
@@ -95,15 +111,85 @@ TEST(a_node_below_its_pods_is_taken_raised_then_as_reported) {
     CHECK(us_engine_run_cycle(e, 2, &err) == US_OK);
     x = node_info(e, "n1");
     CHECK(!x.unschedulable && x.used.gpu == 8 && x.capacity.gpu == 8);
-    /* three pods leave: 5 remain, the node takes its 6 and v the sixth */
-    CHECK(workload(e, "w", 5, 3) == US_OK);
-    CHECK(us_engine_run_cycle(e, 3, &err) == US_OK); /* the three leave (no grace) */
+    /* one pod leaves: 7 remain, still more than 6; no room for v */
+    CHECK(workload(e, "w", 7, 3) == US_OK);
+    gone_releasing(e);
+    sv_nodes_retry(n);
+    CHECK(us_engine_run_cycle(e, 3, &err) == US_OK);
+    x = node_info(e, "n1");
+    CHECK(x.capacity.gpu == 7 && x.used.gpu == 7 && sv_nodes_short(n) == 1);
+    /* two more leave: 5 remain, the node takes its 6 and v the sixth */
+    CHECK(workload(e, "w", 5, 4) == US_OK);
+    gone_releasing(e);
     sv_nodes_retry(n);
     x = node_info(e, "n1");
     CHECK(x.capacity.gpu == 6 && sv_nodes_short(n) == 0);
     CHECK(us_engine_run_cycle(e, 4, &err) == US_OK);
     x = node_info(e, "n1");
     CHECK(x.used.gpu == 6 && x.capacity.gpu == 6);
+    sv_nodes_free(n);
+    us_engine_destroy(e);
+}
+
+/* Fractional pods hold whole devices between them: three halves hold
+ * two devices (1.5 GPUs, rounded up), and two halves on two devices
+ * (their partners gone) hold 2 devices for 1 GPU.  A node reporting 1 is
+ * taken with 2, not 1 (refused) nor the 4 it had (room it lacks): a
+ * whole-GPU pod finds none, and the node takes its 1 once a half leaves. */
+TEST(fractional_pods_keep_the_devices_they_hold) {
+    us_engine *e = engine();
+    sv_nodes *n = sv_nodes_new(e);
+    us_error err;
+    us_queue_spec q;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    q.quota.gpu = 64;
+    CHECK(e && n && us_engine_upsert_queue(e, &q, NULL) == US_OK);
+    if (!e || !n) return;
+    report(n, "n1", 4, "32", 0);
+    static const char *const halves[] = {"h1", "h2", "h3", "h4"};
+    for (int i = 0; i < 4; i++) {
+        us_workload_spec w;
+        us_workload_spec_init(&w);
+        w.name = halves[i];
+        w.queue = "q";
+        w.termination_grace = 0;
+        w.requests = (us_resources){0.5, 100, 1LL << 30};
+        CHECK(us_engine_upsert_workload(e, &w, i, &err) == US_OK);
+        CHECK(us_engine_run_cycle(e, i, &err) == US_OK); /* one at a time: packed two a device */
+    }
+    us_node_info x = node_info(e, "n1");
+    CHECK(x.used.gpu == 2);
+    /* h4 leaves: 1.5 GPUs held on two devices; the node reports 1 */
+    CHECK(us_engine_remove_workload(e, "h4", 4, &err) == US_OK);
+    gone_releasing(e);
+    report(n, "n1", 1, "32", 0);
+    x = node_info(e, "n1");
+    CHECK(x.used.gpu == 1.5 && x.capacity.gpu == 2 && sv_nodes_short(n) == 1);
+    report(n, "n1", 4, "32", 0); /* the device comes back */
+    x = node_info(e, "n1");
+    CHECK(x.capacity.gpu == 4 && sv_nodes_short(n) == 0);
+    /* h2 leaves: h1 and h3 hold half of a device each, 1 GPU on two; the
+     * node reports 1 again */
+    CHECK(us_engine_remove_workload(e, "h2", 5, &err) == US_OK);
+    gone_releasing(e);
+    report(n, "n1", 1, "32", 0);
+    x = node_info(e, "n1");
+    CHECK(x.used.gpu == 1 && x.capacity.gpu == 2 && sv_nodes_short(n) == 1);
+    CHECK(workload(e, "whole", 1, 6) == US_OK);
+    sv_nodes_retry(n);
+    CHECK(us_engine_run_cycle(e, 6, &err) == US_OK);
+    x = node_info(e, "n1");
+    CHECK(x.used.gpu == 1 && x.capacity.gpu == 2);
+    /* h3 is deleted and gone (as serve reports it, before the retry) */
+    CHECK(us_engine_remove_workload(e, "h3", 7, &err) == US_OK);
+    gone_releasing(e);
+    sv_nodes_retry(n);
+    x = node_info(e, "n1");
+    CHECK(x.capacity.gpu == 1 && sv_nodes_short(n) == 0);
+    CHECK(us_engine_run_cycle(e, 7, &err) == US_OK);
+    x = node_info(e, "n1");
+    CHECK(x.used.gpu == 0.5); /* whole finds no device free */
     sv_nodes_free(n);
     us_engine_destroy(e);
 }
@@ -143,6 +229,7 @@ TEST(node_updates_under_any_pods_keep_what_the_node_reports) {
             } else {
                 replicas = 1 + (int)((r >> 8) % 10);
                 CHECK(workload(e, "w", replicas, now) == US_OK);
+                gone_releasing(e); /* the pods scaled away, deleted */
             }
             sv_nodes_retry(n);
             us_node_info x = node_info(e, "n1");
@@ -158,7 +245,8 @@ TEST(node_updates_under_any_pods_keep_what_the_node_reports) {
             int64_t used_cpu = x.used.cpu;
             CHECK(us_engine_run_cycle(e, now + 0.5, &err) == US_OK);
             x = node_info(e, "n1");
-            /* nothing placed beyond what the node reports */
+            /* nothing placed beyond what the node reports (no pod left
+             * during the cycle: its room was not the engine's to give) */
             CHECK(x.used.gpu <= fmax(gpu, used_gpu) && x.used.cpu <= (millis[c] > used_cpu ? millis[c] : used_cpu));
             if (!cordoned && x.used.gpu < gpu && x.used.cpu + 1000 <= millis[c]) {
                 /* room left for a pod: every replica wanted runs */
@@ -183,6 +271,7 @@ TEST(node_updates_under_any_pods_keep_what_the_node_reports) {
 
 int main(void) {
     RUN(a_node_below_its_pods_is_taken_raised_then_as_reported);
+    RUN(fractional_pods_keep_the_devices_they_hold);
     RUN(node_updates_under_any_pods_keep_what_the_node_reports);
     return check_report();
 }
