@@ -6,6 +6,7 @@
  * it reports once its pods leave room for it.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,21 @@ static us_engine *engine(void) {
     o.check_invariants = 1;
     if (us_engine_create(&o, &e, &err) != US_OK) fprintf(stderr, "create: %s\n", err.message);
     return e;
+}
+
+/* An engine with queue q (64 GPUs of quota), and a node feed into it. */
+static bool started(us_engine **e, sv_nodes **n) {
+    us_queue_spec q;
+    us_queue_spec_init(&q);
+    q.name = "q";
+    q.quota.gpu = 64;
+    *e = engine();
+    *n = *e ? sv_nodes_new(*e) : NULL;
+    CHECK(*e && *n && us_engine_upsert_queue(*e, &q, NULL) == US_OK);
+    if (*e && *n) return true;
+    sv_nodes_free(*n);
+    us_engine_destroy(*e);
+    return false;
 }
 
 /* A Kubernetes Node as the informer gives it: Ready, allocatable gpu
@@ -88,14 +104,10 @@ static us_node_info node_info(const us_engine *e, const char *name) {
  * 6 are taken once 5 pods remain.  Pods leave as serve sees them go:
  * reported gone before the retry and the cycle. */
 TEST(a_node_below_its_pods_is_taken_raised_then_as_reported) {
-    us_engine *e = engine();
-    sv_nodes *n = sv_nodes_new(e);
+    us_engine *e;
+    sv_nodes *n;
     us_error err;
-    us_queue_spec q;
-    us_queue_spec_init(&q);
-    q.name = "q";
-    q.quota.gpu = 64;
-    CHECK(e && n && us_engine_upsert_queue(e, &q, NULL) == US_OK);
+    if (!started(&e, &n)) return;
     report(n, "n1", 8, "32", 0);
     CHECK(workload(e, "w", 8, 0) == US_OK);
     CHECK(us_engine_run_cycle(e, 1, &err) == US_OK);
@@ -137,15 +149,10 @@ TEST(a_node_below_its_pods_is_taken_raised_then_as_reported) {
  * taken with 2, not 1 (refused) nor the 4 it had (room it lacks): a
  * whole-GPU pod finds none, and the node takes its 1 once a half leaves. */
 TEST(fractional_pods_keep_the_devices_they_hold) {
-    us_engine *e = engine();
-    sv_nodes *n = sv_nodes_new(e);
+    us_engine *e;
+    sv_nodes *n;
     us_error err;
-    us_queue_spec q;
-    us_queue_spec_init(&q);
-    q.name = "q";
-    q.quota.gpu = 64;
-    CHECK(e && n && us_engine_upsert_queue(e, &q, NULL) == US_OK);
-    if (!e || !n) return;
+    if (!started(&e, &n)) return;
     report(n, "n1", 4, "32", 0);
     static const char *const halves[] = {"h1", "h2", "h3", "h4"};
     for (int i = 0; i < 4; i++) {
@@ -204,15 +211,10 @@ TEST(node_updates_under_any_pods_keep_what_the_node_reports) {
     static const char *const cpus[] = {"2", "4", "6", "32"};
     static const int64_t millis[] = {2000, 4000, 6000, 32000};
     for (unsigned seed = 1; seed <= 20; seed++) {
-        us_engine *e = engine();
-        sv_nodes *n = sv_nodes_new(e);
+        us_engine *e;
+        sv_nodes *n;
         us_error err;
-        us_queue_spec q;
-        us_queue_spec_init(&q);
-        q.name = "q";
-        q.quota.gpu = 64;
-        CHECK(e && n && us_engine_upsert_queue(e, &q, NULL) == US_OK);
-        if (!e || !n) return;
+        if (!started(&e, &n)) return;
         unsigned r = seed * 2654435761u;
         int gpu = 8, c = 3, cordoned = 0, shorts = 0, takes = 0, replicas = 4;
         report(n, "n1", gpu, cpus[c], cordoned);

@@ -30,22 +30,7 @@ faults_cluster() {
 				---
 			YAML
 		done
-		cat <<-YAML
-			apiVersion: scheduling.run.ai/v2
-			kind: Queue
-			metadata: {name: work}
-			spec:
-			  resources:
-			    gpu: {quota: -1, overQuotaWeight: 1, limit: -1}
-			    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
-			    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
-			---
-			apiVersion: v1
-			kind: Namespace
-			metadata:
-			  name: work
-			  labels: {kai.scheduler/queue: work}
-		YAML
+		queue_namespace work -1
 	} | k apply -f - >/dev/null
 	has_sa() { k -n work get serviceaccount default >/dev/null 2>&1; }
 	until_ok 60 "the namespace work has its ServiceAccount" has_sa

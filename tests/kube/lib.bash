@@ -4,7 +4,8 @@
 # (tests/kube/build.sh: a no-op once built), a scratch directory $work,
 # and until_ok.  Then the set-up the daemon's tests share: fail, k,
 # kube_up (the control plane with RBAC and CRDs, and the cleanup trap),
-# sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve,
+# queue_namespace (a KAI Queue and the Namespace whose pods go to it),
+# gpu_pod (a pod of ours asking GPUs), sa_kubeconfig (the daemon's ServiceAccount credentials), start_serve,
 # stop_serve, and train_bound and train_runs (the seed story's training
 # is bound, and runs).  A test whose failure output or cleanup differs
 # defines its own fail() or trap after sourcing this.
@@ -69,6 +70,50 @@ kube_up() {
 	k apply -f "$root/examples/kubernetes/rbac.yaml" >/dev/null
 	k apply -f "$root/examples/kubernetes/crds.yaml" >/dev/null
 	k wait --for condition=established --timeout=60s crd/queues.scheduling.run.ai crd/podgroups.scheduling.run.ai >/dev/null
+}
+
+# queue_namespace NAME GPU_QUOTA: the YAML of a KAI Queue NAME (GPU_QUOTA
+# GPUs, -1: none; cpu and memory without quota or limit) and of a
+# Namespace NAME whose pods go to it, for `k apply -f -`.
+queue_namespace() {
+	cat <<-YAML
+		apiVersion: scheduling.run.ai/v2
+		kind: Queue
+		metadata: {name: $1}
+		spec:
+		  resources:
+		    gpu: {quota: $2, overQuotaWeight: 1, limit: -1}
+		    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
+		    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
+		---
+		apiVersion: v1
+		kind: Namespace
+		metadata:
+		  name: $1
+		  labels: {kai.scheduler/queue: $1}
+	YAML
+}
+
+# gpu_pod NAME NAMESPACE APP GPUS: the YAML of a pod of ours (scheduler
+# understory) labelled app=APP, asking 1 core, 1Gi and GPUS GPUs,
+# tolerating the fake nodes, deleted at once (no grace), for `k apply -f -`.
+gpu_pod() {
+	cat <<-YAML
+		apiVersion: v1
+		kind: Pod
+		metadata: {name: $1, namespace: $2, labels: {app: $3}}
+		spec:
+		  schedulerName: understory
+		  terminationGracePeriodSeconds: 0
+		  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]
+		  containers:
+		  - name: c
+		    image: fake
+		    resources:
+		      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$4"}
+		      limits: {nvidia.com/gpu: "$4"}
+		---
+	YAML
 }
 
 # sa_kubeconfig [DURATION]: $work/understory.kubeconfig, the daemon's

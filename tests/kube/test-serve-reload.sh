@@ -96,22 +96,7 @@ for i in 1 2 3 4; do
 		  capacity: {cpu: "64", memory: 512Gi, nvidia.com/gpu: "8", pods: "110"}
 	YAML
 done
-k apply -f - >/dev/null <<-YAML
-	apiVersion: scheduling.run.ai/v2
-	kind: Queue
-	metadata: {name: team-a}
-	spec:
-	  resources:
-	    gpu: {quota: 32, overQuotaWeight: 1, limit: -1}
-	    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
-	    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
-	---
-	apiVersion: v1
-	kind: Namespace
-	metadata:
-	  name: team-a
-	  labels: {kai.scheduler/queue: team-a}
-YAML
+queue_namespace team-a 32 | k apply -f - >/dev/null
 
 sa_kubeconfig
 
@@ -132,24 +117,7 @@ POD_NAMESPACE=understory-system POD_NAME=understory-0 start_serve serve --polici
 grep -q "policies from $pdir: policy $default_id" "$work/serve.err" || fail "serve did not start on the default policy"
 
 # pod NAME: one 1-GPU pod of ours in team-a
-pod() {
-	cat <<-YAML
-		apiVersion: v1
-		kind: Pod
-		metadata: {name: $1, namespace: team-a, labels: {app: storm}}
-		spec:
-		  schedulerName: understory
-		  terminationGracePeriodSeconds: 0
-		  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]
-		  containers:
-		  - name: c
-		    image: fake
-		    resources:
-		      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "1"}
-		      limits: {nvidia.com/gpu: "1"}
-		---
-	YAML
-}
+pod() { gpu_pod "$1" team-a storm 1; }
 
 # --- the storm: 10 swaps, broken and good alternating, pods arriving ------
 (
