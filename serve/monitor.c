@@ -30,7 +30,7 @@ struct sv_monitor {
     size_t ninf;
     sv_metric *api_requests, *lists, *watch_restarts, *objects, *synced;
     sv_metric *cycle, *decisions, *evictions, *pending, *reloads, *leader;
-    sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds, *policy;
+    sv_metric *bg_gpus, *idle_gpus, *bg_gpu_seconds, *policy, *nodes_short;
     double harvest_at, harvest_rate; /* the last cycle's wall time and background GPUs */
     sv_metric *retries, *limiter_wait;
     sv_metric *policy_calls, *node_classes, *scores_kept;  /* what cycles reused (us_cycle_reuse) */
@@ -163,6 +163,10 @@ static bool make_metrics(sv_monitor *m) {
     m->leader = sv_metrics_gauge(r, "understory_leader", "1 while this replica is the leader, 0 on standby.", NULL);
     m->bg_gpus = sv_metrics_gauge(r, "understory_background_gpus", "GPUs held by background pods now.", NULL);
     m->idle_gpus = sv_metrics_gauge(r, "understory_idle_gpus", "GPUs held by no pod now.", NULL);
+    m->nodes_short = sv_metrics_gauge(r, "understory_nodes_short",
+                                      "Nodes whose allocatable is below what their pods hold, taken with what "
+                                      "the pods hold until they leave room.",
+                                      NULL);
     m->bg_gpu_seconds = sv_metrics_counter(r, "understory_background_gpu_seconds_total",
                                            "GPU-seconds background pods have used.", NULL);
     m->retries = sv_metrics_counter(r, "understory_api_retries_total",
@@ -185,7 +189,8 @@ static bool make_metrics(sv_monitor *m) {
                                         NULL);
     return m->policy_calls && m->node_classes && m->scores_kept && m->retries && m->limiter_wait && m->api_requests && m->lists && m->watch_restarts && m->objects && m->synced && m->cycle && m->decisions &&
            m->evictions && m->pending && m->reloads && m->leader && m->bg_gpus && m->idle_gpus && m->bg_gpu_seconds &&
-           m->policy && sv_metric_set(m->leader, NULL, 1) == 0;
+           m->policy && m->nodes_short && sv_metric_set(m->leader, NULL, 1) == 0 &&
+           sv_metric_set(m->nodes_short, NULL, 0) == 0;
 }
 
 sv_monitor *sv_monitor_start(uv_loop_t *loop, const char *address, char *err, size_t errlen) {
@@ -346,6 +351,10 @@ void sv_monitor_after_cycle(sv_monitor *m, const us_engine *e, double sync_secon
 
 void sv_monitor_leader(sv_monitor *m, bool leader) {
     if (m) sv_metric_set(m->leader, NULL, leader ? 1 : 0);
+}
+
+void sv_monitor_nodes_short(sv_monitor *m, size_t n) {
+    if (m) sv_metric_set(m->nodes_short, NULL, (double)n);
 }
 
 void sv_monitor_harvest(sv_monitor *m, double background_gpus, double idle_gpus, double background_gpu_seconds) {

@@ -84,6 +84,8 @@ void sv_monitor_policy(sv_monitor *m, const char *id);
 /* This replica leads (true) or stands by (false).  Until the first call
  * the daemon counts as leading (no election). */
 void sv_monitor_leader(sv_monitor *m, bool leader);
+/* How many nodes report less than their pods hold now (nodes.h). */
+void sv_monitor_nodes_short(sv_monitor *m, size_t n);
 /* The harvest now: GPUs held by background pods, GPUs idle; and the
  * background GPU-seconds accrued since the last call. */
 void sv_monitor_harvest(sv_monitor *m, double background_gpus, double idle_gpus, double background_gpu_seconds);

@@ -236,6 +236,7 @@ static void on_cycle(uv_timer_t *t) {
     /* nodes that report less than their pods hold: taken as reported
      * once the pods just synced left room */
     sv_nodes_retry(s->node_feed);
+    sv_monitor_nodes_short(s->monitor, sv_nodes_short(s->node_feed));
     double t1 = mono();
     if (us_engine_run_cycle(s->engine, at, &err) != US_OK) {
         fprintf(stderr, "understory serve: cycle: %s\n", err.message);

@@ -219,7 +219,8 @@ TEST(families_before_anything) {
         "understory_leader gauge", "understory_pending_pods gauge", "understory_policy_reloads_total counter",
         "understory_api_retries_total counter", "understory_api_rate_limiter_wait_seconds_total counter",
         "understory_policy_info gauge", "understory_policy_calls_total counter",
-        "understory_node_classes_total counter", "understory_scores_kept_total counter"};
+        "understory_node_classes_total counter", "understory_scores_kept_total counter",
+        "understory_nodes_short gauge"};
     for (size_t i = 0; i < sizeof families / sizeof *families; i++) {
         char want[128];
         snprintf(want, sizeof want, "# TYPE %s\n", families[i]);
@@ -237,6 +238,7 @@ TEST(families_before_anything) {
     sv_monitor_reload(NULL, "ok");
     sv_monitor_leader(NULL, true);
     sv_monitor_harvest(NULL, 1, 1, 1);
+    sv_monitor_nodes_short(NULL, 1);
     sv_monitor_close(m);
     uv_run(&loop, UV_RUN_DEFAULT);
     CHECK(uv_loop_close(&loop) == 0);

@@ -180,7 +180,8 @@ refused_now=$(sample ready 'understory_api_requests_total{code="403",verb="list"
 for family in understory_cycle_duration_seconds understory_decisions_total understory_evictions_total \
 	understory_pending_pods understory_policy_reloads_total understory_leader understory_background_gpus \
 	understory_idle_gpus understory_background_gpu_seconds_total understory_policy_info \
-	understory_policy_calls_total understory_node_classes_total understory_scores_kept_total; do
+	understory_policy_calls_total understory_node_classes_total understory_scores_kept_total \
+	understory_nodes_short; do
 	grep -q "^# TYPE $family " "$work/ready.txt" || fail "/metrics has no family $family"
 done
 [[ $(sample ready 'understory_leader{} ') == 1.0 ]] || fail "understory_leader is not 1 without an election"

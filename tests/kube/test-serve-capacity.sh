@@ -15,22 +15,7 @@ understory=${UNDERSTORY:-$root/build/release/understory}
 
 kube_up
 k apply -f "$root/examples/kubernetes/kwok/fake-gpu-node.yaml" >/dev/null
-k apply -f - >/dev/null <<-YAML
-	apiVersion: scheduling.run.ai/v2
-	kind: Queue
-	metadata: {name: team-a}
-	spec:
-	  resources:
-	    gpu: {quota: 16, overQuotaWeight: 1, limit: -1}
-	    cpu: {quota: -1, overQuotaWeight: 1, limit: -1}
-	    memory: {quota: -1, overQuotaWeight: 1, limit: -1}
-	---
-	apiVersion: v1
-	kind: Namespace
-	metadata:
-	  name: team-a
-	  labels: {kai.scheduler/queue: team-a}
-YAML
+queue_namespace team-a 16 | k apply -f - >/dev/null
 sa_kubeconfig
 start_serve serve
 fake=kwok.x-k8s.io/node=fake:NoSchedule
@@ -50,23 +35,7 @@ report_gpus() {
 until_ok 60 "gpu-0 in the engine, Ready" has_line "$(line 8 schedulable)"
 
 # pod NAME GPUS: a pod of ours in team-a
-pod() {
-	k apply -f - >/dev/null <<-YAML
-		apiVersion: v1
-		kind: Pod
-		metadata: {name: $1, namespace: team-a, labels: {app: cap}}
-		spec:
-		  schedulerName: understory
-		  terminationGracePeriodSeconds: 0
-		  tolerations: [{key: kwok.x-k8s.io/node, operator: Exists}]
-		  containers:
-		  - name: c
-		    image: fake
-		    resources:
-		      requests: {cpu: "1", memory: 1Gi, nvidia.com/gpu: "$2"}
-		      limits: {nvidia.com/gpu: "$2"}
-	YAML
-}
+pod() { gpu_pod "$1" team-a cap "$2" | k apply -f - >/dev/null; }
 node_of() { k -n team-a get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 running() { [[ $(k -n team-a get pods -l app=cap --field-selector status.phase=Running -o name | grep -c . || true) -eq $1 ]]; }
 for i in 1 2 3 4; do pod "big-$i" 2; done
@@ -76,6 +45,9 @@ until_ok 60 "the four 2-GPU pods running on gpu-0" running 4
 until_ok 60 "the drop logged" report_gpus 6 \
 	"node gpu-0: reports less than its pods hold; taken with gpu 8 (what its pods hold) until they leave room"
 grep -q "node gpu-0 not taken" "$work/serve.err" && fail "serve refused the node: $(grep "not taken" "$work/serve.err")"
+# short_nodes N: /metrics says N nodes report less than their pods hold
+short_nodes() { [[ $(curl -s --max-time 10 "$admin/metrics" | sed -n 's/^understory_nodes_short{*}* //p') == "$1" ]]; }
+until_ok 30 "understory_nodes_short 1 while gpu-0 is short" short_nodes 1
 # its other changes are taken at once: the cordon (and the taint the
 # node lifecycle controller adds for it), then the uncordon
 k cordon gpu-0 >/dev/null
@@ -93,6 +65,7 @@ k -n team-a delete pod big-4 --wait=true >/dev/null
 until_ok 60 "gpu-0 taken with the 6 GPUs it reports" now_is "$(line 6 schedulable)"
 grep -qxF "node gpu-0: its pods left room for the capacity it reports" "$work/serve.out" ||
 	fail "the node's return to what it reports was not logged"
+until_ok 30 "understory_nodes_short 0 once gpu-0 takes what it reports" short_nodes 0
 sleep 5
 [[ -z $(node_of small) ]] || fail "small was bound to $(node_of small) with gpu-0's 6 GPUs all held"
 # Another leaves: room for small, at once.
