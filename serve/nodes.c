@@ -182,7 +182,6 @@ static bool take(sv_nodes *s, const cJSON *o, const char *text, bool log_always)
     const char *name = str(at(o, "name", NULL));
     us_node_info before;
     bool had = us_engine_node_named(s->engine, name, &before) == US_OK;
-    us_resources was = had ? before.capacity : (us_resources){0, 0, 0};
     if (us_engine_upsert_node_json(s->engine, text, &err) == US_OK) {
         if (sv_cache_has(&s->short_, name)) {
             sv_cache_drop(&s->short_, name);
@@ -199,9 +198,10 @@ static bool take(sv_nodes *s, const cJSON *o, const char *text, bool log_always)
         fprintf(stderr, "understory serve: node %s not taken: %s\n", name, err.message);
         return false;
     }
-    us_node_info now;
+    us_node_info now; /* taken raised: it was in the engine (had), as before */
     bool moved = us_engine_node_named(s->engine, name, &now) == US_OK &&
-                 (now.capacity.gpu != was.gpu || now.capacity.cpu != was.cpu || now.capacity.memory != was.memory);
+                 (now.capacity.gpu != before.capacity.gpu || now.capacity.cpu != before.capacity.cpu ||
+                  now.capacity.memory != before.capacity.memory);
     cJSON *copy = cJSON_CreateString(text);
     bool known = sv_cache_has(&s->short_, name);
     if (!copy || sv_cache_put(&s->short_, name, copy, 0) < 0)
@@ -243,9 +243,8 @@ void sv_nodes_event(sv_nodes *s, sv_event ev, const cJSON *n) {
 }
 
 void sv_nodes_retry(sv_nodes *s) {
-    /* take may drop the entry it retries: walk from the end */
+    /* take may drop the entry it retries (and no other): walk from the end */
     for (size_t i = s->short_.n; i-- > 0;) {
-        if (i >= s->short_.n) continue;
         const char *text = s->short_.objs[i]->valuestring;
         cJSON *o = cJSON_Parse(text);
         if (!o) continue; /* out of memory: tried again next time */
