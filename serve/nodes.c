@@ -108,7 +108,7 @@ static void log_node(const sv_nodes *s, const char *name, const cJSON *taints) {
     fflush(stdout);
 }
 
-/* Node object o with each resource it reports below to raised to that;
+/* Node object o with each resource it reports below `to` raised to that;
  * what says which, for the log.  The text, or NULL when none is below, a
  * quantity does not parse, or memory runs out. */
 static char *raised(const cJSON *o, us_resources to, char *what, size_t nwhat) {
@@ -144,6 +144,16 @@ static char *raised(const cJSON *o, us_resources to, char *what, size_t nwhat) {
     return text;
 }
 
+/* Node object o with what it reports below to raised to that, sent:
+ * true when the engine took it (false too when nothing is below to). */
+static bool send_raised(sv_nodes *s, const cJSON *o, us_resources to, char *what, size_t nwhat) {
+    us_error err;
+    char *up = raised(o, to, what, nwhat);
+    bool in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
+    free(up);
+    return in;
+}
+
 /* Node object o raised (nodes.h) and sent, x being the engine's node
  * before: to what its pods hold; else, when fractional pods hold more
  * devices than their sum, to the fewest devices that hold them; else
@@ -151,26 +161,15 @@ static char *raised(const cJSON *o, us_resources to, char *what, size_t nwhat) {
  * what was raised (what); false when the engine took none. */
 static bool take_raised(sv_nodes *s, const cJSON *o, const us_node_info *x, const char **as, char *what,
                         size_t nwhat) {
-    us_error err;
     us_resources held = x->used;
     held.gpu = ceil(held.gpu); /* whole devices */
-    char *up = raised(o, held, what, nwhat);
-    bool in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
     *as = "what its pods hold";
-    for (us_resources d = held; !in && ++d.gpu <= x->capacity.gpu;) {
-        free(up);
-        up = raised(o, d, what, nwhat);
-        in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
-        *as = "the devices its pods hold";
-    }
-    if (!in) {
-        free(up);
-        up = raised(o, x->capacity, what, nwhat);
-        in = up && us_engine_upsert_node_json(s->engine, up, &err) == US_OK;
-        *as = "the capacity it had";
-    }
-    free(up);
-    return in;
+    if (send_raised(s, o, held, what, nwhat)) return true;
+    *as = "the devices its pods hold";
+    for (us_resources d = held; ++d.gpu <= x->capacity.gpu;)
+        if (send_raised(s, o, d, what, nwhat)) return true;
+    *as = "the capacity it had";
+    return send_raised(s, o, x->capacity, what, nwhat);
 }
 
 /* Send node object o (text: its JSON) as it reports itself, or, when its
